@@ -1,0 +1,329 @@
+"""The public contract: ScaledObject trigger metadata, parsed once, strictly.
+
+KEDA sends every key of the trigger's ``metadata`` as strings. ``parse_metadata``
+turns them into a frozen ``TargetPolicy`` or raises ``MetadataError`` listing every
+bad key with its value and the rule it broke, which the gRPC layer maps to
+``INVALID_ARGUMENT``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from scaler.matchers import LabelMatcher, SelectorError, parse_selector
+
+# Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
+# Their values (addresses, certificate paths) are never logged.
+KEDA_KEYS = frozenset(
+    {"scalerAddress", "enableTLS", "unsafeSsl", "caCert", "tlsCertFile", "tlsClientCert", "tlsClientKey"}
+)
+FROM_ENV_SUFFIX = "FromEnv"
+MAX_KEYS = 64
+MAX_VALUE_LENGTH = 8192
+MAX_WINDOWS = 16
+MAX_REPLICAS_LIMIT = 10_000
+MAX_COLD_START_SECONDS = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    key: str
+    value: str | None
+    rule: str
+
+    def __str__(self) -> str:
+        shown = "" if self.value is None else f"={_preview(self.value)}"
+        return f"{self.key}{shown}: {self.rule}"
+
+
+class MetadataError(ValueError):
+    """Invalid ScaledObject metadata; ``problems`` names every bad key."""
+
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        self.problems = sorted(problems, key=lambda p: p.key)
+        super().__init__("invalid scalerMetadata: " + "; ".join(str(p) for p in self.problems))
+
+    @property
+    def keys(self) -> list[str]:
+        return [p.key for p in self.problems]
+
+
+def _preview(value: str, limit: int = 80) -> str:
+    text = value if len(value) <= limit else value[:limit] + f"...({len(value)} chars)"
+    return json.dumps(text, ensure_ascii=True)
+
+
+def _cron(value: str) -> str:
+    fields = value.split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"must be a 5-field cron expression (minute hour day month weekday), got {len(fields)} fields"
+        )
+    if not croniter.is_valid(value):
+        raise ValueError("is not a valid cron expression")
+    return " ".join(fields)
+
+
+def _timezone(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError("must be an IANA timezone name such as Europe/Paris or UTC") from None
+    return value
+
+
+Cron = Annotated[str, AfterValidator(_cron)]
+TimeZone = Annotated[str, AfterValidator(_timezone)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class PrewarmWindow(BaseModel):
+    """One pre-warm window: at least ``replicas`` from ``start`` until ``end``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start: Cron
+    end: Cron
+    replicas: int = Field(ge=1, le=MAX_REPLICAS_LIMIT)
+    timezone: TimeZone | None = None
+
+
+class TargetPolicy(BaseModel):
+    """Everything one ScaledObject trigger configures. Field aliases are the metadata keys."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+        str_strip_whitespace=True,
+        allow_inf_nan=False,
+    )
+
+    engine: Literal["vllm", "sglang", "tgi", "triton", "custom"] = "vllm"
+    label_selector: str = Field("", alias="labelSelector")
+    prometheus_address: str | None = Field(None, alias="prometheusAddress")
+    target_queue_per_replica: float = Field(10.0, alias="targetQueuePerReplica", gt=0, le=1e6)
+    prompt_tokens_per_second_per_replica: float | None = Field(
+        None, alias="promptTokensPerSecondPerReplica", gt=0, le=1e9
+    )
+    generation_tokens_per_second_per_replica: float | None = Field(
+        None, alias="generationTokensPerSecondPerReplica", gt=0, le=1e9
+    )
+    target_utilization: float = Field(0.8, alias="targetUtilization", gt=0, le=1)
+    cold_start_seconds: float = Field(180.0, alias="coldStartSeconds", gt=0, le=MAX_COLD_START_SECONDS)
+    min_replicas: int = Field(1, alias="minReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
+    max_replicas: int = Field(100, alias="maxReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
+    prewarm_start: Cron | None = Field(None, alias="prewarmStart")
+    prewarm_end: Cron | None = Field(None, alias="prewarmEnd")
+    prewarm_replicas: int | None = Field(None, alias="prewarmReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
+    prewarm_windows: tuple[PrewarmWindow, ...] = Field((), alias="prewarmWindows")
+    timezone: TimeZone = "UTC"
+    gpu_check: bool = Field(True, alias="gpuCheck")
+    gpu_check_failure: Literal["open", "closed"] = Field("open", alias="gpuCheckFailure")
+    gpus_per_replica: int | None = Field(None, alias="gpusPerReplica", ge=1, le=64)
+    max_pending_replicas: int = Field(0, alias="maxPendingReplicas", ge=0, le=MAX_REPLICAS_LIMIT)
+    max_staleness_seconds: float = Field(300.0, alias="maxStalenessSeconds", gt=0, le=86400)
+    ttft_objective_seconds: float = Field(2.0, alias="ttftObjectiveSeconds", gt=0, le=600)
+
+    @field_validator("prewarm_windows", mode="before")
+    @classmethod
+    def _windows_from_json(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                return ()
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"must be a JSON list of windows: {exc.msg} at character {exc.pos}"
+                ) from None
+            if not isinstance(parsed, list):
+                raise ValueError(
+                    "must be a JSON list such as"
+                    ' [{"start": "0 9 * * 1-5", "end": "0 12 * * 1-5", "replicas": 8}]'
+                )
+            if len(parsed) > MAX_WINDOWS:
+                raise ValueError(f"at most {MAX_WINDOWS} windows")
+            return parsed
+        return value
+
+    @field_validator("label_selector")
+    @classmethod
+    def _selector(cls, value: str) -> str:
+        try:
+            parse_selector(value)
+        except SelectorError as exc:
+            raise ValueError(
+                f'must be PromQL label matchers like model_name="llama", ns=~"prod-.*": {exc}'
+            ) from None
+        return value
+
+    @field_validator("prometheus_address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/")
+
+    # ---- derived views -------------------------------------------------------------
+
+    @property
+    def matchers(self) -> tuple[LabelMatcher, ...]:
+        return parse_selector(self.label_selector)
+
+    @property
+    def windows(self) -> tuple[PrewarmWindow, ...]:
+        """Every pre-warm window, the single-window keys first, each with its timezone set."""
+        out: list[PrewarmWindow] = []
+        if self.prewarm_start and self.prewarm_end and self.prewarm_replicas:
+            out.append(
+                PrewarmWindow(
+                    start=self.prewarm_start,
+                    end=self.prewarm_end,
+                    replicas=self.prewarm_replicas,
+                    timezone=self.timezone,
+                )
+            )
+        for window in self.prewarm_windows:
+            out.append(window if window.timezone else window.model_copy(update={"timezone": self.timezone}))
+        return tuple(out)
+
+    @property
+    def token_capacity_known(self) -> bool:
+        return (
+            self.prompt_tokens_per_second_per_replica is not None
+            or self.generation_tokens_per_second_per_replica is not None
+        )
+
+    def cross_field_problems(self, raw: Mapping[str, str]) -> list[FieldProblem]:
+        problems: list[FieldProblem] = []
+
+        def add(key: str, rule: str) -> None:
+            problems.append(FieldProblem(key, raw.get(key), rule))
+
+        if self.max_replicas < self.min_replicas:
+            add("maxReplicas", f"must be >= minReplicas ({self.min_replicas})")
+        single = {
+            "prewarmStart": self.prewarm_start,
+            "prewarmEnd": self.prewarm_end,
+            "prewarmReplicas": self.prewarm_replicas,
+        }
+        given = [k for k, v in single.items() if v is not None]
+        if given and len(given) != 3:
+            for key in sorted(set(single) - set(given)):
+                add(key, f"required when {', '.join(given)} is set (a window needs start, end and replicas)")
+        for index, window in enumerate(self.windows):
+            key = "prewarmReplicas" if (index == 0 and self.prewarm_start) else "prewarmWindows"
+            if window.start == window.end:
+                add(key, f"window {index}: start and end are the same schedule, so it never opens")
+            if window.replicas > self.max_replicas:
+                add(
+                    key,
+                    f"window {index}: replicas {window.replicas} exceed maxReplicas ({self.max_replicas})",
+                )
+        if self.max_pending_replicas > self.max_replicas:
+            add("maxPendingReplicas", f"must be <= maxReplicas ({self.max_replicas})")
+        return problems
+
+
+# Metadata key -> field name, for every documented key.
+ALIASES: dict[str, str] = {(info.alias or name): name for name, info in TargetPolicy.model_fields.items()}
+
+_RULE_HINTS = {
+    "minReplicas": "this scaler never scales to zero; use 1 or more",
+    "targetUtilization": "a fraction of one replica's capacity, in (0, 1]",
+}
+
+
+def _problem_from_pydantic(error: Mapping[str, Any], raw: Mapping[str, str]) -> FieldProblem:
+    loc = error.get("loc", ())
+    key = str(loc[0]) if loc else "metadata"
+    message = str(error.get("msg", "invalid"))
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    if len(loc) > 1:
+        message = f"at {'.'.join(str(p) for p in loc[1:])}: {message}"
+    if error.get("type") == "extra_forbidden":
+        message = "unknown key (see the README's metadata reference)"
+    hint = _RULE_HINTS.get(key)
+    if hint and error.get("type") != "extra_forbidden":
+        message = f"{message} ({hint})"
+    return FieldProblem(key, raw.get(key), message)
+
+
+def normalize_metadata(metadata: Mapping[str, str]) -> tuple[dict[str, str], list[FieldProblem]]:
+    """Drop KEDA's own keys, fold ``<key>FromEnv`` into ``<key>``, check sizes."""
+    problems: list[FieldProblem] = []
+    out: dict[str, str] = {}
+    if len(metadata) > MAX_KEYS:
+        return {}, [FieldProblem("metadata", None, f"has {len(metadata)} keys; at most {MAX_KEYS}")]
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            problems.append(FieldProblem(str(key), None, "keys and values must be strings"))
+            continue
+        if len(value) > MAX_VALUE_LENGTH:
+            problems.append(FieldProblem(key, value, f"longer than {MAX_VALUE_LENGTH} characters"))
+            continue
+        if key in KEDA_KEYS:
+            continue
+        name = key
+        if key.endswith(FROM_ENV_SUFFIX) and key[: -len(FROM_ENV_SUFFIX)] in ALIASES:
+            name = key[: -len(FROM_ENV_SUFFIX)]
+        if name in out:
+            problems.append(FieldProblem(key, value, f"given twice, as {name} and {name}{FROM_ENV_SUFFIX}"))
+            continue
+        out[name] = value
+    return out, problems
+
+
+def parse_metadata(metadata: Mapping[str, str]) -> TargetPolicy:
+    """Parse ScaledObject trigger metadata into a TargetPolicy, or raise MetadataError."""
+    raw, problems = normalize_metadata(metadata)
+    if problems:
+        raise MetadataError(problems)
+    try:
+        policy = TargetPolicy.model_validate(raw)
+    except ValidationError as exc:
+        raise MetadataError([_problem_from_pydantic(e, raw) for e in exc.errors()]) from None
+    problems = policy.cross_field_problems(raw)
+    if problems:
+        raise MetadataError(problems)
+    return policy
+
+
+class Settings(BaseModel):
+    """Server settings, from flags or ``SCALER_*`` environment variables (see ``scaler serve --help``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "0.0.0.0"  # noqa: S104 - a server in a pod listens on all interfaces
+    port: int = Field(9090, ge=0, le=65535)
+    metrics_port: int | None = Field(8080, ge=0, le=65535)
+    refresh_interval_seconds: float = Field(15.0, gt=0, le=3600)
+    prometheus_address: str | None = None
+    kubernetes: bool = False
+    kubeconfig: str | None = None
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    grace_seconds: float = Field(20.0, ge=0, le=600)
+    target_idle_seconds: float = Field(3600.0, gt=0)
+    first_decision_timeout_seconds: float = Field(1.0, ge=0, le=10)
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_client_ca_file: str | None = None

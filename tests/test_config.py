@@ -1,0 +1,204 @@
+"""The metadata contract: every documented key, its rules, and errors that name every bad key."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaler.config import ALIASES, KEDA_KEYS, MetadataError, parse_metadata
+
+
+def test_defaults_from_empty_metadata() -> None:
+    policy = parse_metadata({})
+    assert policy.engine == "vllm"
+    assert policy.min_replicas == 1
+    assert policy.max_replicas == 100
+    assert policy.target_utilization == 0.8
+    assert policy.cold_start_seconds == 180
+    assert policy.gpu_check is True
+    assert policy.max_pending_replicas == 0
+    assert policy.gpus_per_replica is None
+    assert policy.windows == ()
+    assert not policy.token_capacity_known
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "field", "expected"),
+    [
+        ("engine", "sglang", "engine", "sglang"),
+        ("engine", "triton", "engine", "triton"),
+        ("labelSelector", 'model_name="llama"', "label_selector", 'model_name="llama"'),
+        ("prometheusAddress", "http://prom:9090/", "prometheus_address", "http://prom:9090"),
+        ("targetQueuePerReplica", "2.5", "target_queue_per_replica", 2.5),
+        ("promptTokensPerSecondPerReplica", "9000", "prompt_tokens_per_second_per_replica", 9000.0),
+        ("generationTokensPerSecondPerReplica", "1800", "generation_tokens_per_second_per_replica", 1800.0),
+        ("targetUtilization", "1", "target_utilization", 1.0),
+        ("coldStartSeconds", "900", "cold_start_seconds", 900.0),
+        ("minReplicas", "3", "min_replicas", 3),
+        ("maxReplicas", "40", "max_replicas", 40),
+        ("timezone", "Europe/Paris", "timezone", "Europe/Paris"),
+        ("gpuCheck", "false", "gpu_check", False),
+        ("gpuCheckFailure", "closed", "gpu_check_failure", "closed"),
+        ("gpusPerReplica", "2", "gpus_per_replica", 2),
+        ("maxPendingReplicas", "2", "max_pending_replicas", 2),
+        ("maxStalenessSeconds", "120", "max_staleness_seconds", 120.0),
+        ("ttftObjectiveSeconds", "1.5", "ttft_objective_seconds", 1.5),
+    ],
+)
+def test_each_key_parses(key: str, value: str, field: str, expected: object) -> None:
+    assert getattr(parse_metadata({key: value}), field) == expected
+
+
+@pytest.mark.parametrize("key", sorted(ALIASES))
+def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
+    samples = {
+        "engine": "tgi",
+        "labelSelector": 'a="b"',
+        "prometheusAddress": "http://p:9090",
+        "timezone": "Europe/Paris",
+        "gpuCheck": "false",
+        "gpuCheckFailure": "closed",
+        "prewarmWindows": "[]",
+        "targetUtilization": "0.5",
+        "prewarmStart": None,
+        "prewarmEnd": None,
+        "prewarmReplicas": None,
+    }
+    if key in ("prewarmStart", "prewarmEnd", "prewarmReplicas"):
+        metadata = {"prewarmStart": "0 9 * * *", "prewarmEnd": "0 12 * * *", "prewarmReplicas": "3"}
+        metadata[f"{key}FromEnv"] = metadata.pop(key)
+    else:
+        value = samples.get(key) or "3"
+        metadata = {f"{key}FromEnv": value}
+    direct = parse_metadata({k.removesuffix("FromEnv"): v for k, v in metadata.items()})
+    assert parse_metadata(metadata) == direct
+    assert direct != parse_metadata({}) or key == "prewarmWindows"
+
+
+def test_keda_keys_are_ignored() -> None:
+    assert parse_metadata(dict.fromkeys(KEDA_KEYS, "x")) == parse_metadata({})
+
+
+def test_min_replicas_zero_and_utilization_two_are_named_together() -> None:
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata({"minReplicas": "0", "targetUtilization": "2"})
+    message = str(caught.value)
+    assert caught.value.keys == ["minReplicas", "targetUtilization"]
+    assert 'minReplicas="0"' in message and "never scales to zero" in message
+    assert 'targetUtilization="2"' in message and "(0, 1]" in message
+
+
+@pytest.mark.parametrize(
+    ("metadata", "bad_keys"),
+    [
+        ({"minReplicas": "-1"}, ["minReplicas"]),
+        ({"minReplicas": "1.5"}, ["minReplicas"]),
+        ({"maxReplicas": "0"}, ["maxReplicas"]),
+        ({"targetUtilization": "0"}, ["targetUtilization"]),
+        ({"targetUtilization": "nan"}, ["targetUtilization"]),
+        ({"coldStartSeconds": "inf"}, ["coldStartSeconds"]),
+        ({"coldStartSeconds": "-5"}, ["coldStartSeconds"]),
+        ({"targetQueuePerReplica": "0"}, ["targetQueuePerReplica"]),
+        ({"promptTokensPerSecondPerReplica": "1e18"}, ["promptTokensPerSecondPerReplica"]),
+        ({"engine": "llamacpp"}, ["engine"]),
+        ({"gpuCheck": "perhaps"}, ["gpuCheck"]),
+        ({"gpuCheckFailure": "sometimes"}, ["gpuCheckFailure"]),
+        ({"timezone": "Mars/Olympus"}, ["timezone"]),
+        ({"timezone": "../../etc/passwd"}, ["timezone"]),
+        ({"prometheusAddress": "prom:9090"}, ["prometheusAddress"]),
+        ({"labelSelector": 'model="a"} or vector(1) #'}, ["labelSelector"]),
+        ({"labelSelector": 'model=~"("'}, ["labelSelector"]),
+        ({"prewarmStart": "0 9 * *", "prewarmEnd": "0 12 * * *", "prewarmReplicas": "2"}, ["prewarmStart"]),
+        (
+            {"prewarmStart": "0 9 * * * *", "prewarmEnd": "0 12 * * *", "prewarmReplicas": "2"},
+            ["prewarmStart"],
+        ),
+        (
+            {"prewarmStart": "61 9 * * *", "prewarmEnd": "0 12 * * *", "prewarmReplicas": "2"},
+            ["prewarmStart"],
+        ),
+        ({"prewarmWindows": "not json"}, ["prewarmWindows"]),
+        ({"prewarmWindows": '{"start": "0 9 * * *"}'}, ["prewarmWindows"]),
+        (
+            {"prewarmWindows": '[{"start": "0 9 * * *", "end": "0 10 * * *", "replicas": 0}]'},
+            ["prewarmWindows"],
+        ),
+        (
+            {"prewarmWindows": '[{"start": "0 9 * * *", "end": "0 10 * * *", "replicas": 2, "x": 1}]'},
+            ["prewarmWindows"],
+        ),
+        ({"surprise": "1"}, ["surprise"]),
+        ({"minReplicas": "2", "minReplicasFromEnv": "3"}, ["minReplicasFromEnv"]),
+        ({"engine": "x" * 9000}, ["engine"]),
+    ],
+)
+def test_invalid_values_name_their_key(metadata: dict[str, str], bad_keys: list[str]) -> None:
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata(metadata)
+    assert caught.value.keys == bad_keys
+    for key in bad_keys:
+        assert key in str(caught.value)
+
+
+def test_all_field_errors_are_reported_at_once() -> None:
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata(
+            {"minReplicas": "0", "maxReplicas": "x", "engine": "?", "coldStartSeconds": "-1", "zzz": "1"}
+        )
+    assert caught.value.keys == ["coldStartSeconds", "engine", "maxReplicas", "minReplicas", "zzz"]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "bad_keys"),
+    [
+        ({"minReplicas": "5", "maxReplicas": "3"}, ["maxReplicas"]),
+        ({"prewarmStart": "0 9 * * *"}, ["prewarmEnd", "prewarmReplicas"]),
+        (
+            {"prewarmStart": "0 9 * * *", "prewarmEnd": "0 9 * * *", "prewarmReplicas": "2"},
+            ["prewarmReplicas"],
+        ),
+        (
+            {
+                "prewarmStart": "0 9 * * *",
+                "prewarmEnd": "0 12 * * *",
+                "prewarmReplicas": "50",
+                "maxReplicas": "10",
+            },
+            ["prewarmReplicas"],
+        ),
+        ({"maxPendingReplicas": "20", "maxReplicas": "10"}, ["maxPendingReplicas"]),
+    ],
+)
+def test_cross_field_rules(metadata: dict[str, str], bad_keys: list[str]) -> None:
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata(metadata)
+    assert caught.value.keys == bad_keys
+
+
+def test_several_windows_combine_single_keys_and_json_list() -> None:
+    policy = parse_metadata(
+        {
+            "prewarmStart": "0 9 * * 1-5",
+            "prewarmEnd": "0 12 * * 1-5",
+            "prewarmReplicas": "8",
+            "timezone": "Asia/Shanghai",
+            "prewarmWindows": '[{"start": "0 18 * * 5", "end": "0 20 * * 5", "replicas": 4},'
+            ' {"start": "30 7 * * *", "end": "0 8 * * *", "replicas": 3, "timezone": "Europe/Paris"}]',
+        }
+    )
+    assert [(w.start, w.replicas, w.timezone) for w in policy.windows] == [
+        ("0 9 * * 1-5", 8, "Asia/Shanghai"),
+        ("0 18 * * 5", 4, "Asia/Shanghai"),
+        ("30 7 * * *", 3, "Europe/Paris"),
+    ]
+
+
+def test_too_many_keys_is_refused() -> None:
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata({f"k{i}": "1" for i in range(100)})
+    assert caught.value.keys == ["metadata"]
+
+
+def test_values_are_quoted_in_errors_without_breaking_the_message() -> None:
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata({"minReplicas": 'a"b\nc'})
+    assert '"a\\"b\\nc"' in str(caught.value)
