@@ -1,0 +1,189 @@
+"""Typed values shared by every layer: what the engine observes and what it decides.
+
+Everything here is a frozen dataclass: decisions are values that can be compared,
+printed, logged and exported without knowing where they came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+
+class Signal(StrEnum):
+    """The signals that propose a replica count. Ties go to the earliest here."""
+
+    FLOOR = "floor"
+    PREWARM = "prewarm"
+    QUEUE = "queue"
+    TOKENS = "tokens"
+    HOLD = "hold"
+    LAST_KNOWN = "last_known"
+
+
+class ClampKind(StrEnum):
+    """What can limit the proposed target, applied in this order."""
+
+    MAX = "max"
+    GPU_INVENTORY = "gpu_inventory"
+    FLOOR_OVER_GPU = "floor_over_gpu"
+    GPU_UNKNOWN_HOLD = "gpu_unknown_hold"
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What is known about one target at one instant.
+
+    ``None`` means unknown (the source had no data); it is never read as zero.
+    ``missing`` says why a field is unknown, keyed by field name.
+    """
+
+    now: datetime
+    queue_waiting: float | None = None
+    requests_running: float | None = None
+    prompt_tokens_per_s: float | None = None
+    generation_tokens_per_s: float | None = None
+    current_replicas: int | None = None
+    ready_replicas: int | None = None
+    gpu_schedulable_replicas: int | None = None
+    pending_replicas: int = 0
+    starting_replicas: int = 0
+    ttft_p95_seconds: float | None = None
+    ttft_p99_seconds: float | None = None
+    kv_cache_usage: float | None = None
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.now.tzinfo is None or self.now.utcoffset() is None:
+            raise ValueError("Observation.now must be timezone-aware")
+        for name in (
+            "queue_waiting",
+            "requests_running",
+            "prompt_tokens_per_s",
+            "generation_tokens_per_s",
+            "ttft_p95_seconds",
+            "ttft_p99_seconds",
+            "kv_cache_usage",
+        ):
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise ValueError(f"Observation.{name} must be a finite number >= 0, got {value!r}")
+        for name in (
+            "current_replicas",
+            "ready_replicas",
+            "gpu_schedulable_replicas",
+            "pending_replicas",
+            "starting_replicas",
+        ):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"Observation.{name} must be >= 0, got {value!r}")
+        object.__setattr__(self, "missing", _frozen(self.missing))
+
+    @property
+    def timestamp(self) -> float:
+        return self.now.timestamp()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"now": self.now.isoformat()}
+        for name in self.__dataclass_fields__:
+            if name in ("now", "missing"):
+                continue
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.missing:
+            out["missing"] = dict(self.missing)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One signal's answer: a replica count, or an abstention (``replicas is None``) with why."""
+
+    signal: Signal
+    replicas: int | None
+    reason: str
+    inputs: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", _frozen(self.inputs))
+
+
+@dataclass(frozen=True, slots=True)
+class Clamp:
+    """A limit that changed (or would have changed) the target, with its reason."""
+
+    kind: ClampKind
+    before: int
+    after: int
+    reason: str
+
+    @property
+    def held_back(self) -> int:
+        """Replicas the clamp removed from the target (0 when it raised it)."""
+        return max(0, self.before - self.after)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The engine's answer for one target at one instant.
+
+    ``replicas`` is always >= 1: the floor never reaches zero. ``binding`` is the
+    signal whose proposal set the target before clamps; ``clamps`` lists every limit
+    that then changed it. ``notes`` carries caveats (missing inputs, checks skipped).
+    """
+
+    now: datetime
+    replicas: int
+    binding: Signal
+    proposals: Mapping[str, int]
+    signal_reasons: Mapping[str, str]
+    clamps: tuple[Clamp, ...]
+    notes: tuple[str, ...]
+    reason: str
+    observation: Observation
+    forecast: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.replicas < 1:
+            raise ValueError("a decision never targets fewer than one replica")
+        object.__setattr__(self, "proposals", _frozen(self.proposals))
+        object.__setattr__(self, "signal_reasons", _frozen(self.signal_reasons))
+        object.__setattr__(self, "forecast", _frozen(self.forecast))
+
+    @property
+    def limited_by(self) -> ClampKind | None:
+        """The last clamp that changed the target, if any."""
+        changed = [c for c in self.clamps if c.before != c.after]
+        return changed[-1].kind if changed else None
+
+    @property
+    def gpu_held_back(self) -> int:
+        return sum(c.held_back for c in self.clamps if c.kind is ClampKind.GPU_INVENTORY)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "time": self.now.isoformat(),
+            "replicas": self.replicas,
+            "binding": self.binding.value,
+            "proposals": dict(self.proposals),
+            "signals": dict(self.signal_reasons),
+            "clamps": [
+                {"kind": c.kind.value, "before": c.before, "after": c.after, "reason": c.reason}
+                for c in self.clamps
+            ],
+            "notes": list(self.notes),
+            "forecast": dict(self.forecast),
+            "reason": self.reason,
+            "inputs": self.observation.to_json(),
+        }

@@ -1,0 +1,40 @@
+"""GPU capacity: how many replicas can exist without leaving pods Pending.
+
+    bound    = current - pending          (replicas whose pods hold GPUs on a node)
+    capacity = bound + gpu_schedulable + maxPendingReplicas
+
+``gpu_schedulable`` comes from the node inventory (free GPUs that fit a whole replica,
+node by node). Pods that are still Pending are not bound, so they do not consume
+inventory; counting them in ``current`` again would count them twice. Replicas that
+are starting (bound, not Ready) are already in ``bound``: capacity on its way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scaler.config import TargetPolicy
+from scaler.model import Observation
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCapacity:
+    replicas: int | None  # None: unknown
+    reason: str
+
+
+def capacity(obs: Observation, policy: TargetPolicy) -> GpuCapacity:
+    if obs.gpu_schedulable_replicas is None:
+        why = obs.missing.get("gpu_schedulable_replicas", "no inventory")
+        return GpuCapacity(None, f"GPU inventory unknown ({why})")
+    if obs.current_replicas is None:
+        why = obs.missing.get("current_replicas", "unknown")
+        return GpuCapacity(None, f"current replicas unknown ({why})")
+    pending = min(obs.pending_replicas, obs.current_replicas)
+    bound = obs.current_replicas - pending
+    total = bound + obs.gpu_schedulable_replicas + policy.max_pending_replicas
+    return GpuCapacity(
+        total,
+        f"{bound} bound + {obs.gpu_schedulable_replicas} schedulable"
+        f" + {policy.max_pending_replicas} Pending allowed (maxPendingReplicas)",
+    )

@@ -1,0 +1,153 @@
+"""Each signal's formula, as a table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from scaler.config import parse_metadata
+from scaler.model import Observation, Signal
+from scaler.signals import ceil_replicas, floor, gpu, queue, tokens
+from scaler.signals.forecast import Forecast
+from scaler.signals.tokens import TokenDemand
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(0.0, 0), (0.2, 1), (1.0, 1), (1.0000000001, 1), (2.01, 3), (7.999, 8)]
+)
+def test_ceil_replicas(value: float, expected: int) -> None:
+    assert ceil_replicas(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("waiting", "per_replica", "expected"),
+    [(0, 10, 0), (1, 10, 1), (10, 10, 1), (11, 10, 2), (400, 10, 40), (400, 50, 8), (3, 0.5, 6)],
+)
+def test_queue_table(waiting: float, per_replica: float, expected: int) -> None:
+    proposal = queue.propose(waiting, per_replica)
+    assert proposal.signal is Signal.QUEUE
+    assert proposal.replicas == expected
+
+
+def test_queue_abstains_when_unknown_and_says_why() -> None:
+    proposal = queue.propose(None, 10, "prometheus: connection refused")
+    assert proposal.replicas is None
+    assert "connection refused" in proposal.reason
+
+
+def _flat(value: float) -> Forecast:
+    return Forecast(level=value, trend=0.0, margin=0.0, peak=0.0, last_value=value)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "generation", "metadata", "expected"),
+    [
+        # GPU time adds: 4500/9000 + 900/1800 = 1.0 replica busy, / 0.5 utilisation = 2
+        (
+            4500,
+            900,
+            {
+                "promptTokensPerSecondPerReplica": "9000",
+                "generationTokensPerSecondPerReplica": "1800",
+                "targetUtilization": "0.5",
+            },
+            2,
+        ),
+        # not independent maxima: each alone is half a replica, together one
+        (
+            4500,
+            900,
+            {
+                "promptTokensPerSecondPerReplica": "9000",
+                "generationTokensPerSecondPerReplica": "1800",
+                "targetUtilization": "1",
+            },
+            1,
+        ),
+        (9001, 0, {"promptTokensPerSecondPerReplica": "9000", "targetUtilization": "1"}, 2),
+        (0, 18000, {"generationTokensPerSecondPerReplica": "1800", "targetUtilization": "0.8"}, 13),
+        (0, 0, {"promptTokensPerSecondPerReplica": "9000"}, 0),
+    ],
+)
+def test_token_table(prompt: float, generation: float, metadata: dict[str, str], expected: int) -> None:
+    policy = parse_metadata(metadata)
+    demand = tokens.demand(_flat(prompt), _flat(generation), policy)
+    assert tokens.propose(demand, policy, "").replicas == expected
+
+
+def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
+    policy = parse_metadata(
+        {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": "1", "coldStartSeconds": "300"}
+    )
+    rising = Forecast(level=1000, trend=10.0, margin=0.0, peak=0.0, last_value=1000)  # +10 tok/s each second
+    demand = tokens.demand(rising, None, policy)
+    assert demand is not None
+    assert demand.now == pytest.approx(1.0)
+    assert demand.horizon == pytest.approx(4.0)  # 1000 + 10 * 300 = 4000 tok/s
+    assert tokens.propose(demand, policy, "").replicas == 4
+
+
+def test_tokens_off_without_capacity_and_unknown_without_rates() -> None:
+    off = tokens.propose(None, parse_metadata({}), "")
+    assert off.replicas is None and "promptTokensPerSecondPerReplica" in off.reason
+    policy = parse_metadata({"promptTokensPerSecondPerReplica": "1000"})
+    assert tokens.demand(None, None, policy) is None
+    assert tokens.propose(None, policy, "prometheus down").replicas is None
+
+
+@pytest.mark.parametrize(
+    ("now_busy", "horizon_busy", "utilisation", "expected"),
+    [(4.0, 1.0, 1.0, 4), (1.0, 4.0, 1.0, 4), (3.0, 3.0, 0.5, 6), (0.0, 0.0, 0.8, 0)],
+)
+def test_hold_keeps_the_largest_need_within_one_cold_start(
+    now_busy: float, horizon_busy: float, utilisation: float, expected: int
+) -> None:
+    policy = parse_metadata(
+        {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": str(utilisation)}
+    )
+    demand = TokenDemand(now=now_busy, horizon=horizon_busy, peak_within_horizon=max(now_busy, horizon_busy))
+    assert floor.propose_hold(demand, policy).replicas == expected
+
+
+def test_floor_is_min_replicas() -> None:
+    assert floor.propose_floor(parse_metadata({"minReplicas": "3"})).replicas == 3
+
+
+def test_last_known_holds_only_when_something_is_missing() -> None:
+    assert floor.propose_last_known(5, []).replicas is None
+    assert floor.propose_last_known(None, ["queue_waiting"]).replicas is None
+    held = floor.propose_last_known(5, ["queue_waiting"])
+    assert held.replicas == 5 and "queue_waiting" in held.reason
+
+
+@pytest.mark.parametrize(
+    ("current", "pending", "schedulable", "max_pending", "expected"),
+    [
+        (4, 0, 0, 0, 4),  # full: only what exists
+        (4, 0, 3, 0, 7),
+        (4, 0, 0, 2, 6),  # a node autoscaler may add nodes for two Pending pods
+        (5, 2, 0, 0, 3),  # two Pending pods that fit nowhere are not capacity
+        (5, 2, 2, 0, 5),  # Pending pods not yet bound: their room is in the inventory
+        (0, 0, 1, 0, 1),
+    ],
+)
+def test_gpu_capacity_table(
+    current: int, pending: int, schedulable: int, max_pending: int, expected: int
+) -> None:
+    policy = parse_metadata({"maxPendingReplicas": str(max_pending)})
+    obs = Observation(
+        now=NOW, current_replicas=current, pending_replicas=pending, gpu_schedulable_replicas=schedulable
+    )
+    assert gpu.capacity(obs, policy).replicas == expected
+
+
+def test_gpu_capacity_unknown_without_inventory_or_current() -> None:
+    policy = parse_metadata({})
+    assert gpu.capacity(Observation(now=NOW, current_replicas=3), policy).replicas is None
+    unknown = gpu.capacity(
+        Observation(now=NOW, gpu_schedulable_replicas=3, missing={"current_replicas": "api down"}), policy
+    )
+    assert unknown.replicas is None and "api down" in unknown.reason
