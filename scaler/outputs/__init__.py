@@ -1,0 +1,1 @@
+"""Renderings of decisions: gRPC for KEDA, dry-run lines, metrics and logs."""

@@ -1,0 +1,246 @@
+"""KEDA's ExternalScaler over gRPC, answering from the latest decision.
+
+* GetMetricSpec: one MetricSpec, ``targetSize`` 1 (and ``targetSizeFloat`` 1.0), so the
+  HPA's AverageValue arithmetic turns the metric value into the replica count itself.
+* GetMetrics: one MetricValue whose value is the decided replica count.
+* IsActive / StreamIsActive: always true; the floor never reaches zero.
+* StreamMetricSpec: UNIMPLEMENTED. The spec never changes, so there is nothing to push;
+  KEDA falls back to polling GetMetricSpec silently.
+
+RPCs never wait on Prometheus or Kubernetes: they read ``Target.latest``. Only the very
+first call for a new target waits (up to ``first_decision_timeout_s``) for its first
+decision; invalid metadata is ``INVALID_ARGUMENT`` naming every bad key; any other
+failure is ``INTERNAL`` or ``UNAVAILABLE`` with a message, never ``UNKNOWN``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+from grpc_reflection.v1alpha import reflection
+
+from scaler.config import MetadataError
+from scaler.model import Decision
+from scaler.proto import externalscaler_pb2 as pb
+from scaler.proto import externalscaler_pb2_grpc as pb_grpc
+from scaler.registry import Target, TargetKey
+from scaler.runtime import Runtime
+
+METRIC_NAME = "llm-inference-replicas"
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ExternalScaler"].full_name
+MAX_NAME_LENGTH = 253
+
+T = TypeVar("T")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class RpcError(Exception):
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+@dataclass
+class ServerOptions:
+    first_decision_timeout_s: float = 1.0
+    enforce_staleness: bool = True
+
+
+class ExternalScalerService(pb_grpc.ExternalScalerServicer):
+    def __init__(self, runtime: Runtime, options: ServerOptions | None = None, log: Any = None) -> None:
+        self.runtime = runtime
+        self.options = options or ServerOptions()
+        self.log = log
+        self.closing = asyncio.Event()
+        self.rpc_counts: dict[tuple[str, str], int] = {}
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    def _target(self, ref: pb.ScaledObjectRef) -> Target:
+        problems = []
+        if not ref.name or len(ref.name) > MAX_NAME_LENGTH:
+            problems.append("name: must be a ScaledObject name (1-253 characters)")
+        if not ref.namespace or len(ref.namespace) > MAX_NAME_LENGTH:
+            problems.append("namespace: must be a namespace (1-253 characters)")
+        if problems:
+            raise RpcError(
+                grpc.StatusCode.INVALID_ARGUMENT, "invalid ScaledObjectRef: " + "; ".join(problems)
+            )
+        key = TargetKey(ref.namespace, ref.name)
+        try:
+            target, new = self.runtime.registry.resolve(
+                key, dict(ref.scalerMetadata), self.runtime.now_timestamp()
+            )
+        except MetadataError as exc:
+            raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"{key}: {exc}") from None
+        if new:
+            self.runtime.on_new_target(target)
+        return target
+
+    async def _decision(self, target: Target) -> Decision:
+        decision = await self.runtime.first_decision(target, self.options.first_decision_timeout_s)
+        if decision is None:
+            raise RpcError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"{target.key}: no decision yet (first refresh still running); KEDA will retry",
+            )
+        if self.options.enforce_staleness and self.runtime.source.live:
+            age = target.engine.data_age_seconds(self.runtime.now_timestamp())
+            limit = target.policy.max_staleness_seconds
+            if age is not None and age > limit:
+                raise RpcError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"{target.key}: inputs stale for {age:.0f}s (> maxStalenessSeconds={limit:g});"
+                    " KEDA's fallback applies",
+                )
+        return decision
+
+    async def _run(self, method: str, context: Context, body: Callable[[], Awaitable[T]]) -> T:
+        try:
+            result = await body()
+        except RpcError as exc:
+            self._count(method, exc.code.name)
+            await context.abort(exc.code, exc.details)
+            raise  # unreachable: abort raises
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._count(method, "INTERNAL")
+            if self.log is not None:
+                self.log.error("rpc_failed", method=method, error=str(exc), error_type=type(exc).__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"{method} failed: {type(exc).__name__}: {exc}")
+            raise
+        self._count(method, "OK")
+        return result
+
+    def _count(self, method: str, code: str) -> None:
+        key = (method, code)
+        self.rpc_counts[key] = self.rpc_counts.get(key, 0) + 1
+
+    # ---- RPCs -------------------------------------------------------------------------
+
+    async def IsActive(self, request: pb.ScaledObjectRef, context: Context) -> pb.IsActiveResponse:
+        async def body() -> pb.IsActiveResponse:
+            self._target(request)
+            return pb.IsActiveResponse(result=True)
+
+        return await self._run("IsActive", context, body)
+
+    async def StreamIsActive(
+        self, request: pb.ScaledObjectRef, context: Context
+    ) -> AsyncIterator[pb.IsActiveResponse]:
+        async def body() -> None:
+            self._target(request)
+
+        await self._run("StreamIsActive", context, body)
+        yield pb.IsActiveResponse(result=True)
+        # Keep the stream open until the server shuts down; KEDA then reconnects elsewhere.
+        await self.closing.wait()
+
+    async def GetMetricSpec(self, request: pb.ScaledObjectRef, context: Context) -> pb.GetMetricSpecResponse:
+        async def body() -> pb.GetMetricSpecResponse:
+            self._target(request)
+            spec = pb.MetricSpec(metricName=METRIC_NAME, targetSize=1, targetSizeFloat=1.0)
+            return pb.GetMetricSpecResponse(metricSpecs=[spec])
+
+        return await self._run("GetMetricSpec", context, body)
+
+    async def GetMetrics(self, request: pb.GetMetricsRequest, context: Context) -> pb.GetMetricsResponse:
+        async def body() -> pb.GetMetricsResponse:
+            target = self._target(request.scaledObjectRef)
+            decision = await self._decision(target)
+            value = pb.MetricValue(
+                metricName=request.metricName or METRIC_NAME,
+                metricValue=math.ceil(decision.replicas),
+                metricValueFloat=float(decision.replicas),
+            )
+            return pb.GetMetricsResponse(metricValues=[value])
+
+        return await self._run("GetMetrics", context, body)
+
+    async def StreamMetricSpec(
+        self, request: pb.ScaledObjectRef, context: Context
+    ) -> AsyncIterator[pb.GetMetricSpecResponse]:
+        self._count("StreamMetricSpec", "UNIMPLEMENTED")
+        await context.abort(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "StreamMetricSpec is not implemented: this scaler's metric spec never changes (target 1)",
+        )
+        yield pb.GetMetricSpecResponse()  # pragma: no cover - abort raises
+
+
+@dataclass
+class TlsFiles:
+    cert_file: str
+    key_file: str
+    client_ca_file: str | None = None
+
+
+def server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
+    with open(tls.key_file, "rb") as f:
+        key = f.read()
+    with open(tls.cert_file, "rb") as f:
+        cert = f.read()
+    ca = None
+    if tls.client_ca_file:
+        with open(tls.client_ca_file, "rb") as f:
+            ca = f.read()
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
+    )
+
+
+class GrpcServer:
+    """The aio gRPC server with the scaler, health and reflection services."""
+
+    def __init__(self, service: ExternalScalerService, max_workers_hint: int = 0) -> None:
+        self.service = service
+        self.health = health_aio.HealthServicer()
+        self.server = grpc.aio.server(
+            options=[
+                ("grpc.keepalive_time_ms", 60_000),
+                ("grpc.keepalive_timeout_ms", 20_000),
+                ("grpc.http2.max_pings_without_data", 0),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.max_receive_message_length", 1 << 20),
+            ]
+        )
+        pb_grpc.add_ExternalScalerServicer_to_server(service, self.server)  # type: ignore[no-untyped-call]
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        reflection.enable_server_reflection(
+            (
+                SERVICE_NAME,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ),
+            self.server,
+        )
+        self.port = 0
+
+    def bind(self, address: str, tls: TlsFiles | None = None) -> int:
+        if tls is None:
+            self.port = self.server.add_insecure_port(address)
+        else:
+            self.port = self.server.add_secure_port(address, server_credentials(tls))
+        if self.port == 0:
+            raise OSError(f"could not bind gRPC server to {address}")
+        return self.port
+
+    async def start(self) -> None:
+        await self.server.start()
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+
+    async def stop(self, grace_s: float) -> None:
+        """Stop accepting, end streams, let in-flight unary RPCs finish within the grace period."""
+        await self.health.enter_graceful_shutdown()
+        self.service.closing.set()
+        await self.server.stop(grace_s)

@@ -1,0 +1,126 @@
+"""Targets the server decides for, and the refresh that keeps their decisions current.
+
+A target is one ScaledObject (namespace, name). It is registered on its first RPC,
+its metadata parsed once per distinct metadata map, and forgotten after it has not
+been polled for ``idle_seconds``. ``refresh`` gathers observations for every target
+in one batch from the configured source, runs each engine, and hands the decisions
+to the sinks (metrics, logs, printers). RPCs only read ``Target.latest``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import NamedTuple, Protocol
+
+from scaler.config import MetadataError, TargetPolicy, parse_metadata
+from scaler.engine import Engine
+from scaler.model import Decision, Observation
+
+PARSE_CACHE_SIZE = 4096
+
+
+class TargetKey(NamedTuple):
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class Target:
+    key: TargetKey
+    fingerprint: str
+    engine: Engine
+    registered_at: float
+    last_polled: float
+    latest: Decision | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def policy(self) -> TargetPolicy:
+        return self.engine.policy
+
+
+class ObservationSource(Protocol):
+    """Where observations come from: one batched call per refresh for every target."""
+
+    @property
+    def live(self) -> bool:
+        """True when observations come from real data sources (Prometheus, Kubernetes)."""
+
+    async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]: ...
+
+    async def warm(self, target: Target, now: datetime) -> None:
+        """Feed the target's engine with recent history (called once for a new target)."""
+
+
+DecisionSink = Callable[[Target, Decision], None]
+
+
+def fingerprint(metadata: Mapping[str, str]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for key in sorted(metadata):
+        digest.update(key.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+        digest.update(metadata[key].encode("utf-8", "surrogatepass"))
+        digest.update(b"\x01")
+    return digest.hexdigest()
+
+
+class TargetRegistry:
+    def __init__(self, idle_seconds: float = 3600.0) -> None:
+        self.idle_seconds = idle_seconds
+        self._targets: dict[TargetKey, Target] = {}
+        self._parsed: OrderedDict[str, TargetPolicy | MetadataError] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._targets)
+
+    def get(self, key: TargetKey) -> Target | None:
+        return self._targets.get(key)
+
+    def targets(self) -> list[Target]:
+        return list(self._targets.values())
+
+    def parse(self, metadata: Mapping[str, str]) -> tuple[str, TargetPolicy]:
+        """Parse metadata once per distinct map; raises MetadataError (also cached)."""
+        fp = fingerprint(metadata)
+        cached = self._parsed.get(fp)
+        if cached is None:
+            try:
+                cached = parse_metadata(metadata)
+            except MetadataError as exc:
+                cached = exc
+            self._parsed[fp] = cached
+            if len(self._parsed) > PARSE_CACHE_SIZE:
+                self._parsed.popitem(last=False)
+        else:
+            self._parsed.move_to_end(fp)
+        if isinstance(cached, MetadataError):
+            raise cached
+        return fp, cached
+
+    def resolve(self, key: TargetKey, metadata: Mapping[str, str], now: float) -> tuple[Target, bool]:
+        """The target for an RPC, registering or updating it. Returns (target, is_new)."""
+        fp, policy = self.parse(metadata)
+        target = self._targets.get(key)
+        if target is None:
+            target = Target(key, fp, Engine(policy), registered_at=now, last_polled=now)
+            self._targets[key] = target
+            return target, True
+        target.last_polled = now
+        if target.fingerprint != fp:
+            target.engine.update_policy(policy)
+            target.fingerprint = fp
+        return target, False
+
+    def forget_idle(self, now: float) -> list[TargetKey]:
+        gone = [k for k, t in self._targets.items() if now - t.last_polled > self.idle_seconds]
+        for key in gone:
+            del self._targets[key]
+        return gone

@@ -1,0 +1,156 @@
+"""The refresh loop: observe every target in one batch, decide, publish.
+
+The only place that reads the clock is the ``clock`` callable passed in; the engine
+receives the time inside each Observation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from scaler.model import Decision, Observation
+from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
+
+DEMAND_FIELDS = ("queue_waiting", "prompt_tokens_per_s", "generation_tokens_per_s")
+ALL_FIELDS = (
+    "queue_waiting",
+    "requests_running",
+    "prompt_tokens_per_s",
+    "generation_tokens_per_s",
+    "current_replicas",
+    "ready_replicas",
+    "gpu_schedulable_replicas",
+)
+
+
+def unknown_observation(now: datetime, reason: str) -> Observation:
+    return Observation(now=now, missing=dict.fromkeys(ALL_FIELDS, reason))
+
+
+class OfflineSource:
+    """No live data: every input is unknown, so decisions rest on the floor and pre-warm windows."""
+
+    reason = "no live source configured"
+
+    @property
+    def live(self) -> bool:
+        return False
+
+    async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        return {t.key: unknown_observation(now, self.reason) for t in targets}
+
+    async def warm(self, target: Target, now: datetime) -> None:
+        return None
+
+
+class Runtime:
+    def __init__(
+        self,
+        registry: TargetRegistry,
+        source: ObservationSource,
+        clock: Callable[[], datetime],
+        sinks: Sequence[DecisionSink] = (),
+        refresh_interval_s: float = 15.0,
+        log: Any = None,
+    ) -> None:
+        self.log = log
+        self.registry = registry
+        self.source = source
+        self.clock = clock
+        self.sinks = list(sinks)
+        self.refresh_interval_s = refresh_interval_s
+        self.refreshes = 0
+        self.last_refresh_seconds = 0.0
+        self._first: dict[TargetKey, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+
+    def now_timestamp(self) -> float:
+        return self.clock().timestamp()
+
+    def publish(self, target: Target, decision: Decision) -> None:
+        target.latest = decision
+        event = self._first.pop(target.key, None)
+        if event is not None:
+            event.set()
+        for sink in self.sinks:
+            sink(target, decision)
+
+    async def _decide(self, targets: Sequence[Target]) -> None:
+        if not targets:
+            return
+        now = self.clock()
+        observed = await self.source.observe(targets, now)
+        for target in targets:
+            obs = observed.get(target.key) or unknown_observation(
+                now, "source returned nothing for this target"
+            )
+            self.publish(target, target.engine.decide(obs))
+
+    async def refresh_once(self) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await self._decide(self.registry.targets())
+        for key in self.registry.forget_idle(self.now_timestamp()):
+            self._first.pop(key, None)
+        self.refreshes += 1
+        self.last_refresh_seconds = loop.time() - started
+
+    def on_new_target(self, target: Target) -> None:
+        """Warm a new target from history and decide for it at once, in the background."""
+        self._first.setdefault(target.key, asyncio.Event())
+
+        async def first() -> None:
+            now = self.clock()
+            try:
+                await self.source.warm(target, now)
+            except Exception as exc:  # warming is best effort: the forecaster starts conservatively
+                if self.log is not None:
+                    self.log.warning("warm_failed", target=str(target.key), error=str(exc))
+            try:
+                await self._decide([target])
+            except Exception as exc:  # the refresh loop decides for it on its next pass
+                if self.log is not None:
+                    self.log.warning("first_decision_failed", target=str(target.key), error=str(exc))
+
+        task = asyncio.get_running_loop().create_task(first())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def first_decision(self, target: Target, timeout_s: float) -> Decision | None:
+        if target.latest is not None:
+            return target.latest
+        event = self._first.get(target.key)
+        if event is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout_s)
+        return target.latest
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.refresh_once()
+            except Exception as exc:  # a failed refresh keeps the previous decisions
+                if self.log is not None:
+                    self.log.error("refresh_failed", error=str(exc), error_type=type(exc).__name__)
+            self._wake.clear()
+            waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+            _, pending = await asyncio.wait(
+                waiters, timeout=self.refresh_interval_s, return_when="FIRST_COMPLETED"
+            )
+            for w in pending:
+                w.cancel()
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

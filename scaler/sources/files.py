@@ -1,0 +1,121 @@
+"""Files the CLI reads: ScaledObject manifests and observation logs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scaler.model import Observation
+
+OBSERVATION_FIELDS = set(Observation.__dataclass_fields__) - {"now", "missing"}
+
+
+class InputFileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ScaledObjectSpec:
+    """The parts of a KEDA ScaledObject this project reads."""
+
+    name: str
+    namespace: str
+    metadata: Mapping[str, str]
+    min_replica_count: int | None = None
+    max_replica_count: int | None = None
+    polling_interval: int = 30
+    cooldown_period: int = 300
+    triggers: tuple[Mapping[str, Any], ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = None) -> ScaledObjectSpec:
+    meta = doc.get("metadata") or {}
+    spec = doc.get("spec") or {}
+    triggers = tuple(spec.get("triggers") or ())
+    external = [
+        (i, t)
+        for i, t in enumerate(triggers)
+        if isinstance(t, Mapping) and t.get("type") in ("external", "external-push")
+    ]
+    if trigger_index is not None:
+        external = [(i, t) for i, t in external if i == trigger_index]
+    if not external:
+        raise InputFileError("the ScaledObject has no trigger of type external (or external-push)")
+    _, trigger = external[0]
+    metadata = {str(k): str(v) for k, v in (trigger.get("metadata") or {}).items()}
+    return ScaledObjectSpec(
+        name=str(meta.get("name", "scaledobject")),
+        namespace=str(meta.get("namespace", "default")),
+        metadata=metadata,
+        min_replica_count=spec.get("minReplicaCount"),
+        max_replica_count=spec.get("maxReplicaCount"),
+        polling_interval=int(spec.get("pollingInterval", 30)),
+        cooldown_period=int(spec.get("cooldownPeriod", 300)),
+        triggers=triggers,
+        raw=doc,
+    )
+
+
+def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> ScaledObjectSpec:
+    """The first ScaledObject in a (multi-document) YAML file, and its external trigger."""
+    try:
+        docs = list(yaml.safe_load_all(Path(path).read_text()))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputFileError(f"cannot read {path}: {exc}") from None
+    for doc in docs:
+        if isinstance(doc, Mapping) and doc.get("kind") == "ScaledObject":
+            return scaledobject_from_dict(doc, trigger_index)
+    raise InputFileError(f"{path} holds no object of kind ScaledObject")
+
+
+def parse_time(value: Any) -> datetime:
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    if isinstance(value, str):
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if parsed.tzinfo is None:
+            raise InputFileError(f"time {value!r} has no timezone; add Z or an offset")
+        return parsed
+    raise InputFileError(f"time must be an ISO 8601 string or epoch seconds, got {value!r}")
+
+
+def observation_from_dict(row: Mapping[str, Any]) -> Observation:
+    unknown = set(row) - OBSERVATION_FIELDS - {"now", "time", "missing"}
+    if unknown:
+        raise InputFileError(
+            f"unknown fields {sorted(unknown)}; known: now, {', '.join(sorted(OBSERVATION_FIELDS))}"
+        )
+    when = row.get("now", row.get("time"))
+    if when is None:
+        raise InputFileError("each observation needs 'now' (ISO 8601 with a timezone, or epoch seconds)")
+    values = {k: v for k, v in row.items() if k in OBSERVATION_FIELDS}
+    try:
+        return Observation(now=parse_time(when), missing=row.get("missing") or {}, **values)
+    except (TypeError, ValueError) as exc:
+        raise InputFileError(str(exc)) from None
+
+
+def read_observations(path: str | Path) -> Iterator[Observation]:
+    """One JSON object per line; blank lines and lines starting with # are skipped."""
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputFileError(f"{path}:{number}: not JSON: {exc.msg}") from None
+            if not isinstance(row, dict):
+                raise InputFileError(f"{path}:{number}: expected a JSON object")
+            try:
+                yield observation_from_dict(row)
+            except InputFileError as exc:
+                raise InputFileError(f"{path}:{number}: {exc}") from None

@@ -1,0 +1,125 @@
+"""Shared test helpers: an in-process gRPC server on a real loopback socket, and clocks."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import grpc
+
+from scaler.model import Observation
+from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
+from scaler.proto import externalscaler_pb2 as pb
+from scaler.proto import externalscaler_pb2_grpc as pb_grpc
+from scaler.registry import ObservationSource, Target, TargetKey, TargetRegistry
+from scaler.runtime import OfflineSource, Runtime
+
+
+class StepClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+class ScriptedSource:
+    """A live source whose observations the test sets per target (or for all targets)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.per_target: dict[TargetKey, dict[str, Any]] = {}
+        self.calls = 0
+        self.fail: Exception | None = None
+
+    @property
+    def live(self) -> bool:
+        return True
+
+    async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        self.calls += 1
+        if self.fail is not None:
+            raise self.fail
+        return {
+            t.key: Observation(now=now, **{**self.values, **self.per_target.get(t.key, {})}) for t in targets
+        }
+
+    async def warm(self, target: Target, now: datetime) -> None:
+        return None
+
+
+class ServerThread:
+    """Runs the scaler's aio gRPC server in a background thread on a free loopback port."""
+
+    def __init__(
+        self,
+        source: ObservationSource | None = None,
+        clock: Callable[[], datetime] | None = None,
+        refresh_interval_s: float = 3600.0,
+        tls: TlsFiles | None = None,
+        options: ServerOptions | None = None,
+    ) -> None:
+        self.source = source or OfflineSource()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.refresh_interval_s = refresh_interval_s
+        self.tls = tls
+        self.options = options or ServerOptions()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.port = 0
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(10)
+        return self
+
+    async def _start(self) -> None:
+        self.runtime = Runtime(
+            TargetRegistry(), self.source, self.clock, refresh_interval_s=self.refresh_interval_s
+        )
+        self.service = ExternalScalerService(self.runtime, self.options)
+        self.server = GrpcServer(self.service)
+        self.port = self.server.bind("127.0.0.1:0", self.tls)
+        await self.server.start()
+        self.stop_event = asyncio.Event()
+        self.refresher = asyncio.get_running_loop().create_task(self.runtime.run(self.stop_event))
+
+    def call(self, coro_factory: Callable[[], Any]) -> Any:
+        async def run() -> Any:
+            return await coro_factory()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
+
+    def refresh(self) -> None:
+        self.call(self.runtime.refresh_once)
+
+    def __exit__(self, *exc: object) -> None:
+        async def stop() -> None:
+            self.stop_event.set()
+            await self.server.stop(1.0)
+            await self.refresher
+            await self.runtime.close()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+    def channel(self) -> grpc.Channel:
+        return grpc.insecure_channel(f"127.0.0.1:{self.port}")
+
+    def stub(self) -> pb_grpc.ExternalScalerStub:
+        return pb_grpc.ExternalScalerStub(self.channel())
+
+
+def ref(name: str = "llama", namespace: str = "inference", **metadata: str) -> pb.ScaledObjectRef:
+    md = {"scalerAddress": "scaler:9090", **metadata}
+    return pb.ScaledObjectRef(name=name, namespace=namespace, scalerMetadata=md)

@@ -1,0 +1,150 @@
+"""The command line as a user runs it: real processes, real files, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from scaler.proto import externalscaler_pb2 as pb
+from scaler.proto import externalscaler_pb2_grpc as pb_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "scaler" / "examples" / "scaledobject.yaml"
+SCALER = [sys.executable, "-m", "scaler"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SCALER, *args], capture_output=True, text=True, timeout=60, check=check)
+
+
+def write_observations(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
+    obs = write_observations(
+        tmp_path / "obs.jsonl",
+        [
+            {
+                "now": "2026-12-01T03:00:00Z",
+                "queue_waiting": 0,
+                "prompt_tokens_per_s": 0,
+                "generation_tokens_per_s": 0,
+                "current_replicas": 2,
+                "gpu_schedulable_replicas": 4,
+            },
+            {
+                "now": "2026-12-01T03:00:15Z",
+                "queue_waiting": 400,
+                "prompt_tokens_per_s": 40000,
+                "generation_tokens_per_s": 8000,
+                "current_replicas": 2,
+                "gpu_schedulable_replicas": 4,
+            },
+        ],
+    )
+    out = run("dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(obs)).stdout.splitlines()
+    assert len(out) == 2
+    assert out[0].startswith("2026-12-01T03:00:00Z target=6 binding=prewarm")  # 11:00 in Shanghai
+    assert "target=6" in out[1] and "queue=40*" in out[1]
+    assert "gpu_inventory" in out[1] and "max 40->16" in out[1]
+
+
+def test_dry_run_json_output(tmp_path: Path) -> None:
+    obs = write_observations(
+        tmp_path / "obs.jsonl",
+        [
+            {
+                "now": "2026-12-05T03:00:00Z",
+                "queue_waiting": 5,
+                "prompt_tokens_per_s": 100,
+                "generation_tokens_per_s": 20,
+                "current_replicas": 2,
+                "gpu_schedulable_replicas": 4,
+            },
+        ],
+    )
+    out = run(
+        "dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(obs), "--output", "json"
+    ).stdout
+    decision = json.loads(out)
+    assert decision["scaledobject"] == "inference/llama-3-8b"
+    assert decision["replicas"] == 2 and decision["binding"] == "floor"
+    assert set(decision["proposals"]) >= {"floor", "queue", "tokens", "hold"}
+    assert decision["clamps"] == []
+
+
+def test_dry_run_reports_bad_metadata_and_bad_lines(tmp_path: Path) -> None:
+    so = tmp_path / "so.yaml"
+    so.write_text(EXAMPLE.read_text().replace('minReplicas: "2"', 'minReplicas: "0"'))
+    obs = write_observations(tmp_path / "obs.jsonl", [{"now": "2026-12-01T03:00:00Z"}])
+    failed = run("dry-run", "--scaledobject", str(so), "--observations", str(obs), check=False)
+    assert failed.returncode == 2 and "minReplicas" in failed.stderr
+    (tmp_path / "bad.jsonl").write_text('{"now": "2026-12-01T03:00:00"}\n')
+    failed = run(
+        "dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(tmp_path / "bad.jsonl"), check=False
+    )
+    assert failed.returncode == 2 and "bad.jsonl:1" in failed.stderr and "timezone" in failed.stderr
+
+
+def test_demo_runs_on_the_embedded_example() -> None:
+    out = run("demo").stdout.splitlines()
+    assert len(out) > 30
+    bindings = {line.split("binding=")[1].split()[0] for line in out}
+    assert {"floor", "prewarm", "tokens"} <= bindings
+    assert any("gpu_inventory" in line for line in out)
+
+
+@pytest.mark.slow
+def test_serve_answers_then_stops_gracefully_on_sigterm() -> None:
+    port = free_port()
+    env = {**os.environ, "SCALER_LOG_FORMAT": "json"}
+    proc = subprocess.Popen(
+        [*SCALER, "serve", "--port", str(port), "--host", "127.0.0.1", "--grace", "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=20)
+        stub = pb_grpc.ExternalScalerStub(channel)
+        ref = pb.ScaledObjectRef(name="llama", namespace="inference", scalerMetadata={"minReplicas": "3"})
+        assert (
+            stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5).metricValues[0].metricValue
+            == 3
+        )
+        stream = stub.StreamIsActive(ref)
+        assert next(stream).result is True
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        with pytest.raises(StopIteration):
+            next(stream)  # the stream ends cleanly when the server shuts down
+        assert proc.wait(timeout=15) == 0
+        assert time.monotonic() - started < 6
+        logs = [json.loads(line) for line in proc.stderr.read().splitlines() if line.startswith("{")]
+        events = [entry["event"] for entry in logs]
+        assert events[0] == "serving" and "stopping" in events and events[-1] == "stopped"
+        decision = next(entry for entry in logs if entry["event"] == "decision")
+        assert decision["namespace"] == "inference" and decision["scaledobject"] == "llama"
+        assert decision["replicas"] == 3
+    finally:
+        if proc.poll() is None:
+            proc.kill()

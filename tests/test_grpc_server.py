@@ -1,0 +1,235 @@
+"""KEDA's ExternalScaler over a real loopback socket, with a client generated from the proto."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from scaler.outputs.grpc_server import METRIC_NAME
+from scaler.proto import externalscaler_pb2 as pb
+from tests.helpers import ScriptedSource, ServerThread, StepClock, ref
+
+
+@pytest.fixture
+def server() -> ServerThread:
+    with ServerThread() as s:
+        yield s
+
+
+def test_get_metric_spec_is_one_spec_of_target_one(server: ServerThread) -> None:
+    reply = server.stub().GetMetricSpec(ref(minReplicas="2"), timeout=5)
+    assert len(reply.metricSpecs) == 1
+    spec = reply.metricSpecs[0]
+    assert spec.metricName == METRIC_NAME
+    assert spec.targetSize == 1
+    assert spec.targetSizeFloat == 1.0
+
+
+def test_metric_name_is_stable_and_valid(server: ServerThread) -> None:
+    names = {
+        server.stub().GetMetricSpec(ref(name=f"so-{i}"), timeout=5).metricSpecs[0].metricName
+        for i in range(3)
+    }
+    assert names == {METRIC_NAME}
+    assert METRIC_NAME.replace("-", "").isalnum() and METRIC_NAME.islower()
+
+
+def test_get_metrics_returns_the_decided_replicas(server: ServerThread) -> None:
+    reply = server.stub().GetMetrics(
+        pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="3"), metricName=METRIC_NAME), timeout=5
+    )
+    assert len(reply.metricValues) == 1
+    value = reply.metricValues[0]
+    assert value.metricName == METRIC_NAME
+    assert value.metricValueFloat == 3.0
+    assert value.metricValue == 3
+
+
+def test_is_active_is_always_true(server: ServerThread) -> None:
+    assert server.stub().IsActive(ref(), timeout=5).result is True
+
+
+def test_stream_is_active_sends_true_and_stays_open(server: ServerThread) -> None:
+    stream = server.stub().StreamIsActive(ref())
+    first = next(stream)
+    assert first.result is True
+    got_more = threading.Event()
+
+    def read_more() -> None:
+        try:
+            next(stream)
+            got_more.set()
+        except grpc.RpcError:
+            pass
+
+    reader = threading.Thread(target=read_more, daemon=True)
+    reader.start()
+    reader.join(1.0)
+    assert reader.is_alive(), "the stream closed instead of staying open"
+    stream.cancel()
+
+
+def test_stream_metric_spec_is_unimplemented(server: ServerThread) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        next(server.stub().StreamMetricSpec(ref()))
+    assert caught.value.code() is grpc.StatusCode.UNIMPLEMENTED
+
+
+@pytest.mark.parametrize("method", ["IsActive", "GetMetricSpec", "GetMetrics", "StreamIsActive"])
+def test_invalid_metadata_is_invalid_argument_naming_every_bad_key(server: ServerThread, method: str) -> None:
+    bad = ref(minReplicas="0", targetUtilization="2")
+    stub = server.stub()
+    with pytest.raises(grpc.RpcError) as caught:
+        if method == "GetMetrics":
+            stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=bad, metricName=METRIC_NAME), timeout=5)
+        elif method == "StreamIsActive":
+            next(stub.StreamIsActive(bad, timeout=5))
+        else:
+            getattr(stub, method)(bad, timeout=5)
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    details = caught.value.details()
+    assert "minReplicas" in details and "targetUtilization" in details
+    assert "inference/llama" in details
+
+
+def test_missing_name_is_invalid_argument(server: ServerThread) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        server.stub().IsActive(pb.ScaledObjectRef(namespace="ns"), timeout=5)
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_bad_metadata_does_not_disturb_other_targets(server: ServerThread) -> None:
+    stub = server.stub()
+    with pytest.raises(grpc.RpcError):
+        stub.GetMetricSpec(ref(name="broken", minReplicas="zero"), timeout=5)
+    ok = stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(name="fine", minReplicas="4")), timeout=5)
+    assert ok.metricValues[0].metricValue == 4
+
+
+def test_offline_server_says_it_decides_without_live_sources(server: ServerThread) -> None:
+    server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="2")), timeout=5)
+    target = server.runtime.registry.targets()[0]
+    assert target.latest is not None
+    assert any("no live source configured" in note for note in target.latest.notes)
+
+
+def test_prewarm_window_is_served_without_live_sources() -> None:
+    clock = StepClock(datetime(2026, 12, 1, 8, 58, tzinfo=UTC))
+    with ServerThread(clock=clock) as server:
+        md = {
+            "minReplicas": "2",
+            "prewarmStart": "0 9 * * *",
+            "prewarmEnd": "0 10 * * *",
+            "prewarmReplicas": "7",
+            "coldStartSeconds": "300",
+        }
+        request = pb.GetMetricsRequest(scaledObjectRef=ref(**md))
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 7
+        clock.advance(3 * 3600)
+        server.refresh()
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 2
+
+
+def test_refresh_updates_decisions_from_the_source() -> None:
+    source = ScriptedSource()
+    source.values = {"queue_waiting": 0.0, "current_replicas": 2, "gpu_schedulable_replicas": 10}
+    clock = StepClock()
+    with ServerThread(source=source, clock=clock) as server:
+        request = pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="2", targetQueuePerReplica="10"))
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 2
+        source.values["queue_waiting"] = 300.0
+        clock.advance(15)
+        server.refresh()
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 12  # 2 + 10 GPUs
+
+
+def test_stale_inputs_turn_into_unavailable_then_recover() -> None:
+    source = ScriptedSource()
+    source.values = {"queue_waiting": 50.0, "current_replicas": 2, "gpu_schedulable_replicas": 10}
+    clock = StepClock()
+    with ServerThread(source=source, clock=clock) as server:
+        request = pb.GetMetricsRequest(scaledObjectRef=ref(maxStalenessSeconds="60"))
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 5
+        source.values = {"current_replicas": 2, "gpu_schedulable_replicas": 10}  # queue gone
+        clock.advance(30)
+        server.refresh()
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 5  # held
+        clock.advance(60)
+        server.refresh()
+        with pytest.raises(grpc.RpcError) as caught:
+            server.stub().GetMetrics(request, timeout=5)
+        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert "maxStalenessSeconds" in caught.value.details()
+        source.values["queue_waiting"] = 10.0
+        clock.advance(15)
+        server.refresh()
+        # live again: 10 waiting is one replica; without token capacities there is no forecast to hold on
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 1
+
+
+def test_health_and_reflection(server: ServerThread) -> None:
+    channel = server.channel()
+    health = health_pb2_grpc.HealthStub(channel)
+    for service in ("", "externalscaler.ExternalScaler"):
+        status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
+        assert status == health_pb2.HealthCheckResponse.SERVING
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    replies = stub.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
+    )
+    names = {s.name for reply in replies for s in reply.list_services_response.service}
+    assert "externalscaler.ExternalScaler" in names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_metadata_is_parsed_once_per_distinct_map(server: ServerThread) -> None:
+    stub = server.stub()
+    for _ in range(5):
+        stub.GetMetricSpec(ref(minReplicas="2"), timeout=5)
+    assert len(server.runtime.registry._parsed) == 1
+    stub.GetMetricSpec(ref(minReplicas="3"), timeout=5)
+    assert len(server.runtime.registry._parsed) == 2
+
+
+def test_changed_metadata_applies_to_the_next_decision() -> None:
+    clock = StepClock()
+    with ServerThread(clock=clock) as server:
+        stub = server.stub()
+        assert (
+            stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="2")))
+            .metricValues[0]
+            .metricValue
+            == 2
+        )
+        stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="5")))
+        clock.advance(15)
+        server.refresh()
+        assert (
+            stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="5")))
+            .metricValues[0]
+            .metricValue
+            == 5
+        )
+
+
+def test_idle_targets_are_forgotten() -> None:
+    clock = StepClock()
+    with ServerThread(clock=clock) as server:
+        server.stub().IsActive(ref(name="old"), timeout=5)
+        clock.advance(7200)
+        server.refresh()
+        assert len(server.runtime.registry) == 0
+
+
+def test_now_is_not_read_by_the_engine() -> None:
+    clock = StepClock(datetime(2030, 1, 1, tzinfo=UTC))
+    with ServerThread(clock=clock) as server:
+        server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()), timeout=5)
+        decision = server.runtime.registry.targets()[0].latest
+        assert decision is not None and decision.now == clock.now
+        assert decision.now - datetime.now(UTC) > timedelta(days=365)
