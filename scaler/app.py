@@ -12,18 +12,35 @@ from typing import Any
 from scaler.config import Settings
 from scaler.engine import Engine
 from scaler.model import Decision, Observation
+from scaler.outputs.dryrun import format_json, format_line
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
-from scaler.registry import ObservationSource, TargetRegistry
-from scaler.runtime import OfflineSource, Runtime
+from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
+from scaler.runtime import Runtime
+from scaler.sources.files import ScaledObjectSpec
+from scaler.sources.live import LiveSource, WorkloadProvider
+from scaler.sources.prometheus import PrometheusReader
 
 
 def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-def build_source(settings: Settings, log: Any) -> ObservationSource:
-    return OfflineSource()
+def build_source(
+    settings: Settings, log: Any, workloads: WorkloadProvider | None = None
+) -> ObservationSource:
+    """Live when a Prometheus or Kubernetes is configured; offline (floor and pre-warm only) otherwise.
+
+    Targets can still name their own Prometheus with ``prometheusAddress``.
+    """
+    reader = PrometheusReader(
+        settings.prometheus_address,
+        rate_window=settings.rate_window,
+        timeout_s=settings.prometheus_timeout_seconds,
+        history_seconds=settings.history_seconds,
+        history_step_s=settings.refresh_interval_seconds,
+    )
+    return LiveSource(reader, workloads, log)
 
 
 def build_runtime(settings: Settings, log: Any, clock: Callable[[], datetime] = wall_clock) -> Runtime:
@@ -85,3 +102,39 @@ def dry_run_offline(metadata: dict[str, str], observations: Iterable[Observation
     engine = Engine.from_metadata(metadata)
     for obs in observations:
         yield engine.decide(obs)
+
+
+def decision_printer(output: str, name: str, write: Callable[[str], None] = print) -> DecisionSink:
+    def sink(target: Target, decision: Decision) -> None:
+        write(format_json(decision, name) if output == "json" else format_line(decision))
+
+    return sink
+
+
+async def dry_run_live(
+    spec: ScaledObjectSpec,
+    source: ObservationSource,
+    sinks: list[DecisionSink],
+    interval_s: float = 15.0,
+    once: bool = False,
+    duration_s: float | None = None,
+    clock: Callable[[], datetime] = wall_clock,
+) -> int:
+    """Decide for one ScaledObject on the live path, as ``scaler serve`` would, without serving KEDA.
+
+    Raises MetadataError for invalid trigger metadata. Returns the number of decisions made.
+    """
+    registry = TargetRegistry()
+    runtime = Runtime(registry, source, clock, sinks=sinks, refresh_interval_s=interval_s)
+    target, _ = registry.resolve(TargetKey(spec.namespace, spec.name), spec.metadata, clock().timestamp())
+    await source.warm([target], clock())
+    loop = asyncio.get_running_loop()
+    deadline = None if duration_s is None else loop.time() + duration_s
+    decisions = 0
+    while True:
+        started = loop.time()
+        await runtime.refresh_once()
+        decisions += 1
+        if once or (deadline is not None and loop.time() >= deadline):
+            return decisions
+        await asyncio.sleep(max(0.0, interval_s - (loop.time() - started)))

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -16,55 +17,78 @@ from scaler.config import MetadataError, Settings
 from scaler.outputs import dryrun, logs
 from scaler.sources.files import InputFileError, load_scaledobject, read_observations
 
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
 
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(f"SCALER_{name}", default)
 
 
-def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_serve(sub: Subparsers) -> None:
     p = sub.add_parser("serve", help="serve KEDA's ExternalScaler gRPC API")
-    p.add_argument("--host", default=_env("HOST", "0.0.0.0"), help="listen address (SCALER_HOST)")  # noqa: S104
-    p.add_argument(
-        "--port", type=int, default=int(_env("PORT", "9090") or 9090), help="gRPC port (SCALER_PORT)"
+    add = p.add_argument
+    add("--host", default=_env("HOST", "0.0.0.0"), help="listen address (SCALER_HOST)")  # noqa: S104
+    add("--port", type=int, default=int(_env("PORT", "9090") or 9090), help="gRPC port (SCALER_PORT)")
+    add(
+        "--prometheus",
+        default=_env("PROMETHEUS"),
+        help="default Prometheus URL for targets without prometheusAddress (SCALER_PROMETHEUS)",
     )
-    p.add_argument(
+    add(
+        "--rate-window",
+        default=_env("RATE_WINDOW", "1m"),
+        help="PromQL rate() window for token rates (SCALER_RATE_WINDOW)",
+    )
+    add(
         "--refresh-interval",
         type=float,
         default=float(_env("REFRESH_INTERVAL", "15") or 15),
         help="seconds between refreshes of every target's decision (SCALER_REFRESH_INTERVAL)",
     )
-    p.add_argument(
+    add(
         "--grace",
         type=float,
         default=float(_env("GRACE", "20") or 20),
         help="seconds in-flight RPCs get on SIGTERM (SCALER_GRACE)",
     )
-    p.add_argument("--log-format", choices=["json", "console"], default=_env("LOG_FORMAT", "json"))
-    p.add_argument(
-        "--log-level", choices=["debug", "info", "warning", "error"], default=_env("LOG_LEVEL", "info")
-    )
-    p.add_argument("--tls-cert-file", default=_env("TLS_CERT_FILE"), help="server certificate (PEM) for TLS")
-    p.add_argument("--tls-key-file", default=_env("TLS_KEY_FILE"), help="server private key (PEM) for TLS")
-    p.add_argument(
+    add("--log-format", choices=["json", "console"], default=_env("LOG_FORMAT", "json"))
+    add("--log-level", choices=["debug", "info", "warning", "error"], default=_env("LOG_LEVEL", "info"))
+    add("--tls-cert-file", default=_env("TLS_CERT_FILE"), help="server certificate (PEM) for TLS")
+    add("--tls-key-file", default=_env("TLS_KEY_FILE"), help="server private key (PEM) for TLS")
+    add(
         "--tls-client-ca-file",
         default=_env("TLS_CLIENT_CA_FILE"),
         help="CA bundle (PEM); when set, clients must present a certificate it signed (mutual TLS)",
     )
 
 
-def _add_dry_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_dry_run(sub: Subparsers) -> None:
     p = sub.add_parser("dry-run", help="print the decisions the scaler would make, without serving KEDA")
     p.add_argument(
         "--scaledobject", required=True, help="ScaledObject manifest (YAML) with an external trigger"
     )
-    p.add_argument("--observations", required=True, help="observations, one JSON object per line")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--observations", help="offline: observations, one JSON object per line")
+    source.add_argument(
+        "--prometheus", help="live: the Prometheus URL to read (a prometheusAddress key wins)"
+    )
+    p.add_argument("--rate-window", default="1m", help="live: PromQL rate() window for token rates")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--interval", type=float, default=15.0, help="live: seconds between decisions")
+    when.add_argument("--once", action="store_true", help="live: decide once (after warming from history)")
     p.add_argument("--trigger-index", type=int, default=None, help="which trigger, when several are external")
     p.add_argument("--output", choices=["text", "json"], default="text")
 
 
-def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("demo", help="dry-run the embedded example ScaledObject over an embedded scenario")
+def _add_demo(sub: Subparsers) -> None:
+    p = sub.add_parser("demo", help="live decisions against a local Prometheus and a simulated vLLM fleet")
     p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument("--duration", type=float, default=150.0, help="seconds to run (0: until Ctrl-C)")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between decisions")
+    p.add_argument(
+        "--offline", action="store_true", help="replay the embedded observation file instead (no Prometheus)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,36 +112,66 @@ def _print_decisions(scaledobject: str, observations: str, output: str, trigger_
     return 0
 
 
+def _dry_run_live(args: argparse.Namespace) -> int:
+    from scaler.app import decision_printer, dry_run_live
+    from scaler.sources.live import LiveSource
+    from scaler.sources.prometheus import PrometheusReader
+
+    spec = load_scaledobject(args.scaledobject, args.trigger_index)
+    reader = PrometheusReader(args.prometheus, rate_window=args.rate_window, history_step_s=args.interval)
+    printer = decision_printer(
+        args.output, f"{spec.namespace}/{spec.name}", lambda line: print(line, flush=True)
+    )
+    asyncio.run(dry_run_live(spec, LiveSource(reader), [printer], interval_s=args.interval, once=args.once))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from scaler.app import serve
+
+    settings = Settings(
+        host=args.host,
+        port=args.port,
+        prometheus_address=args.prometheus,
+        rate_window=args.rate_window,
+        refresh_interval_seconds=args.refresh_interval,
+        grace_seconds=args.grace,
+        log_format=args.log_format,
+        log_level=args.log_level,
+        tls_cert_file=args.tls_cert_file,
+        tls_key_file=args.tls_key_file,
+        tls_client_ca_file=args.tls_client_ca_file,
+    )
+    log = logs.configure(settings.log_format, settings.log_level)
+    asyncio.run(serve(settings, log))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if not args.offline:
+        from scaler.demo import main as demo_main
+
+        return demo_main(args.duration, args.interval, args.output)
+    examples = resources.files("scaler") / "examples"
+    with (
+        resources.as_file(examples / "scaledobject.yaml") as so,
+        resources.as_file(examples / "observations.jsonl") as obs,
+    ):
+        return _print_decisions(str(so), str(obs), args.output, None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from scaler.app import serve
-
-            settings = Settings(
-                host=args.host,
-                port=args.port,
-                refresh_interval_seconds=args.refresh_interval,
-                grace_seconds=args.grace,
-                log_format=args.log_format,
-                log_level=args.log_level,
-                tls_cert_file=args.tls_cert_file,
-                tls_key_file=args.tls_key_file,
-                tls_client_ca_file=args.tls_client_ca_file,
-            )
-            log = logs.configure(settings.log_format, settings.log_level)
-            asyncio.run(serve(settings, log))
-            return 0
+            return _serve(args)
         if args.command == "dry-run":
-            return _print_decisions(args.scaledobject, args.observations, args.output, args.trigger_index)
-        if args.command == "demo":
-            examples = resources.files("scaler") / "examples"
-            with (
-                resources.as_file(examples / "scaledobject.yaml") as so,
-                resources.as_file(examples / "observations.jsonl") as obs,
-            ):
-                return _print_decisions(str(so), str(obs), args.output, None)
-    except (MetadataError, InputFileError, ValidationError, ValueError, OSError) as exc:
+            if args.observations:
+                return _print_decisions(args.scaledobject, args.observations, args.output, args.trigger_index)
+            return _dry_run_live(args)
+        return _demo(args)
+    except KeyboardInterrupt:
+        return 130
+    except (MetadataError, InputFileError, ValidationError, ValueError, OSError, RuntimeError) as exc:
         print(f"scaler: error: {exc}", file=sys.stderr)
         return 2
-    return 2

@@ -37,6 +37,16 @@ MAX_VALUE_LENGTH = 8192
 MAX_WINDOWS = 16
 MAX_REPLICAS_LIMIT = 10_000
 MAX_COLD_START_SECONDS = 3600.0
+MAX_QUERY_LENGTH = 2048
+CUSTOM_QUERY_KEYS = (
+    "queueQuery",
+    "runningQuery",
+    "promptTokensQuery",
+    "generationTokensQuery",
+    "kvCacheQuery",
+    "ttftP95Query",
+    "ttftP99Query",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +96,16 @@ def _timezone(value: str) -> str:
     return value
 
 
+def _custom_query(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    if any(ord(c) < 32 and c not in "\t\n" for c in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
 Cron = Annotated[str, AfterValidator(_cron)]
+CustomQuery = Annotated[str, Field(max_length=MAX_QUERY_LENGTH), AfterValidator(_custom_query)]
 TimeZone = Annotated[str, AfterValidator(_timezone)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -138,6 +157,14 @@ class TargetPolicy(BaseModel):
     max_pending_replicas: int = Field(0, alias="maxPendingReplicas", ge=0, le=MAX_REPLICAS_LIMIT)
     max_staleness_seconds: float = Field(300.0, alias="maxStalenessSeconds", gt=0, le=86400)
     ttft_objective_seconds: float = Field(2.0, alias="ttftObjectiveSeconds", gt=0, le=600)
+    # engine: custom: each input from a PromQL expression of your own, summed over its result.
+    queue_query: CustomQuery | None = Field(None, alias="queueQuery")
+    running_query: CustomQuery | None = Field(None, alias="runningQuery")
+    prompt_tokens_query: CustomQuery | None = Field(None, alias="promptTokensQuery")
+    generation_tokens_query: CustomQuery | None = Field(None, alias="generationTokensQuery")
+    kv_cache_query: CustomQuery | None = Field(None, alias="kvCacheQuery")
+    ttft_p95_query: CustomQuery | None = Field(None, alias="ttftP95Query")
+    ttft_p99_query: CustomQuery | None = Field(None, alias="ttftP99Query")
 
     @field_validator("prewarm_windows", mode="before")
     @classmethod
@@ -237,6 +264,12 @@ class TargetPolicy(BaseModel):
                     key,
                     f"window {index}: replicas {window.replicas} exceed maxReplicas ({self.max_replicas})",
                 )
+        custom_given = [k for k in CUSTOM_QUERY_KEYS if k in raw]
+        if self.engine == "custom" and "queueQuery" not in raw:
+            add("queueQuery", "required with engine: custom (the queue depth query)")
+        if self.engine != "custom":
+            for key in custom_given:
+                add(key, f"only used with engine: custom (engine is {self.engine})")
         if self.max_pending_replicas > self.max_replicas:
             add("maxPendingReplicas", f"must be <= maxReplicas ({self.max_replicas})")
         return problems
@@ -317,6 +350,9 @@ class Settings(BaseModel):
     metrics_port: int | None = Field(8080, ge=0, le=65535)
     refresh_interval_seconds: float = Field(15.0, gt=0, le=3600)
     prometheus_address: str | None = None
+    prometheus_timeout_seconds: float = Field(5.0, gt=0, le=60)
+    rate_window: str = Field("1m", pattern=r"^[0-9]+(ms|s|m|h)$")
+    history_seconds: float = Field(3600.0, ge=0, le=7 * 86400)
     kubernetes: bool = False
     kubeconfig: str | None = None
     log_format: Literal["json", "console"] = "json"

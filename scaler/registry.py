@@ -55,8 +55,11 @@ class ObservationSource(Protocol):
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]: ...
 
-    async def warm(self, target: Target, now: datetime) -> None:
-        """Feed the target's engine with recent history (called once for a new target)."""
+    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
+        """Feed new targets' engines with recent history (called once per target, batched)."""
+
+    def expects_data(self, target: Target) -> bool:
+        """True when the target has a configured data source, so absent data is a fault."""
 
 
 DecisionSink = Callable[[Target, Decision], None]

@@ -43,8 +43,11 @@ class OfflineSource:
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
         return {t.key: unknown_observation(now, self.reason) for t in targets}
 
-    async def warm(self, target: Target, now: datetime) -> None:
+    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
         return None
+
+    def expects_data(self, target: Target) -> bool:
+        return False
 
 
 class Runtime:
@@ -56,7 +59,9 @@ class Runtime:
         sinks: Sequence[DecisionSink] = (),
         refresh_interval_s: float = 15.0,
         log: Any = None,
+        batch_delay_s: float = 0.05,
     ) -> None:
+        self.batch_delay_s = batch_delay_s
         self.log = log
         self.registry = registry
         self.source = source
@@ -66,6 +71,7 @@ class Runtime:
         self.refreshes = 0
         self.last_refresh_seconds = 0.0
         self._first: dict[TargetKey, asyncio.Event] = {}
+        self._new: list[Target] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
 
@@ -101,25 +107,46 @@ class Runtime:
         self.last_refresh_seconds = loop.time() - started
 
     def on_new_target(self, target: Target) -> None:
-        """Warm a new target from history and decide for it at once, in the background."""
+        """Warm a new target from history and decide for it at once, in the background.
+
+        Targets that appear together (a restart: every ScaledObject polls within seconds)
+        are warmed and decided in one batch, so the source sees a few queries, not one per target.
+        """
         self._first.setdefault(target.key, asyncio.Event())
+        self._new.append(target)
+        if len(self._new) > 1:
+            return  # a batch is already scheduled and will take this target too
 
         async def first() -> None:
+            await asyncio.sleep(self.batch_delay_s)
+            batch, self._new = self._new, []
             now = self.clock()
             try:
-                await self.source.warm(target, now)
+                await self.source.warm(batch, now)
             except Exception as exc:  # warming is best effort: the forecaster starts conservatively
                 if self.log is not None:
-                    self.log.warning("warm_failed", target=str(target.key), error=str(exc))
+                    self.log.warning("warm_failed", targets=len(batch), error=str(exc))
             try:
-                await self._decide([target])
-            except Exception as exc:  # the refresh loop decides for it on its next pass
+                await self._decide(batch)
+            except Exception as exc:  # the refresh loop decides for them on its next pass
                 if self.log is not None:
-                    self.log.warning("first_decision_failed", target=str(target.key), error=str(exc))
+                    self.log.warning("first_decision_failed", targets=len(batch), error=str(exc))
 
         task = asyncio.get_running_loop().create_task(first())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def data_age_seconds(self, target: Target) -> float | None:
+        """Seconds since the target's inputs were last complete; None when it expects none.
+
+        A target whose source has never answered counts from its registration, so a
+        Prometheus that is down from the start also ends in UNAVAILABLE.
+        """
+        if not self.source.expects_data(target):
+            return None
+        now = self.now_timestamp()
+        age = target.engine.data_age_seconds(now)
+        return age if age is not None else max(0.0, now - target.registered_at)
 
     async def first_decision(self, target: Target, timeout_s: float) -> Decision | None:
         if target.latest is not None:

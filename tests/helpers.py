@@ -53,8 +53,11 @@ class ScriptedSource:
             t.key: Observation(now=now, **{**self.values, **self.per_target.get(t.key, {})}) for t in targets
         }
 
-    async def warm(self, target: Target, now: datetime) -> None:
+    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
         return None
+
+    def expects_data(self, target: Target) -> bool:
+        return True
 
 
 class ServerThread:

@@ -103,8 +103,8 @@ def test_dry_run_reports_bad_metadata_and_bad_lines(tmp_path: Path) -> None:
     assert failed.returncode == 2 and "bad.jsonl:1" in failed.stderr and "timezone" in failed.stderr
 
 
-def test_demo_runs_on_the_embedded_example() -> None:
-    out = run("demo").stdout.splitlines()
+def test_offline_demo_replays_the_embedded_observations() -> None:
+    out = run("demo", "--offline").stdout.splitlines()
     assert len(out) > 30
     bindings = {line.split("binding=")[1].split()[0] for line in out}
     assert {"floor", "prewarm", "tokens"} <= bindings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaler.config import ALIASES, KEDA_KEYS, MetadataError, parse_metadata
+from scaler.config import ALIASES, CUSTOM_QUERY_KEYS, KEDA_KEYS, MetadataError, parse_metadata
 
 
 def test_defaults_from_empty_metadata() -> None:
@@ -63,7 +63,11 @@ def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
         "prewarmEnd": None,
         "prewarmReplicas": None,
     }
-    if key in ("prewarmStart", "prewarmEnd", "prewarmReplicas"):
+    if key in CUSTOM_QUERY_KEYS:
+        metadata = {"engine": "custom", "queueQuery": "sum(my_queue)", f"{key}FromEnv": "sum(my_series)"}
+        if key == "queueQuery":
+            del metadata["queueQuery"]
+    elif key in ("prewarmStart", "prewarmEnd", "prewarmReplicas"):
         metadata = {"prewarmStart": "0 9 * * *", "prewarmEnd": "0 12 * * *", "prewarmReplicas": "3"}
         metadata[f"{key}FromEnv"] = metadata.pop(key)
     else:
@@ -202,3 +206,32 @@ def test_values_are_quoted_in_errors_without_breaking_the_message() -> None:
     with pytest.raises(MetadataError) as caught:
         parse_metadata({"minReplicas": 'a"b\nc'})
     assert '"a\\"b\\nc"' in str(caught.value)
+
+
+def test_custom_engine_takes_its_queries_from_metadata() -> None:
+    policy = parse_metadata(
+        {
+            "engine": "custom",
+            "queueQuery": 'sum(my_queue{model="a"})',
+            "promptTokensQuery": "sum(rate(my_prompt_tokens_total[1m]))",
+        }
+    )
+    assert policy.queue_query == 'sum(my_queue{model="a"})'
+    assert policy.prompt_tokens_query == "sum(rate(my_prompt_tokens_total[1m]))"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "bad_keys"),
+    [
+        ({"engine": "custom"}, ["queueQuery"]),
+        ({"engine": "vllm", "queueQuery": "sum(x)"}, ["queueQuery"]),
+        ({"queueQuery": "sum(x)", "runningQuery": "sum(y)"}, ["queueQuery", "runningQuery"]),
+        ({"engine": "custom", "queueQuery": "   "}, ["queueQuery"]),
+        ({"engine": "custom", "queueQuery": "sum(x)\x00"}, ["queueQuery"]),
+        ({"engine": "custom", "queueQuery": "x" * 3000}, ["queueQuery"]),
+    ],
+)
+def test_custom_query_rules(metadata: dict[str, str], bad_keys: list[str]) -> None:
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata(metadata)
+    assert caught.value.keys == bad_keys

@@ -92,8 +92,8 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
                 grpc.StatusCode.UNAVAILABLE,
                 f"{target.key}: no decision yet (first refresh still running); KEDA will retry",
             )
-        if self.options.enforce_staleness and self.runtime.source.live:
-            age = target.engine.data_age_seconds(self.runtime.now_timestamp())
+        if self.options.enforce_staleness:
+            age = self.runtime.data_age_seconds(target)
             limit = target.policy.max_staleness_seconds
             if age is not None and age > limit:
                 raise RpcError(

@@ -68,8 +68,57 @@ def _labels(pairs: dict[str, str]) -> str:
     return "{" + inner + "}"
 
 
+class _Exposition:
+    """Prometheus text format 0.0.4, written by hand so the names are exactly the server's.
+
+    Samples are grouped by family, as the format requires, whatever order they come in.
+    """
+
+    def __init__(self) -> None:
+        self._families: dict[str, tuple[str, str, list[str]]] = {}
+
+    def family(self, name: str, kind: str, help_text: str = "") -> None:
+        self._families.setdefault(name, (kind, help_text or name, []))
+
+    def _family_of(self, name: str) -> list[str]:
+        if name in self._families:
+            return self._families[name][2]
+        for suffix in ("_bucket", "_sum", "_count"):
+            base = name.removesuffix(suffix)
+            if base != name and base in self._families:
+                return self._families[base][2]
+        self.family(name, "counter" if name.endswith("_total") else "gauge")
+        return self._families[name][2]
+
+    def sample(self, name: str, labels: dict[str, str], value: float) -> None:
+        self._family_of(name).append(f"{name}{_labels(labels)} {value:.6f}")
+
+    def histogram(
+        self,
+        name: str,
+        labels: dict[str, str],
+        buckets: list[tuple[float, float]],
+        total: float,
+        count: float,
+    ) -> None:
+        self.family(name, "histogram")
+        for bound, cumulative in buckets:
+            self.sample(f"{name}_bucket", {**labels, "le": f"{bound:g}"}, cumulative)
+        self.sample(f"{name}_bucket", {**labels, "le": "+Inf"}, count)
+        self.sample(f"{name}_sum", labels, total)
+        self.sample(f"{name}_count", labels, count)
+
+    def text(self) -> str:
+        lines: list[str] = []
+        for name, (kind, help_text, samples) in self._families.items():
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            lines.extend(samples)
+        return "\n".join(lines) + "\n"
+
+
 class SimulatedFleet:
-    """Pods of one model in one namespace; ``engine`` picks the metric names (vllm)."""
+    """Pods of one model in one namespace; ``engine`` picks the metric names."""
 
     def __init__(
         self,
@@ -78,8 +127,8 @@ class SimulatedFleet:
         engine: str = "vllm",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if engine != "vllm":
-            raise ValueError(f"the simulator speaks vllm only so far, not {engine!r}")
+        if engine not in ("vllm", "sglang", "tgi", "triton"):
+            raise ValueError(f"the simulator speaks vllm, sglang, tgi and triton, not {engine!r}")
         self.namespace = namespace
         self.model = model
         self.engine = engine
@@ -147,47 +196,101 @@ class SimulatedFleet:
     # ---- exposition ----------------------------------------------------------------------
 
     def render(self) -> str:
-        """The Prometheus text exposition of every pod, as vLLM (V1 engine) writes it."""
+        """The Prometheus text exposition of every pod, named as the engine's server names it."""
         with self._lock:
             self._advance()
             self.scrapes += 1
-            lines: list[str] = []
+            out = _Exposition()
+            renderer = {"vllm": self._vllm, "sglang": self._sglang, "tgi": self._tgi, "triton": self._triton}
+            renderer[self.engine](out)
+            return out.text()
 
-            def family(name: str, kind: str, help_text: str) -> None:
-                lines.append(f"# HELP {name} {help_text}")
-                lines.append(f"# TYPE {name} {kind}")
+    def _pod_labels(self, pod: str, model_label: str | None) -> dict[str, str]:
+        labels = {"namespace": self.namespace, "pod": pod}
+        if model_label:
+            labels[model_label] = self.model
+        return labels
 
-            def base(pod: str) -> dict[str, str]:
-                return {"namespace": self.namespace, "pod": pod, "model_name": self.model, "engine": "0"}
+    def _ttft(
+        self, out: _Exposition, name: str, labels: dict[str, str], state: _PodState, scale: float
+    ) -> None:
+        cumulative = [
+            (bound * scale, count) for bound, count in zip(TTFT_BUCKETS, state.ttft_buckets, strict=True)
+        ]
+        out.histogram(name, labels, cumulative, state.ttft_sum * scale, state.requests_total)
 
-            gauges = [
-                ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", "waiting"),
-                ("vllm:num_requests_running", "Number of requests in model execution batches.", "running"),
-                ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "kv_cache_usage"),
-            ]
-            for name, help_text, attr in gauges:
-                family(name, "gauge", help_text)
-                for pod, state in self._pods.items():
-                    lines.append(f"{name}{_labels(base(pod))} {getattr(state.load, attr):.6f}")
-            counters = [
-                ("vllm:prompt_tokens", "Number of prefill tokens processed.", "prompt_total"),
-                ("vllm:generation_tokens", "Number of generation tokens processed.", "generation_total"),
-            ]
-            for name, help_text, attr in counters:
-                family(f"{name}_total", "counter", help_text)
-                for pod, state in self._pods.items():
-                    lines.append(f"{name}_total{_labels(base(pod))} {getattr(state, attr):.6f}")
-            hist = "vllm:time_to_first_token_seconds"
-            family(hist, "histogram", "Histogram of time to first token in seconds.")
-            for pod, state in self._pods.items():
-                for bound, count in zip(TTFT_BUCKETS, state.ttft_buckets, strict=True):
-                    lines.append(f"{hist}_bucket{_labels({**base(pod), 'le': f'{bound}'})} {count:.6f}")
-                lines.append(
-                    f"{hist}_bucket{_labels({**base(pod), 'le': '+Inf'})} {state.requests_total:.6f}"
-                )
-                lines.append(f"{hist}_count{_labels(base(pod))} {state.requests_total:.6f}")
-                lines.append(f"{hist}_sum{_labels(base(pod))} {state.ttft_sum:.6f}")
-            return "\n".join(lines) + "\n"
+    # vLLM V1: vllm/v1/metrics/loggers.py (labels model_name, engine)
+    def _vllm(self, out: _Exposition) -> None:
+        out.family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.")
+        out.family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.")
+        out.family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.")
+        out.family("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.")
+        out.family("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.")
+        out.family(
+            "vllm:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds."
+        )
+        for pod, state in self._pods.items():
+            labels = {**self._pod_labels(pod, "model_name"), "engine": "0"}
+            out.sample("vllm:num_requests_waiting", labels, state.load.waiting)
+            out.sample("vllm:num_requests_running", labels, state.load.running)
+            out.sample("vllm:kv_cache_usage_perc", labels, state.load.kv_cache_usage)
+            out.sample("vllm:prompt_tokens_total", labels, state.prompt_total)
+            out.sample("vllm:generation_tokens_total", labels, state.generation_total)
+            self._ttft(out, "vllm:time_to_first_token_seconds", labels, state, 1.0)
+
+    # SGLang: python/sglang/srt/metrics/collector.py (labels model_name, tp_rank, pp_rank)
+    def _sglang(self, out: _Exposition) -> None:
+        for pod, state in self._pods.items():
+            labels = {**self._pod_labels(pod, "model_name"), "tp_rank": "0", "pp_rank": "0"}
+            out.sample("sglang:num_queue_reqs", labels, state.load.waiting)
+            out.sample("sglang:num_running_reqs", labels, state.load.running)
+            out.sample("sglang:token_usage", labels, state.load.kv_cache_usage)
+            out.sample("sglang:prompt_tokens_total", labels, state.prompt_total)
+            out.sample("sglang:generation_tokens_total", labels, state.generation_total)
+            self._ttft(out, "sglang:time_to_first_token_seconds", labels, state, 1.0)
+
+    # TGI: docs/source/reference/metrics.md (no model label; per-request token histograms)
+    def _tgi(self, out: _Exposition) -> None:
+        for pod, state in self._pods.items():
+            labels = self._pod_labels(pod, None)
+            out.sample("tgi_queue_size", labels, state.load.waiting)
+            out.sample("tgi_batch_current_size", labels, state.load.running)
+            out.histogram("tgi_request_input_length", labels, [], state.prompt_total, state.requests_total)
+            out.histogram(
+                "tgi_request_generated_tokens", labels, [], state.generation_total, state.requests_total
+            )
+
+    # Triton + TensorRT-LLM backend: custom_metrics_reporter.cc; core first-response histogram in ms
+    def _triton(self, out: _Exposition) -> None:
+        for pod, state in self._pods.items():
+            labels = {**self._pod_labels(pod, "model"), "version": "1"}
+            for kind, value in (
+                ("waiting", state.load.waiting),
+                ("active", state.load.running),
+                ("scheduled", state.load.running),
+                ("max", 256.0),
+            ):
+                out.sample("nv_trt_llm_request_metrics", {**labels, "request_type": kind}, value)
+            out.sample(
+                "nv_trt_llm_kv_cache_block_metrics",
+                {**labels, "kv_cache_block_type": "fraction"},
+                state.load.kv_cache_usage,
+            )
+            out.histogram(
+                "nv_llm_input_token_len",
+                {**labels, "response_metric_type": "total_input_tokens"},
+                [],
+                state.prompt_total,
+                state.requests_total,
+            )
+            out.histogram(
+                "nv_llm_output_token_len",
+                {**labels, "response_metric_type": "total_output_tokens"},
+                [],
+                state.generation_total,
+                state.requests_total,
+            )
+            self._ttft(out, "nv_inference_first_response_histogram_ms", labels, state, 1000.0)
 
     # ---- HTTP ----------------------------------------------------------------------------
 

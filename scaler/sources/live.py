@@ -1,0 +1,126 @@
+"""The live source: Prometheus for the serving signals, Kubernetes for replicas and GPUs.
+
+``observe`` runs the batched Prometheus reads in a worker thread (RPCs never wait on
+it) and looks each target's workload up in the Kubernetes inventory's local cache.
+Every unknown field carries its reason into ``Observation.missing``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from scaler.model import Observation
+from scaler.registry import Target, TargetKey
+from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
+
+PROMETHEUS_FIELDS = (
+    "queue_waiting",
+    "requests_running",
+    "prompt_tokens_per_s",
+    "generation_tokens_per_s",
+    "kv_cache_usage",
+    "ttft_p95_seconds",
+    "ttft_p99_seconds",
+)
+WORKLOAD_FIELDS = ("current_replicas", "ready_replicas", "gpu_schedulable_replicas")
+
+
+class WorkloadProvider(Protocol):
+    """What the Kubernetes inventory offers (scaler.sources.kubernetes.KubernetesInventory)."""
+
+    def workload(
+        self, namespace: str, scaledobject_name: str, gpus_per_replica_override: int | None = None
+    ) -> Any:
+        """A WorkloadState (current/ready/starting/pending replicas, gpu_schedulable_replicas,
+        explanation) or an Unknown with a ``reason``."""
+
+
+class LiveSource:
+    def __init__(
+        self,
+        prometheus: PrometheusReader,
+        workloads: WorkloadProvider | None = None,
+        log: Any = None,
+    ) -> None:
+        self.prometheus = prometheus
+        self.workloads = workloads
+        self.log = log
+        self.last_errors: dict[str, str] = {}
+
+    @property
+    def live(self) -> bool:
+        return True
+
+    def expects_data(self, target: Target) -> bool:
+        """True when the target has somewhere to read from, so missing data means a fault."""
+        return self.prometheus.address_for(target.policy) is not None
+
+    def _queries(self, targets: Sequence[Target]) -> tuple[list[TargetQuery], dict[TargetKey, str]]:
+        queries: list[TargetQuery] = []
+        unaddressed: dict[TargetKey, str] = {}
+        for t in targets:
+            address = self.prometheus.address_for(t.policy)
+            if address is None:
+                unaddressed[t.key] = (
+                    "no Prometheus address: set prometheusAddress or scaler serve --prometheus"
+                )
+            else:
+                queries.append(TargetQuery(t.key, t.policy, address))
+        return queries, unaddressed
+
+    async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        queries, unaddressed = self._queries(targets)
+        inputs: dict[Any, TargetInputs] = (
+            await asyncio.to_thread(self.prometheus.read, queries) if queries else {}
+        )
+        out: dict[TargetKey, Observation] = {}
+        for t in targets:
+            got = inputs.get(t.key) or TargetInputs()
+            values: dict[str, Any] = {k: v for k, v in got.values.items() if k in PROMETHEUS_FIELDS}
+            missing = {k: v for k, v in got.missing.items() if k in PROMETHEUS_FIELDS}
+            if t.key in unaddressed:
+                missing.update(dict.fromkeys(PROMETHEUS_FIELDS, unaddressed[t.key]))
+            values.update(self._workload(t, got, missing))
+            out[t.key] = Observation(now=now, missing=missing, **values)
+        return out
+
+    def _workload(self, target: Target, got: TargetInputs, missing: dict[str, str]) -> dict[str, Any]:
+        if self.workloads is None:
+            reporting = got.values.get("replicas_reporting")
+            missing["gpu_schedulable_replicas"] = "no Kubernetes source configured"
+            if reporting is None:
+                missing["current_replicas"] = "no Kubernetes source configured"
+                missing["ready_replicas"] = "no Kubernetes source configured"
+                return {}
+            # Pods exporting metrics are up and serving: the best count without the API.
+            return {"current_replicas": int(reporting), "ready_replicas": int(reporting)}
+        state = self.workloads.workload(target.key.namespace, target.key.name, target.policy.gpus_per_replica)
+        reason = getattr(state, "reason", None)
+        if reason is not None:
+            for name in WORKLOAD_FIELDS:
+                missing[name] = f"kubernetes: {reason}"
+            return {}
+        values = {
+            "current_replicas": state.current_replicas,
+            "ready_replicas": state.ready_replicas,
+            "pending_replicas": min(state.pending_replicas, state.current_replicas),
+            "starting_replicas": state.starting_replicas,
+        }
+        if state.gpu_schedulable_replicas is None:
+            missing["gpu_schedulable_replicas"] = f"kubernetes: {state.explanation}"
+        else:
+            values["gpu_schedulable_replicas"] = state.gpu_schedulable_replicas
+        return values
+
+    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
+        queries, _ = self._queries(targets)
+        if not queries:
+            return
+        history = await asyncio.to_thread(self.prometheus.history, queries, now)
+        for t in targets:
+            points = history.get(t.key)
+            if points:
+                t.engine.warm(points)

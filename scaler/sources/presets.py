@@ -1,0 +1,166 @@
+"""Query presets per inference engine: which PromQL gives each input the signals need.
+
+Every template aggregates *by* a set of label names (``{by}``) that the scaler chooses
+from the ``labelSelector``s of the targets sharing a Prometheus and an engine; the
+selectors themselves are applied to the returned series in Python
+(``scaler.matchers``). So one query per family serves every ScaledObject, and no
+user-written text reaches PromQL. ``{window}`` is the rate window (default ``1m``).
+
+Metric names are checked against each server's own source or documentation; see the
+comment above each preset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from scaler.matchers import LABEL_NAME
+
+
+class Combine(StrEnum):
+    """How series from several groups are combined for one target."""
+
+    SUM = "sum"
+    MAX = "max"
+    HISTOGRAM = "histogram"  # per-bucket rates, summed, then a quantile in Python
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    field: str
+    template: str
+    combine: Combine = Combine.SUM
+    le_scale: float = 1.0  # histogram bucket bounds times this give seconds (0.001 for _ms histograms)
+
+    def render(self, by: tuple[str, ...], window: str) -> str:
+        for label in by:
+            if not LABEL_NAME.fullmatch(label):
+                raise ValueError(f"invalid label name {label!r}")
+        labels = ("le", *by) if self.combine is Combine.HISTOGRAM else by
+        return self.template.format(by=", ".join(labels), window=window)
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    engine: str
+    families: tuple[Family, ...]
+    source: str
+
+    def family(self, field: str) -> Family | None:
+        return next((f for f in self.families if f.field == field), None)
+
+
+# Fields a preset can feed. `replicas_reporting` counts pods exporting metrics: used for
+# current/ready replicas when no Kubernetes source is configured.
+FIELDS = (
+    "queue_waiting",
+    "requests_running",
+    "prompt_tokens_per_s",
+    "generation_tokens_per_s",
+    "kv_cache_usage",
+    "ttft",
+    "replicas_reporting",
+)
+
+# vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
+# and docs/design/metrics.md: gauges vllm:num_requests_waiting / vllm:num_requests_running,
+# counters vllm:prompt_tokens_total / vllm:generation_tokens_total, histogram
+# vllm:time_to_first_token_seconds, all labelled model_name (and engine). The KV-cache gauge
+# was renamed from vllm:gpu_cache_usage_perc (V0) to vllm:kv_cache_usage_perc; the old name is
+# read where the new one is absent.
+VLLM = Preset(
+    "vllm",
+    (
+        Family("queue_waiting", "sum by ({by}) (vllm:num_requests_waiting)"),
+        Family("requests_running", "sum by ({by}) (vllm:num_requests_running)"),
+        Family("prompt_tokens_per_s", "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
+        Family("generation_tokens_per_s", "sum by ({by}) (rate(vllm:generation_tokens_total[{window}]))"),
+        Family(
+            "kv_cache_usage",
+            "max by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)",
+            Combine.MAX,
+        ),
+        Family(
+            "ttft",
+            "sum by ({by}) (rate(vllm:time_to_first_token_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+        ),
+        Family("replicas_reporting", "count by ({by}) (vllm:num_requests_running)"),
+    ),
+    "vllm-project/vllm vllm/v1/metrics/loggers.py",
+)
+
+# SGLang. Source: sgl-project/sglang python/sglang/srt/metrics/collector.py and
+# docs.sglang.io/references/production_metrics.html (needs --enable-metrics). Labels: model_name
+# (plus tp_rank/pp_rank/dp_rank on scheduler gauges, hence sum/max by the selector's labels).
+# The token counters advance when a request finishes, so their rate lags long requests.
+SGLANG = Preset(
+    "sglang",
+    (
+        Family("queue_waiting", "sum by ({by}) (sglang:num_queue_reqs)"),
+        Family("requests_running", "sum by ({by}) (sglang:num_running_reqs)"),
+        Family("prompt_tokens_per_s", "sum by ({by}) (rate(sglang:prompt_tokens_total[{window}]))"),
+        Family("generation_tokens_per_s", "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))"),
+        Family("kv_cache_usage", "max by ({by}) (sglang:token_usage)", Combine.MAX),
+        Family(
+            "ttft",
+            "sum by ({by}) (rate(sglang:time_to_first_token_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+        ),
+        Family("replicas_reporting", "count by ({by}) (sglang:num_running_reqs)"),
+    ),
+    "sgl-project/sglang python/sglang/srt/metrics/collector.py",
+)
+
+# Hugging Face TGI. Source: huggingface/text-generation-inference docs/source/reference/metrics.md
+# and backends/v3/src/backend.rs. TGI series carry no model label: select on the labels service
+# discovery adds (namespace, pod, job). Token rates come from the per-request histograms' _sum
+# (input length at admission, generated tokens at completion). TGI exports no time-to-first-token
+# histogram and no KV-cache gauge, so those inputs are unknown for this engine.
+TGI = Preset(
+    "tgi",
+    (
+        Family("queue_waiting", "sum by ({by}) (tgi_queue_size)"),
+        Family("requests_running", "sum by ({by}) (tgi_batch_current_size)"),
+        Family("prompt_tokens_per_s", "sum by ({by}) (rate(tgi_request_input_length_sum[{window}]))"),
+        Family("generation_tokens_per_s", "sum by ({by}) (rate(tgi_request_generated_tokens_sum[{window}]))"),
+        Family("replicas_reporting", "count by ({by}) (tgi_queue_size)"),
+    ),
+    "huggingface/text-generation-inference docs/source/reference/metrics.md",
+)
+
+# NVIDIA Triton with the TensorRT-LLM backend. Sources: triton-inference-server/tensorrtllm_backend
+# inflight_batcher_llm/src/custom_metrics_reporter/custom_metrics_reporter.cc (request and
+# KV-cache gauges, nv_llm_*_token_len histograms in newer builds) and Triton's metrics guide
+# (nv_inference_first_response_histogram_ms: milliseconds, needs
+# --metrics-config histogram_latencies=true, first *response* of a decoupled model). Labels:
+# model, version. The "waiting" request type and the KV "fraction" exist in newer backends only.
+TRITON = Preset(
+    "triton",
+    (
+        Family("queue_waiting", 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="waiting"}})'),
+        Family("requests_running", 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'),
+        Family("prompt_tokens_per_s", "sum by ({by}) (rate(nv_llm_input_token_len_sum[{window}]))"),
+        Family("generation_tokens_per_s", "sum by ({by}) (rate(nv_llm_output_token_len_sum[{window}]))"),
+        Family(
+            "kv_cache_usage",
+            'max by ({by}) (nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction"}})',
+            Combine.MAX,
+        ),
+        Family(
+            "ttft",
+            "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_bucket[{window}]))",
+            Combine.HISTOGRAM,
+            le_scale=0.001,
+        ),
+        Family("replicas_reporting", 'count by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'),
+    ),
+    "triton-inference-server/tensorrtllm_backend custom_metrics_reporter.cc; Triton metrics guide",
+)
+
+PRESETS: dict[str, Preset] = {p.engine: p for p in (VLLM, SGLANG, TGI, TRITON)}
+
+
+def preset_for(engine: str) -> Preset | None:
+    return PRESETS.get(engine)

@@ -1,0 +1,350 @@
+"""Prometheus reader: batched instant queries per (address, engine), split per target.
+
+One refresh runs each query family of a preset once per Prometheus address and engine,
+aggregated by the label names the targets' ``labelSelector``s use; each target then sums
+(or maxes) the returned series its matchers select. The number of queries does not grow
+with the number of ScaledObjects that share an address and an engine.
+
+Named absences, never a silent zero:
+* the query failed (connection refused, timeout, HTTP error, invalid JSON): every field of
+  that family is unknown for every target of the group, with the error as the reason;
+* no series matches a target's selector: unknown, "no series match labelSelector";
+* NaN or infinite samples are dropped; if nothing else is left: unknown, "only NaN".
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from urllib3.util.retry import Retry
+
+from scaler.config import TargetPolicy
+from scaler.engine import HistoryPoint
+from scaler.matchers import LabelMatcher, matches_all
+from scaler.sources.presets import Combine, Family, preset_for
+
+CUSTOM_FIELDS = {
+    "queue_waiting": "queue_query",
+    "requests_running": "running_query",
+    "prompt_tokens_per_s": "prompt_tokens_query",
+    "generation_tokens_per_s": "generation_tokens_query",
+    "kv_cache_usage": "kv_cache_query",
+    "ttft_p95_seconds": "ttft_p95_query",
+    "ttft_p99_seconds": "ttft_p99_query",
+}
+
+
+class PrometheusQueryError(RuntimeError):
+    def __init__(self, address: str, query: str, reason: str) -> None:
+        super().__init__(f"prometheus {address}: {reason}")
+        self.address = address
+        self.query = query
+        self.reason = reason
+
+
+Labels = Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    labels: Labels
+    value: float
+
+
+@dataclass
+class TargetInputs:
+    """What Prometheus said about one target: values, and reasons for the unknown ones."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:  # noqa: PLR0911 - one return per case Prometheus defines
+    """Prometheus' histogram_quantile over cumulative bucket counts keyed by upper bound.
+
+    Linear interpolation inside the bucket, the lowest bucket starting at 0, and the
+    +Inf bucket answered with the largest finite bound, as Prometheus does.
+    """
+    if not buckets or not 0 <= q <= 1:
+        return None
+    bounds = sorted(buckets)
+    if not math.isinf(bounds[-1]):
+        return None
+    total = buckets[bounds[-1]]
+    if total <= 0 or math.isnan(total):
+        return None
+    rank = q * total
+    previous_bound, previous_count = 0.0, 0.0
+    for bound in bounds:
+        count = buckets[bound]
+        if count >= rank:
+            if math.isinf(bound):
+                return previous_bound if len(bounds) > 1 else None
+            if count == previous_count:
+                return bound
+            return previous_bound + (bound - previous_bound) * (rank - previous_count) / (
+                count - previous_count
+            )
+        previous_bound, previous_count = bound, count
+    return bounds[-2] if len(bounds) > 1 else None
+
+
+def group_labels(selectors: Iterable[Sequence[LabelMatcher]]) -> tuple[str, ...]:
+    """The label names the queries must keep so every selector can be applied afterwards."""
+    return tuple(sorted({m.name for selector in selectors for m in selector}))
+
+
+class PrometheusClient:
+    """I/O only: instant and range queries through prometheus-api-client, errors wrapped with context."""
+
+    def __init__(self, address: str, timeout_s: float = 5.0) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+        # One quick retry on connection errors and 5xx; the refresh loop is the real retry.
+        retry = Retry(total=1, backoff_factor=0.1, status_forcelist=(502, 503, 504), allowed_methods=("GET",))
+        self._api = PrometheusConnect(url=address, retry=retry, timeout=timeout_s)
+        self.queries = 0
+
+    def _call(self, query: str, fn: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        self.queries += 1
+        try:
+            result = fn(query, *args, **kwargs)
+        except (requests.exceptions.JSONDecodeError, ValueError) as exc:  # the body is not JSON
+            raise PrometheusQueryError(self.address, query, f"invalid response: {_short(exc)}") from None
+        except requests.exceptions.Timeout:
+            raise PrometheusQueryError(self.address, query, f"timed out after {self.timeout_s:g}s") from None
+        except requests.exceptions.ConnectionError as exc:
+            raise PrometheusQueryError(self.address, query, f"connection failed: {_short(exc)}") from None
+        except requests.exceptions.RequestException as exc:
+            raise PrometheusQueryError(self.address, query, f"request failed: {_short(exc)}") from None
+        except Exception as exc:  # PrometheusApiClientException (non-200) and malformed bodies
+            raise PrometheusQueryError(self.address, query, _short(exc)) from None
+        if not isinstance(result, list):
+            raise PrometheusQueryError(self.address, query, f"unexpected result type {type(result).__name__}")
+        return result
+
+    def instant(self, query: str) -> list[Sample]:
+        rows = self._call(query, self._api.custom_query)
+        out: list[Sample] = []
+        for row in rows:
+            try:
+                labels = {str(k): str(v) for k, v in (row.get("metric") or {}).items() if k != "__name__"}
+                out.append(Sample(labels, float(row["value"][1])))
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                raise PrometheusQueryError(self.address, query, "malformed sample in result") from None
+        return out
+
+    def range(
+        self, query: str, start: datetime, end: datetime, step_s: float
+    ) -> list[tuple[Labels, list[tuple[float, float]]]]:
+        rows = self._call(
+            query, self._api.custom_query_range, start_time=start, end_time=end, step=f"{step_s:g}s"
+        )
+        out: list[tuple[Labels, list[tuple[float, float]]]] = []
+        for row in rows:
+            try:
+                labels = {str(k): str(v) for k, v in (row.get("metric") or {}).items() if k != "__name__"}
+                values = [(float(t), float(v)) for t, v in row["values"]]
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise PrometheusQueryError(self.address, query, "malformed range result") from None
+            out.append((labels, values))
+        return out
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class TargetQuery:
+    """What the source needs to know of a target: its key, policy and address."""
+
+    key: Any
+    policy: TargetPolicy
+    address: str
+
+
+class PrometheusReader:
+    """Batched reads for many targets; blocking (run it in a worker thread)."""
+
+    def __init__(
+        self,
+        default_address: str | None,
+        rate_window: str = "1m",
+        timeout_s: float = 5.0,
+        history_seconds: float = 3600.0,
+        history_step_s: float = 15.0,
+    ) -> None:
+        self.default_address = default_address.rstrip("/") if default_address else None
+        self.rate_window = rate_window
+        self.timeout_s = timeout_s
+        self.history_seconds = history_seconds
+        self.history_step_s = history_step_s
+        self._clients: dict[str, PrometheusClient] = {}
+
+    @property
+    def queries(self) -> int:
+        """Queries sent so far, over every address."""
+        return sum(c.queries for c in self._clients.values())
+
+    def client(self, address: str) -> PrometheusClient:
+        if address not in self._clients:
+            self._clients[address] = PrometheusClient(address, self.timeout_s)
+        return self._clients[address]
+
+    def address_for(self, policy: TargetPolicy) -> str | None:
+        return policy.prometheus_address or self.default_address
+
+    # ---- instant reads ----------------------------------------------------------------
+
+    def read(self, targets: Sequence[TargetQuery]) -> dict[Any, TargetInputs]:
+        out: dict[Any, TargetInputs] = {t.key: TargetInputs() for t in targets}
+        groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
+        for t in targets:
+            groups[(t.address, t.policy.engine)].append(t)
+        for (address, engine), members in groups.items():
+            if engine == "custom":
+                self._read_custom(address, members, out)
+            else:
+                self._read_preset(address, engine, members, out)
+        return out
+
+    def _read_preset(
+        self, address: str, engine: str, members: list[TargetQuery], out: dict[Any, TargetInputs]
+    ) -> None:
+        preset = preset_for(engine)
+        if preset is None:
+            for t in members:
+                out[t.key].missing.update(
+                    dict.fromkeys(CUSTOM_FIELDS, f"no query preset for engine {engine}")
+                )
+            return
+        selectors = {t.key: t.policy.matchers for t in members}
+        by = group_labels(selectors.values())
+        client = self.client(address)
+        offered = {name for f in preset.families for name in _fields_of(f)}
+        for name in ("kv_cache_usage", "ttft_p95_seconds", "ttft_p99_seconds"):
+            if name not in offered:
+                for t in members:
+                    out[t.key].missing[name] = f"engine {engine} exports no metric for it"
+        for family in preset.families:
+            query = family.render(by, self.rate_window)
+            try:
+                samples = client.instant(query)
+            except PrometheusQueryError as exc:
+                for t in members:
+                    for name in _fields_of(family):
+                        out[t.key].missing[name] = str(exc)
+                continue
+            for t in members:
+                _apply(family, samples, selectors[t.key], out[t.key])
+
+    def _read_custom(self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs]) -> None:
+        client = self.client(address)
+        cache: dict[str, list[Sample] | PrometheusQueryError] = {}
+        for t in members:
+            for name, attribute in CUSTOM_FIELDS.items():
+                query = getattr(t.policy, attribute, None)
+                if not query:
+                    continue
+                if query not in cache:
+                    try:
+                        cache[query] = client.instant(query)
+                    except PrometheusQueryError as exc:
+                        cache[query] = exc
+                result = cache[query]
+                if isinstance(result, PrometheusQueryError):
+                    out[t.key].missing[name] = str(result)
+                    continue
+                kept = [s.value for s in result if math.isfinite(s.value)]
+                if not result:
+                    out[t.key].missing[name] = "custom query returned no series"
+                elif not kept:
+                    out[t.key].missing[name] = "custom query returned only NaN"
+                else:
+                    out[t.key].values[name] = max(0.0, sum(kept))
+
+    # ---- history ----------------------------------------------------------------------
+
+    def history(self, targets: Sequence[TargetQuery], now: datetime) -> dict[Any, list[HistoryPoint]]:
+        """Past token rates per target (oldest first), from range queries over ``history_seconds``."""
+        out: dict[Any, list[HistoryPoint]] = {t.key: [] for t in targets}
+        start = now - timedelta(seconds=self.history_seconds)
+        groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
+        for t in targets:
+            groups[(t.address, t.policy.engine)].append(t)
+        for (address, engine), members in groups.items():
+            preset = preset_for(engine)
+            if preset is None:
+                continue
+            selectors = {t.key: t.policy.matchers for t in members}
+            by = group_labels(selectors.values())
+            series: dict[str, dict[Any, dict[float, float]]] = {}
+            for name in ("prompt_tokens_per_s", "generation_tokens_per_s"):
+                family = preset.family(name)
+                if family is None:
+                    continue
+                rows = self.client(address).range(
+                    family.render(by, self.rate_window), start, now, self.history_step_s
+                )
+                per_target: dict[Any, dict[float, float]] = {t.key: {} for t in members}
+                for labels, values in rows:
+                    for t in members:
+                        if matches_all(selectors[t.key], labels):
+                            acc = per_target[t.key]
+                            for ts, v in values:
+                                if math.isfinite(v):
+                                    acc[ts] = acc.get(ts, 0.0) + v
+                series[name] = per_target
+            for t in members:
+                prompt = series.get("prompt_tokens_per_s", {}).get(t.key, {})
+                generation = series.get("generation_tokens_per_s", {}).get(t.key, {})
+                out[t.key] = [
+                    HistoryPoint(ts, prompt.get(ts), generation.get(ts))
+                    for ts in sorted(set(prompt) | set(generation))
+                ]
+        return out
+
+
+def _fields_of(family: Family) -> tuple[str, ...]:
+    if family.combine is Combine.HISTOGRAM:
+        return ("ttft_p95_seconds", "ttft_p99_seconds")
+    return (family.field,)
+
+
+def _apply(
+    family: Family, samples: list[Sample], selector: Sequence[LabelMatcher], into: TargetInputs
+) -> None:
+    selected = [s for s in samples if matches_all(tuple(selector), s.labels)]
+    if not selected:
+        for name in _fields_of(family):
+            into.missing[name] = "no series match labelSelector"
+        return
+    finite = [s for s in selected if math.isfinite(s.value)]
+    if family.combine is Combine.HISTOGRAM:
+        buckets: dict[float, float] = defaultdict(float)
+        for s in finite:
+            try:
+                buckets[float(s.labels.get("le", "nan")) * family.le_scale] += s.value
+            except ValueError:
+                continue
+        for name, q in (("ttft_p95_seconds", 0.95), ("ttft_p99_seconds", 0.99)):
+            value = histogram_quantile(q, buckets)
+            if value is None or not math.isfinite(value):
+                into.missing[name] = "no requests in the rate window"
+            else:
+                into.values[name] = value
+        return
+    if not finite:
+        into.missing[family.field] = "only NaN samples"
+        return
+    values = [max(0.0, s.value) for s in finite]
+    into.values[family.field] = max(values) if family.combine is Combine.MAX else sum(values)

@@ -1,0 +1,142 @@
+"""End to end: a real Prometheus scrapes a simulated vLLM fleet; KEDA's client asks the server over gRPC."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scaler.proto import externalscaler_pb2 as pb
+from scaler.sim.fleet import PodLoad, SimulatedFleet
+from scaler.sim.prometheus import LocalPrometheus
+from scaler.sources.live import LiveSource
+from scaler.sources.prometheus import PrometheusReader
+from tests.conftest import require_prometheus
+from tests.helpers import ServerThread, ref
+
+pytestmark = pytest.mark.prometheus
+
+MODEL = 'model_name="meta-llama/Llama-3.1-8B-Instruct"'
+REFRESH_S = 1.0
+
+
+@pytest.fixture
+def live_server(prometheus: LocalPrometheus) -> Iterator[ServerThread]:
+    source = LiveSource(PrometheusReader(prometheus.url, rate_window="5s", history_seconds=60))
+    with ServerThread(source=source, refresh_interval_s=REFRESH_S) as server:
+        yield server
+
+
+def metric(server: ServerThread, **metadata: str) -> int:
+    reply = server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(**metadata)), timeout=5)
+    return int(reply.metricValues[0].metricValue)
+
+
+def test_300_waiting_raise_the_target_within_two_refreshes(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, live_server: ServerThread
+) -> None:
+    md = {"labelSelector": MODEL, "minReplicas": "2", "maxReplicas": "40", "targetQueuePerReplica": "10"}
+    assert metric(live_server, **md) == 2  # registers the target; idle fleet
+    fleet.set_fleet_load(PodLoad(waiting=300, running=40))
+    assert prometheus.wait_for("sum(vllm:num_requests_waiting) == 300")
+    seen_at = time.monotonic()
+    while metric(live_server, **md) <= 2:
+        assert time.monotonic() - seen_at < 2 * REFRESH_S + 0.5, "target did not rise within two refreshes"
+        time.sleep(0.05)
+    assert metric(live_server, **md) == 30
+    decision = live_server.runtime.registry.targets()[0].latest
+    assert decision is not None and decision.binding.value == "queue"
+    assert any("GPU check not applied" in note for note in decision.notes)  # no Kubernetes here: fail open
+
+
+def test_idle_after_load_keeps_floor_and_hold(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, live_server: ServerThread
+) -> None:
+    md = {
+        "labelSelector": MODEL,
+        "minReplicas": "2",
+        "maxReplicas": "40",
+        "promptTokensPerSecondPerReplica": "9000",
+        "generationTokensPerSecondPerReplica": "1800",
+        "targetUtilization": "0.75",
+        "coldStartSeconds": "60",
+    }
+    metric(live_server, **md)
+    fleet.set_fleet_load(PodLoad(prompt_tokens_per_s=30000, generation_tokens_per_s=6000, requests_per_s=20))
+    assert prometheus.wait_for("sum(rate(vllm:prompt_tokens_total[5s])) > 28000", timeout_s=30)
+    deadline = time.monotonic() + 10
+    while (
+        metric(live_server, **md) < 10 and time.monotonic() < deadline
+    ):  # (30000/9000 + 6000/1800)/0.75 = 8.9
+        time.sleep(0.1)
+    busy = metric(live_server, **md)
+    assert busy >= 9
+    fleet.set_fleet_load(PodLoad())
+    assert prometheus.wait_for("sum(rate(vllm:prompt_tokens_total[5s])) == 0", timeout_s=30)
+    time.sleep(2 * REFRESH_S)
+    target = live_server.runtime.registry.targets()[0]
+    decision = target.latest
+    assert decision is not None
+    assert decision.observation.prompt_tokens_per_s == 0
+    # idle now, but the hold keeps what the forecast may need within one cold start
+    assert decision.replicas > 2
+    assert decision.replicas >= decision.proposals["hold"]
+
+
+def test_live_dry_run_prints_decisions_once(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path
+) -> None:
+    require_prometheus()
+    fleet.set_fleet_load(PodLoad(waiting=55, running=10))
+    assert prometheus.wait_for("sum(vllm:num_requests_waiting) == 55")
+    so = tmp_path / "so.yaml"
+    so.write_text(
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: m, namespace: ns}\n"
+        "spec:\n  scaleTargetRef: {name: d}\n  triggers:\n  - type: external\n    metadata:\n"
+        f"      scalerAddress: x:9090\n      labelSelector: '{MODEL}'\n      minReplicas: '1'\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scaler",
+            "dry-run",
+            "--scaledobject",
+            str(so),
+            "--prometheus",
+            prometheus.url,
+            "--once",
+            "--rate-window",
+            "5s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.splitlines()
+    assert len(out) == 1
+    assert "target=6 binding=queue" in out[0] and "queue=6*" in out[0]
+
+
+@pytest.mark.slow
+def test_demo_prints_live_decisions_within_a_minute() -> None:
+    require_prometheus()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scaler", "demo", "--duration", "30", "--interval", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    decisions = [line for line in out.splitlines() if not line.startswith("#")]
+    assert decisions, out
+    assert time.monotonic() - started < 90
+    live = [line for line in decisions if "inputs missing" not in line]
+    assert live, "no decision from live inputs"
+    assert any("tokens=" in line and "queue=" in line for line in live)

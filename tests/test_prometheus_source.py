@@ -1,0 +1,328 @@
+"""The Prometheus source against a real Prometheus scraping simulated inference servers."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from scaler.config import parse_metadata
+from scaler.sim.fleet import PodLoad, SimulatedFleet
+from scaler.sim.prometheus import LocalPrometheus, free_port
+from scaler.sources.presets import PRESETS
+from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery, histogram_quantile
+from tests.conftest import require_prometheus
+
+pytestmark = pytest.mark.prometheus
+
+MODEL_A = "meta-llama/Llama-3.1-8B-Instruct"
+MODEL_B = "mistralai/Mistral-7B-Instruct"
+
+
+class Stack:
+    """One real Prometheus scraping a fleet per engine, plus a second vLLM model."""
+
+    def __init__(self) -> None:
+        self.fleets: dict[str, SimulatedFleet] = {}
+        for name, engine, model, pods in [
+            ("vllm", "vllm", MODEL_A, ["a-0", "a-1"]),
+            ("vllm-b", "vllm", MODEL_B, ["b-0"]),
+            ("sglang", "sglang", "qwen", ["s-0", "s-1"]),
+            ("tgi", "tgi", "falcon", ["t-0"]),
+            ("triton", "triton", "ensemble", ["n-0", "n-1"]),
+        ]:
+            fleet = SimulatedFleet(namespace=f"ns-{name}", model=model, engine=engine)
+            fleet.set_pods(pods)
+            fleet.start()
+            self.fleets[name] = fleet
+        self.prometheus = LocalPrometheus(scrape_interval_s=0.5)
+        self.prometheus.start([f.address for f in self.fleets.values()])
+
+    def close(self) -> None:
+        self.prometheus.close()
+        for fleet in self.fleets.values():
+            fleet.stop()
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    require_prometheus()
+    s = Stack()
+    yield s
+    s.close()
+
+
+def reader_for(stack: Stack) -> PrometheusReader:
+    return PrometheusReader(stack.prometheus.url, rate_window="5s")
+
+
+def target(key: str, address: str, **metadata: str) -> TargetQuery:
+    return TargetQuery(key, parse_metadata(metadata), address)
+
+
+def eventually(check: Callable[[], Any], timeout_s: float = 25.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.25)
+    raise AssertionError(f"condition not met within {timeout_s}s; last value {last!r}")
+
+
+LOAD = PodLoad(
+    waiting=40,
+    running=12,
+    prompt_tokens_per_s=6000,
+    generation_tokens_per_s=1200,
+    requests_per_s=4,
+    ttft_seconds=0.3,
+    kv_cache_usage=0.6,
+)
+
+SELECTORS = {
+    "vllm": f'model_name="{MODEL_A}"',
+    "sglang": 'model_name="qwen"',
+    "tgi": 'namespace="ns-tgi"',
+    "triton": 'model="ensemble"',
+}
+
+
+def close_to(value: float | None, expected: float, tolerance: float = 0.15) -> bool:
+    return value is not None and abs(value - expected) <= tolerance * max(expected, 1e-9)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi", "triton"])
+def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
+    fleet = stack.fleets[engine]
+    fleet.set_fleet_load(LOAD)
+    reader = reader_for(stack)
+    query = target("t", stack.prometheus.url, engine=engine, labelSelector=SELECTORS[engine])
+
+    def read() -> TargetInputs | None:
+        got = reader.read([query])["t"]
+        v = got.values
+        rates_ok = close_to(v.get("prompt_tokens_per_s"), 6000) and close_to(
+            v.get("generation_tokens_per_s"), 1200
+        )
+        return got if rates_ok and v.get("queue_waiting") == 40 else None
+
+    got = eventually(read)
+    assert got.values["requests_running"] == 12
+    assert got.values["replicas_reporting"] == len(fleet.pods)
+    offered = {f.field for f in PRESETS[engine].families}
+    if "kv_cache_usage" in offered:
+        assert got.values["kv_cache_usage"] == pytest.approx(0.6)
+    else:
+        assert "exports no metric" in got.missing["kv_cache_usage"]
+    if "ttft" in offered:
+        # every request at 0.3 s falls in the (0.25, 0.5] bucket: p95 interpolates to 0.4875
+        assert got.values["ttft_p95_seconds"] == pytest.approx(0.4875, rel=1e-6)
+        assert got.values["ttft_p99_seconds"] == pytest.approx(0.4975, rel=1e-6)
+    else:
+        assert "exports no metric" in got.missing["ttft_p95_seconds"]
+
+
+def test_our_quantile_matches_prometheus(stack: Stack) -> None:
+    stack.fleets["vllm"].set_fleet_load(LOAD)
+    eventually(lambda: stack.prometheus.query("sum(rate(vllm:time_to_first_token_seconds_count[5s])) > 3"))
+    buckets = f'vllm:time_to_first_token_seconds_bucket{{model_name="{MODEL_A}"}}'
+    theirs = stack.prometheus.query(f"histogram_quantile(0.95, sum by (le) (rate({buckets}[5s])))")
+    ours = reader_for(stack).read([target("t", stack.prometheus.url, labelSelector=SELECTORS["vllm"])])["t"]
+    assert ours.values["ttft_p95_seconds"] == pytest.approx(float(theirs[0]["value"][1]), rel=1e-9)
+
+
+def test_selectors_split_one_batched_query_per_family(stack: Stack) -> None:
+    stack.fleets["vllm"].set_fleet_load(PodLoad(waiting=30))
+    stack.fleets["vllm-b"].set_fleet_load(PodLoad(waiting=7))
+    reader = reader_for(stack)
+    url = stack.prometheus.url
+    targets = [
+        target("a", url, labelSelector=f'model_name="{MODEL_A}"'),
+        target("b", url, labelSelector=f'model_name="{MODEL_B}"'),
+        target("both", url, labelSelector='model_name=~".*Instruct"'),
+        target("pod", url, labelSelector=f'model_name="{MODEL_A}", pod="a-1"'),
+        target("none", url, labelSelector='model_name="nope"'),
+    ]
+
+    def read() -> dict[str, TargetInputs] | None:
+        got = reader.read(targets)
+        return (
+            got
+            if got["a"].values.get("queue_waiting") == 30 and got["b"].values.get("queue_waiting") == 7
+            else None
+        )
+
+    before = reader.queries
+    got = eventually(read)
+    per_read = len(PRESETS["vllm"].families)
+    assert (reader.queries - before) % per_read == 0  # one query per family, whatever the targets
+    assert got["both"].values["queue_waiting"] == 37
+    assert got["pod"].values["queue_waiting"] == 15
+    assert got["none"].missing["queue_waiting"] == "no series match labelSelector"
+    assert "queue_waiting" not in got["none"].values
+
+
+def _query_requests(prometheus: LocalPrometheus) -> float:
+    """Prometheus' own count of /api/v1/query requests, read from its /metrics."""
+    with urllib.request.urlopen(f"{prometheus.url}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("prometheus_http_requests_total") and 'handler="/api/v1/query"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_query_count_does_not_grow_with_scaledobjects(stack: Stack) -> None:
+    url = stack.prometheus.url
+    reader = reader_for(stack)
+    one = [target("so-0", url, labelSelector=f'model_name="{MODEL_A}"')]
+    fifty = [
+        target(
+            f"so-{i}", url, labelSelector=f'model_name="{MODEL_A if i % 2 else MODEL_B}", namespace=~"ns-.*"'
+        )
+        for i in range(50)
+    ]
+    counts = []
+    for targets in (one, fifty):
+        start = _query_requests(stack.prometheus)
+        reader.read(targets)
+        counts.append(_query_requests(stack.prometheus) - start)
+    assert counts[0] >= len(PRESETS["vllm"].families)
+    assert counts[1] <= counts[0] + 1, counts
+
+
+def test_prometheus_down_is_a_named_absence() -> None:
+    reader = PrometheusReader(f"http://127.0.0.1:{free_port()}", timeout_s=1)
+    got = reader.read([target("t", reader.default_address or "")])["t"]
+    assert not got.values
+    assert "connection failed" in got.missing["queue_waiting"]
+    assert "connection failed" in got.missing["prompt_tokens_per_s"]
+
+
+class FakePrometheus:
+    """An HTTP server that answers the query API with whatever the test scripts."""
+
+    def __init__(self, respond: Callable[[str], tuple[int, bytes]]) -> None:
+        self.respond = respond
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                status, body = fake.respond(self.path)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def vector(*values: str, labels: dict[str, str] | None = None) -> bytes:
+    result = [
+        {"metric": {**(labels or {}), "pod": f"p{i}"}, "value": [time.time(), v]}
+        for i, v in enumerate(values)
+    ]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (500, b"internal error", "HTTP Status Code 500"),
+        (200, b"{not json", "invalid response"),
+        (200, b'{"status": "success", "data": {}}', "'result'"),
+        (200, vector("NaN", "NaN"), "only NaN samples"),
+        (200, vector(), "no series match labelSelector"),
+        (
+            200,
+            b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":"x"}]}}',
+            "malformed sample",
+        ),
+    ],
+)
+def test_broken_answers_are_named_absences(status: int, body: bytes, reason: str) -> None:
+    fake = FakePrometheus(lambda path: (status, body))
+    try:
+        got = PrometheusReader(fake.url, timeout_s=2).read([target("t", fake.url)])["t"]
+    finally:
+        fake.close()
+    assert "queue_waiting" not in got.values
+    assert reason in got.missing["queue_waiting"]
+
+
+def test_nan_next_to_numbers_is_dropped_not_summed() -> None:
+    fake = FakePrometheus(lambda path: (200, vector("NaN", "4", "+Inf", "3")))
+    try:
+        got = PrometheusReader(fake.url).read([target("t", fake.url)])["t"]
+    finally:
+        fake.close()
+    assert got.values["queue_waiting"] == 7.0
+
+
+@pytest.mark.parametrize(
+    ("q", "buckets", "expected"),
+    [
+        (0.5, {0.1: 0.0, 0.5: 10.0, math.inf: 10.0}, 0.3),
+        (0.95, {0.25: 0.0, 0.5: 4.0, math.inf: 4.0}, 0.4875),
+        (0.99, {1.0: 99.0, 2.0: 100.0, math.inf: 100.0}, 1.0),
+        (0.5, {1.0: 2.0, math.inf: 10.0}, 1.0),  # rank in +Inf: the largest finite bound
+        (0.5, {1.0: 0.0, math.inf: 0.0}, None),  # no observations
+        (0.5, {1.0: 1.0}, None),  # no +Inf bucket
+        (0.1, {2.0: 10.0, math.inf: 10.0}, 0.2),  # the lowest bucket starts at 0
+    ],
+)
+def test_histogram_quantile_table(q: float, buckets: dict[float, float], expected: float | None) -> None:
+    got = histogram_quantile(q, buckets)
+    assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
+    require_prometheus()
+    now = int(time.time())
+    lines = ["# TYPE vllm:prompt_tokens counter", "# TYPE vllm:generation_tokens counter"]
+    prompt = generation = 0.0
+    labels = f'{{model_name="{MODEL_A}",pod="a-0"}}'
+    for t in range(now - 1800, now - 5, 5):  # 30 minutes, rising from 1,000 to about 4,000 tokens/s
+        rate = 1000 + (t - (now - 1800)) * (3000 / 1800)
+        prompt += rate * 5
+        generation += rate * 0.2 * 5
+        lines.append(f"vllm:prompt_tokens_total{labels} {prompt:.1f} {t}")
+        lines.append(f"vllm:generation_tokens_total{labels} {generation:.1f} {t}")
+    prom = LocalPrometheus()
+    try:
+        prom.import_openmetrics("\n".join(lines) + "\n")
+        prom.start()
+        reader = PrometheusReader(prom.url, rate_window="1m", history_seconds=1800, history_step_s=15)
+        history = reader.history([target("t", prom.url, labelSelector=SELECTORS["vllm"])], datetime.now(UTC))[
+            "t"
+        ]
+    finally:
+        prom.close()
+    assert len(history) > 100
+    assert history[0].prompt_tokens_per_s is not None and history[0].prompt_tokens_per_s < 1600
+    # two minutes before the data ends the ramp stood at 1,000 + 1,680/1,800 * 3,000 = 3,800 tokens/s
+    point = min(history, key=lambda p: abs(p.timestamp - (now - 120)))
+    assert point.prompt_tokens_per_s == pytest.approx(3800, rel=0.05)
+    assert point.generation_tokens_per_s == pytest.approx(point.prompt_tokens_per_s * 0.2, rel=0.01)
+    assert [p.timestamp for p in history] == sorted(p.timestamp for p in history)
