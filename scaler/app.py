@@ -53,6 +53,8 @@ def build_runtime(settings: Settings, log: Any, clock: Callable[[], datetime] = 
         sinks=[DecisionLogger(log)],
         refresh_interval_s=settings.refresh_interval_seconds,
         log=log,
+        grid=True,
+        settle_s=min(2.0, settings.refresh_interval_seconds / 4),
     )
 
 

@@ -89,10 +89,13 @@ def _cron(value: str) -> str:
 
 
 def _timezone(value: str) -> str:
+    problem = "must be an IANA timezone name such as Europe/Paris or UTC"
+    if len(value) > 64 or not all(c.isalnum() or c in "/_-+" for c in value):
+        raise ValueError(problem)
     try:
         ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError("must be an IANA timezone name such as Europe/Paris or UTC") from None
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(problem) from None
     return value
 
 

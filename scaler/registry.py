@@ -55,8 +55,8 @@ class ObservationSource(Protocol):
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]: ...
 
-    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
-        """Feed new targets' engines with recent history (called once per target, batched)."""
+    async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
+        """Feed new targets' engines with history up to ``now``, every ``step_s`` (batched)."""
 
     def expects_data(self, target: Target) -> bool:
         """True when the target has a configured data source, so absent data is a fault."""

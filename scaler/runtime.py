@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaler.model import Decision, Observation
@@ -43,7 +44,7 @@ class OfflineSource:
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
         return {t.key: unknown_observation(now, self.reason) for t in targets}
 
-    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
+    async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
         return None
 
     def expects_data(self, target: Target) -> bool:
@@ -60,8 +61,12 @@ class Runtime:
         refresh_interval_s: float = 15.0,
         log: Any = None,
         batch_delay_s: float = 0.05,
+        grid: bool = False,
+        settle_s: float = 1.0,
     ) -> None:
         self.batch_delay_s = batch_delay_s
+        self.grid = grid
+        self.settle_s = settle_s
         self.log = log
         self.registry = registry
         self.source = source
@@ -78,6 +83,21 @@ class Runtime:
     def now_timestamp(self) -> float:
         return self.clock().timestamp()
 
+    def tick(self, now: datetime) -> datetime:
+        """The refresh-grid time at or before ``now`` (``now`` itself without a grid).
+
+        With a grid, every replica decides at the same instants, evaluates its Prometheus
+        queries at those instants and warms new targets from history on the same steps,
+        so replicas given the same data answer alike, and a restarted one rebuilds the
+        state the others hold.
+        """
+        if not self.grid:
+            return now
+        step = self.refresh_interval_s
+        # Only grid times at least `settle_s` old: the scrapes due then have been stored.
+        settled = now.timestamp() - self.settle_s
+        return datetime.fromtimestamp(math.floor(settled / step) * step, tz=UTC)
+
     def publish(self, target: Target, decision: Decision) -> None:
         target.latest = decision
         event = self._first.pop(target.key, None)
@@ -86,10 +106,10 @@ class Runtime:
         for sink in self.sinks:
             sink(target, decision)
 
-    async def _decide(self, targets: Sequence[Target]) -> None:
+    async def _decide(self, targets: Sequence[Target], at: datetime | None = None) -> None:
         if not targets:
             return
-        now = self.clock()
+        now = at or self.tick(self.clock())
         observed = await self.source.observe(targets, now)
         for target in targets:
             obs = observed.get(target.key) or unknown_observation(
@@ -97,10 +117,10 @@ class Runtime:
             )
             self.publish(target, target.engine.decide(obs))
 
-    async def refresh_once(self) -> None:
+    async def refresh_once(self, at: datetime | None = None) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
-        await self._decide(self.registry.targets())
+        await self._decide(self.registry.targets(), at)
         for key in self.registry.forget_idle(self.now_timestamp()):
             self._first.pop(key, None)
         self.refreshes += 1
@@ -120,14 +140,14 @@ class Runtime:
         async def first() -> None:
             await asyncio.sleep(self.batch_delay_s)
             batch, self._new = self._new, []
-            now = self.clock()
+            now = self.tick(self.clock())
             try:
-                await self.source.warm(batch, now)
+                await self.source.warm(batch, now, self.refresh_interval_s if self.grid else None)
             except Exception as exc:  # warming is best effort: the forecaster starts conservatively
                 if self.log is not None:
                     self.log.warning("warm_failed", targets=len(batch), error=str(exc))
             try:
-                await self._decide(batch)
+                await self._decide(batch, now)
             except Exception as exc:  # the refresh loop decides for them on its next pass
                 if self.log is not None:
                     self.log.warning("first_decision_failed", targets=len(batch), error=str(exc))
@@ -161,17 +181,23 @@ class Runtime:
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Refresh every interval until ``stop``; on the grid, ``settle_s`` after each grid time."""
+        at: datetime | None = self.tick(self.clock()) if self.grid else None
         while not stop.is_set():
             try:
-                await self.refresh_once()
+                await self.refresh_once(at)
             except Exception as exc:  # a failed refresh keeps the previous decisions
                 if self.log is not None:
                     self.log.error("refresh_failed", error=str(exc), error_type=type(exc).__name__)
             self._wake.clear()
+            if self.grid:
+                now = self.clock()
+                at = self.tick(now) + timedelta(seconds=self.refresh_interval_s)
+                delay = max(0.0, (at - now).total_seconds() + self.settle_s)
+            else:
+                delay = self.refresh_interval_s
             waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
-            _, pending = await asyncio.wait(
-                waiters, timeout=self.refresh_interval_s, return_when="FIRST_COMPLETED"
-            )
+            _, pending = await asyncio.wait(waiters, timeout=delay, return_when="FIRST_COMPLETED")
             for w in pending:
                 w.cancel()
 

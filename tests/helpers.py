@@ -53,7 +53,7 @@ class ScriptedSource:
             t.key: Observation(now=now, **{**self.values, **self.per_target.get(t.key, {})}) for t in targets
         }
 
-    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
+    async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
         return None
 
     def expects_data(self, target: Target) -> bool:
@@ -70,7 +70,9 @@ class ServerThread:
         refresh_interval_s: float = 3600.0,
         tls: TlsFiles | None = None,
         options: ServerOptions | None = None,
+        grid: bool = False,
     ) -> None:
+        self.grid = grid
         self.source = source or OfflineSource()
         self.clock = clock or (lambda: datetime.now(UTC))
         self.refresh_interval_s = refresh_interval_s
@@ -87,7 +89,12 @@ class ServerThread:
 
     async def _start(self) -> None:
         self.runtime = Runtime(
-            TargetRegistry(), self.source, self.clock, refresh_interval_s=self.refresh_interval_s
+            TargetRegistry(),
+            self.source,
+            self.clock,
+            refresh_interval_s=self.refresh_interval_s,
+            grid=self.grid,
+            settle_s=min(1.0, self.refresh_interval_s / 4),
         )
         self.service = ExternalScalerService(self.runtime, self.options)
         self.server = GrpcServer(self.service)

@@ -108,6 +108,7 @@ def test_min_replicas_zero_and_utilization_two_are_named_together() -> None:
         ({"gpuCheckFailure": "sometimes"}, ["gpuCheckFailure"]),
         ({"timezone": "Mars/Olympus"}, ["timezone"]),
         ({"timezone": "../../etc/passwd"}, ["timezone"]),
+        ({"timezone": "9" * 400}, ["timezone"]),  # found by the fuzzer: OSError, file name too long
         ({"prometheusAddress": "prom:9090"}, ["prometheusAddress"]),
         ({"labelSelector": 'model="a"} or vector(1) #'}, ["labelSelector"]),
         ({"labelSelector": 'model=~"("'}, ["labelSelector"]),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
@@ -39,6 +40,23 @@ MAX_NAME_LENGTH = 253
 
 T = TypeVar("T")
 Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class Undecodable:
+    """A request body protobuf could not parse (e.g. a string field with invalid UTF-8)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _safe(parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    def deserialize(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except DecodeError as exc:
+            return Undecodable(str(exc))
+
+    return deserialize
 
 
 class RpcError(Exception):
@@ -64,7 +82,9 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
 
     # ---- helpers ---------------------------------------------------------------------
 
-    def _target(self, ref: pb.ScaledObjectRef) -> Target:
+    def _target(self, ref: pb.ScaledObjectRef | Undecodable) -> Target:
+        if isinstance(ref, Undecodable):
+            raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable request: {ref.reason}")
         problems = []
         if not ref.name or len(ref.name) > MAX_NAME_LENGTH:
             problems.append("name: must be a ScaledObject name (1-253 characters)")
@@ -155,6 +175,8 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
 
     async def GetMetrics(self, request: pb.GetMetricsRequest, context: Context) -> pb.GetMetricsResponse:
         async def body() -> pb.GetMetricsResponse:
+            if isinstance(request, Undecodable):
+                raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable request: {request.reason}")
             target = self._target(request.scaledObjectRef)
             decision = await self._decision(target)
             value = pb.MetricValue(
@@ -175,6 +197,30 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
             "StreamMetricSpec is not implemented: this scaler's metric spec never changes (target 1)",
         )
         yield pb.GetMetricSpecResponse()  # pragma: no cover - abort raises
+
+
+def scaler_handlers(service: ExternalScalerService) -> grpc.GenericRpcHandler:
+    """The ExternalScaler method table, with deserializers that turn undecodable bodies into
+    INVALID_ARGUMENT instead of grpc's INTERNAL "Exception deserializing request"."""
+    ref = _safe(pb.ScaledObjectRef.FromString)
+    unary = grpc.unary_unary_rpc_method_handler
+    stream = grpc.unary_stream_rpc_method_handler
+    return grpc.method_handlers_generic_handler(
+        SERVICE_NAME,
+        {
+            "IsActive": unary(service.IsActive, ref, pb.IsActiveResponse.SerializeToString),
+            "StreamIsActive": stream(service.StreamIsActive, ref, pb.IsActiveResponse.SerializeToString),
+            "GetMetricSpec": unary(service.GetMetricSpec, ref, pb.GetMetricSpecResponse.SerializeToString),
+            "GetMetrics": unary(
+                service.GetMetrics,
+                _safe(pb.GetMetricsRequest.FromString),
+                pb.GetMetricsResponse.SerializeToString,
+            ),
+            "StreamMetricSpec": stream(
+                service.StreamMetricSpec, ref, pb.GetMetricSpecResponse.SerializeToString
+            ),
+        },
+    )
 
 
 @dataclass
@@ -213,7 +259,7 @@ class GrpcServer:
                 ("grpc.max_receive_message_length", 1 << 20),
             ]
         )
-        pb_grpc.add_ExternalScalerServicer_to_server(service, self.server)  # type: ignore[no-untyped-call]
+        self.server.add_generic_rpc_handlers((scaler_handlers(service),))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         reflection.enable_server_reflection(
             (

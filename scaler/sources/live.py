@@ -74,7 +74,7 @@ class LiveSource:
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
         queries, unaddressed = self._queries(targets)
         inputs: dict[Any, TargetInputs] = (
-            await asyncio.to_thread(self.prometheus.read, queries) if queries else {}
+            await asyncio.to_thread(self.prometheus.read, queries, now) if queries else {}
         )
         out: dict[TargetKey, Observation] = {}
         for t in targets:
@@ -115,11 +115,11 @@ class LiveSource:
             values["gpu_schedulable_replicas"] = state.gpu_schedulable_replicas
         return values
 
-    async def warm(self, targets: Sequence[Target], now: datetime) -> None:
+    async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
         queries, _ = self._queries(targets)
         if not queries:
             return
-        history = await asyncio.to_thread(self.prometheus.history, queries, now)
+        history = await asyncio.to_thread(self.prometheus.history, queries, now, step_s)
         for t in targets:
             points = history.get(t.key)
             if points:

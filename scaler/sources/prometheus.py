@@ -130,8 +130,9 @@ class PrometheusClient:
             raise PrometheusQueryError(self.address, query, f"unexpected result type {type(result).__name__}")
         return result
 
-    def instant(self, query: str) -> list[Sample]:
-        rows = self._call(query, self._api.custom_query)
+    def instant(self, query: str, at: datetime | None = None) -> list[Sample]:
+        params = {"time": f"{at.timestamp():.3f}"} if at is not None else None
+        rows = self._call(query, self._api.custom_query, params=params)
         out: list[Sample] = []
         for row in rows:
             try:
@@ -144,8 +145,16 @@ class PrometheusClient:
     def range(
         self, query: str, start: datetime, end: datetime, step_s: float
     ) -> list[tuple[Labels, list[tuple[float, float]]]]:
+        # prometheus-api-client rounds start and end to whole seconds; the refresh grid may
+        # not be whole seconds, so pass them exactly (these params take precedence).
+        exact = {"start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}
         rows = self._call(
-            query, self._api.custom_query_range, start_time=start, end_time=end, step=f"{step_s:g}s"
+            query,
+            self._api.custom_query_range,
+            start_time=start,
+            end_time=end,
+            step=f"{step_s:g}s",
+            params=exact,
         )
         out: list[tuple[Labels, list[tuple[float, float]]]] = []
         for row in rows:
@@ -205,20 +214,30 @@ class PrometheusReader:
 
     # ---- instant reads ----------------------------------------------------------------
 
-    def read(self, targets: Sequence[TargetQuery]) -> dict[Any, TargetInputs]:
+    def read(self, targets: Sequence[TargetQuery], at: datetime | None = None) -> dict[Any, TargetInputs]:
+        """Instant reads evaluated at ``at`` (default: Prometheus' now).
+
+        Replicas that evaluate at the same grid time get the same answers from the same
+        Prometheus, which is how several scaler replicas decide alike.
+        """
         out: dict[Any, TargetInputs] = {t.key: TargetInputs() for t in targets}
         groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             groups[(t.address, t.policy.engine)].append(t)
         for (address, engine), members in groups.items():
             if engine == "custom":
-                self._read_custom(address, members, out)
+                self._read_custom(address, members, out, at)
             else:
-                self._read_preset(address, engine, members, out)
+                self._read_preset(address, engine, members, out, at)
         return out
 
     def _read_preset(
-        self, address: str, engine: str, members: list[TargetQuery], out: dict[Any, TargetInputs]
+        self,
+        address: str,
+        engine: str,
+        members: list[TargetQuery],
+        out: dict[Any, TargetInputs],
+        at: datetime | None,
     ) -> None:
         preset = preset_for(engine)
         if preset is None:
@@ -238,7 +257,7 @@ class PrometheusReader:
         for family in preset.families:
             query = family.render(by, self.rate_window)
             try:
-                samples = client.instant(query)
+                samples = client.instant(query, at)
             except PrometheusQueryError as exc:
                 for t in members:
                     for name in _fields_of(family):
@@ -247,7 +266,9 @@ class PrometheusReader:
             for t in members:
                 _apply(family, samples, selectors[t.key], out[t.key])
 
-    def _read_custom(self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs]) -> None:
+    def _read_custom(
+        self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
+    ) -> None:
         client = self.client(address)
         cache: dict[str, list[Sample] | PrometheusQueryError] = {}
         for t in members:
@@ -257,7 +278,7 @@ class PrometheusReader:
                     continue
                 if query not in cache:
                     try:
-                        cache[query] = client.instant(query)
+                        cache[query] = client.instant(query, at)
                     except PrometheusQueryError as exc:
                         cache[query] = exc
                 result = cache[query]
@@ -274,10 +295,17 @@ class PrometheusReader:
 
     # ---- history ----------------------------------------------------------------------
 
-    def history(self, targets: Sequence[TargetQuery], now: datetime) -> dict[Any, list[HistoryPoint]]:
-        """Past token rates per target (oldest first), from range queries over ``history_seconds``."""
+    def history(
+        self, targets: Sequence[TargetQuery], now: datetime, step_s: float | None = None
+    ) -> dict[Any, list[HistoryPoint]]:
+        """Past token rates per target (oldest first), from range queries over ``history_seconds``.
+
+        The range ends at ``now`` and steps back by ``step_s`` (default ``history_step_s``),
+        so with ``now`` on the refresh grid the points are the ones a running replica saw.
+        """
         out: dict[Any, list[HistoryPoint]] = {t.key: [] for t in targets}
-        start = now - timedelta(seconds=self.history_seconds)
+        step = step_s or self.history_step_s
+        start = now - timedelta(seconds=step * int(self.history_seconds // step))
         groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             groups[(t.address, t.policy.engine)].append(t)
@@ -292,9 +320,7 @@ class PrometheusReader:
                 family = preset.family(name)
                 if family is None:
                     continue
-                rows = self.client(address).range(
-                    family.render(by, self.rate_window), start, now, self.history_step_s
-                )
+                rows = self.client(address).range(family.render(by, self.rate_window), start, now, step)
                 per_target: dict[Any, dict[float, float]] = {t.key: {} for t in members}
                 for labels, values in rows:
                     for t in members:

@@ -1,0 +1,222 @@
+"""Faults in the data path: fast RPCs, held targets, UNAVAILABLE when stale, recovery without a restart."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import grpc
+import pytest
+
+from scaler.engine import Engine, HistoryPoint, Observation
+from scaler.proto import externalscaler_pb2 as pb
+from scaler.sim.fleet import PodLoad, SimulatedFleet
+from scaler.sim.prometheus import LocalPrometheus
+from scaler.sources.live import LiveSource
+from scaler.sources.prometheus import PrometheusReader
+from tests.helpers import ServerThread, ref
+
+
+class ScriptedPrometheus:
+    """Answers the query API with a queue depth, or fails the way the test says."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"  # ok | slow | error | garbage | empty | nan
+        self.waiting = 120.0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                query = parse_qs(urlparse(self.path).query).get("query", [""])[0]
+                status, body = fake.answer(query)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def answer(self, query: str) -> tuple[int, bytes]:
+        if self.mode == "slow":
+            time.sleep(3)
+        if self.mode == "error":
+            return 500, b"boom"
+        if self.mode == "garbage":
+            return 200, b"<html>not prometheus</html>"
+        value = "NaN" if self.mode == "nan" else str(self.waiting)
+        rows = (
+            []
+            if self.mode == "empty" or "bucket" in query or "num_requests_waiting" not in query
+            else [{"metric": {"model_name": "m", "pod": "p0"}, "value": [time.time(), value]}]
+        )
+        return 200, json.dumps(
+            {"status": "success", "data": {"resultType": "vector", "result": rows}}
+        ).encode()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedPrometheus]:
+    fake = ScriptedPrometheus()
+    yield fake
+    fake.close()
+
+
+def timed_metrics(server: ServerThread, request: pb.GetMetricsRequest) -> tuple[float, int | grpc.StatusCode]:
+    started = time.perf_counter()
+    try:
+        value: int | grpc.StatusCode = (
+            server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue
+        )
+    except grpc.RpcError as exc:
+        value = exc.code()
+    return time.perf_counter() - started, value
+
+
+def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
+    scripted: ScriptedPrometheus,
+) -> None:
+    source = LiveSource(PrometheusReader(scripted.url, timeout_s=1.0))
+    request = pb.GetMetricsRequest(
+        scaledObjectRef=ref(minReplicas="2", targetQueuePerReplica="10", maxStalenessSeconds="3")
+    )
+    with ServerThread(source=source, refresh_interval_s=0.25) as server:
+        server.stub().GetMetrics(request, timeout=5)
+        deadline = time.monotonic() + 5
+        while timed_metrics(server, request)[1] != 12 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert timed_metrics(server, request)[1] == 12
+        latencies = []
+        for mode in ("slow", "error", "garbage", "empty", "nan"):
+            scripted.mode = mode
+            until = time.monotonic() + 0.5
+            while time.monotonic() < until:
+                latency, value = timed_metrics(server, request)
+                latencies.append(latency)
+                assert value == 12, (mode, value)  # held: missing data never lowers the target
+                time.sleep(0.02)
+        assert max(latencies) < 0.1, f"slowest RPC {max(latencies) * 1000:.0f} ms"
+        until = time.monotonic() + 5
+        while timed_metrics(server, request)[1] != grpc.StatusCode.UNAVAILABLE:
+            assert time.monotonic() < until, "never turned UNAVAILABLE after maxStalenessSeconds"
+            time.sleep(0.1)
+        scripted.mode = "ok"
+        scripted.waiting = 50.0
+        recovered_by = time.monotonic() + 2 * 0.25 + 1.0  # two refreshes, plus a query timeout in flight
+        while timed_metrics(server, request)[1] != 5:  # a live decision again: 50 waiting at 10 per replica
+            assert time.monotonic() < recovered_by, "did not recover without a restart"
+            time.sleep(0.05)
+        decision = server.runtime.registry.targets()[0].latest
+        assert decision is not None
+        assert not [note for note in decision.notes if "inputs missing" in note]
+
+
+def test_prometheus_down_from_the_start_ends_in_unavailable() -> None:
+    source = LiveSource(PrometheusReader("http://127.0.0.1:9", timeout_s=0.5))
+    request = pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="3", maxStalenessSeconds="1"))
+    with ServerThread(source=source, refresh_interval_s=0.25) as server:
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 3
+        time.sleep(1.5)
+        with pytest.raises(grpc.RpcError) as caught:
+            server.stub().GetMetrics(request, timeout=5)
+        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+
+
+def test_restart_warmed_from_history_decides_within_one_replica() -> None:
+    md = {
+        "minReplicas": "2",
+        "maxReplicas": "40",
+        "promptTokensPerSecondPerReplica": "9000",
+        "generationTokensPerSecondPerReplica": "1800",
+        "targetUtilization": "0.75",
+    }
+    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    rates = []
+    for i in range(240):  # an hour of a noisy morning ramp, every 15 s
+        level = 2 + 10 * min(1.0, i / 180) + (1.5 if i % 7 == 0 else 0.0)
+        rates.append((start + timedelta(seconds=15 * i), level * 1100, level * 210))
+    old = Engine.from_metadata(md)
+    for now, prompt, generation in rates[:-1]:
+        old.decide(
+            Observation(
+                now=now,
+                queue_waiting=0,
+                prompt_tokens_per_s=prompt,
+                generation_tokens_per_s=generation,
+                current_replicas=10,
+                gpu_schedulable_replicas=20,
+            )
+        )
+    restarted = Engine.from_metadata(md)
+    restarted.warm(HistoryPoint(now.timestamp(), p, g) for now, p, g in rates[:-1])
+    now, prompt, generation = rates[-1]
+    same = Observation(
+        now=now,
+        queue_waiting=0,
+        prompt_tokens_per_s=prompt,
+        generation_tokens_per_s=generation,
+        current_replicas=10,
+        gpu_schedulable_replicas=20,
+    )
+    assert abs(old.decide(same).replicas - restarted.decide(same).replicas) <= 1
+    cold = Engine.from_metadata(md).decide(same)
+    assert cold.replicas >= 2  # a cold engine starts conservatively instead
+
+
+@pytest.mark.prometheus
+def test_two_scaler_replicas_answer_alike(fleet: SimulatedFleet, prometheus: LocalPrometheus) -> None:
+    fleet.set_fleet_load(
+        PodLoad(waiting=70, running=20, prompt_tokens_per_s=20000, generation_tokens_per_s=4000)
+    )
+    assert prometheus.wait_for("sum(rate(vllm:prompt_tokens_total[5s])) > 19000", timeout_s=30)
+    md = {
+        "minReplicas": "2",
+        "targetQueuePerReplica": "10",
+        "promptTokensPerSecondPerReplica": "9000",
+        "generationTokensPerSecondPerReplica": "1800",
+    }
+    request = pb.GetMetricsRequest(scaledObjectRef=ref(**md))
+    seen: set[datetime] = set()
+    servers = [
+        ServerThread(
+            source=LiveSource(PrometheusReader(prometheus.url, rate_window="5s")),
+            refresh_interval_s=1.0,
+            grid=True,
+        )
+        for _ in range(2)
+    ]
+    with servers[0] as a:
+        a.stub().GetMetrics(request, timeout=5)
+        time.sleep(3)  # the second replica starts later and warms from history
+        with servers[1] as b:
+            b.stub().GetMetrics(request, timeout=5)
+            compared = 0
+            deadline = time.monotonic() + 10
+            while compared < 3 and time.monotonic() < deadline:
+                da = a.runtime.registry.targets()[0].latest
+                db = b.runtime.registry.targets()[0].latest
+                if da is not None and db is not None and da.now == db.now and da.now not in seen:
+                    seen.add(da.now)
+                    # What KEDA sees is equal; the forecasts agree unless a scrape landed late
+                    # for one replica's instant query (see Runtime.tick on settle_s).
+                    assert (da.replicas, dict(da.proposals)) == (db.replicas, dict(db.proposals))
+                    for key, value in da.forecast.items():
+                        assert db.forecast[key] == pytest.approx(value, rel=0.02)
+                    compared += 1
+                time.sleep(0.05)
+    assert compared == 3, "the replicas never decided for the same grid time"
