@@ -28,6 +28,12 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--port", type=int, default=int(_env("PORT", "9090") or 9090), help="gRPC port (SCALER_PORT)"
     )
     p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(_env("METRICS_PORT", "8080") or 8080),
+        help="Prometheus /metrics port; 0 turns it off (SCALER_METRICS_PORT)",
+    )
+    p.add_argument(
         "--refresh-interval",
         type=float,
         default=float(_env("REFRESH_INTERVAL", "15") or 15),
@@ -97,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings = Settings(
                 host=args.host,
                 port=args.port,
+                metrics_port=args.metrics_port,
                 refresh_interval_seconds=args.refresh_interval,
                 grace_seconds=args.grace,
                 log_format=args.log_format,
