@@ -15,6 +15,7 @@ from scaler.model import Decision, Observation
 from scaler.outputs.dryrun import format_json, format_line
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
+from scaler.outputs.trace import serve_metrics
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.sources.files import ScaledObjectSpec
@@ -69,6 +70,7 @@ def tls_files(settings: Settings) -> TlsFiles | None:
 async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | None = None) -> None:
     """Serve KEDA until SIGTERM or SIGINT, then stop gracefully within ``grace_seconds``."""
     runtime = build_runtime(settings, log)
+    metrics = serve_metrics(runtime, settings.host, settings.metrics_port)
     service = ExternalScalerService(
         runtime, ServerOptions(first_decision_timeout_s=settings.first_decision_timeout_seconds), log
     )
@@ -87,6 +89,7 @@ async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | Non
         mutual_tls=settings.tls_client_ca_file is not None,
         live_sources=runtime.source.live,
         refresh_interval_seconds=settings.refresh_interval_seconds,
+        metrics_port=metrics.port if metrics else None,
     )
     if ready is not None:
         ready(port)
@@ -96,6 +99,8 @@ async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | Non
     await server.stop(settings.grace_seconds)
     await refresher
     await runtime.close()
+    if metrics is not None:
+        metrics.close()
     log.info("stopped")
 
 

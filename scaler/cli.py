@@ -41,6 +41,12 @@ def _add_serve(sub: Subparsers) -> None:
         help="PromQL rate() window for token rates (SCALER_RATE_WINDOW)",
     )
     add(
+        "--metrics-port",
+        type=int,
+        default=int(_env("METRICS_PORT", "8080") or 8080),
+        help="Prometheus /metrics port; 0 turns it off (SCALER_METRICS_PORT)",
+    )
+    add(
         "--refresh-interval",
         type=float,
         default=float(_env("REFRESH_INTERVAL", "15") or 15),
@@ -132,6 +138,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(
         host=args.host,
         port=args.port,
+        metrics_port=args.metrics_port,
         prometheus_address=args.prometheus,
         rate_window=args.rate_window,
         refresh_interval_seconds=args.refresh_interval,

@@ -116,7 +116,7 @@ def test_serve_answers_then_stops_gracefully_on_sigterm() -> None:
     port = free_port()
     env = {**os.environ, "SCALER_LOG_FORMAT": "json"}
     proc = subprocess.Popen(
-        [*SCALER, "serve", "--port", str(port), "--host", "127.0.0.1", "--grace", "5"],
+        [*SCALER, "serve", "--port", str(port), "--metrics-port", "0", "--host", "127.0.0.1", "--grace", "5"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -1,0 +1,335 @@
+"""Decision traces as Prometheus series, computed at scrape time.
+
+``DecisionTrace`` is a custom ``prometheus_client`` collector: on every scrape it reads
+the current targets (a callable, normally ``TargetRegistry.targets``) and renders each
+target's latest ``Decision`` and the inputs it was made from. Nothing is copied into
+gauges between scrapes, so a forgotten target's series disappear with it. The two
+counters (decisions by binding signal, pending-pod seconds avoided) are kept by the
+same object acting as a decision sink (``record``), because a scrape cannot see the
+decisions made between two scrapes.
+
+Nothing is registered or started at import: ``install`` registers a trace on the
+registry it is given, and ``serve_metrics`` serves that registry on ``/metrics``.
+Every series is listed in ``SERIES`` and documented in ``docs/metrics.md``.
+
+Absent inputs are absent series: a TTFT the source could not read is not exported as
+0, and ``pending``/``starting`` replicas are only exported when the replica counts
+are known.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+
+from scaler.model import Decision, Signal
+from scaler.registry import Target
+from scaler.runtime import Runtime
+
+TARGET_LABELS = ("namespace", "scaledobject")
+
+Kind = Literal["gauge", "counter", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesSpec:
+    """One exported series: its sample name, type, labels and meaning."""
+
+    name: str
+    kind: Kind
+    help: str
+    extra_labels: tuple[str, ...] = ()
+    per_target: bool = True
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return (TARGET_LABELS if self.per_target else ()) + self.extra_labels
+
+    def family(self, rows: Iterable[tuple[list[str], float]] = ()) -> Metric:
+        """The metric family with one sample per row of label values (in ``labels`` order)."""
+        if self.kind == "info":
+            base = len(self.labels) - len(self.extra_labels)
+            info = InfoMetricFamily(self.name.removesuffix("_info"), self.help, labels=self.labels[:base])
+            for values, _ in rows:
+                info.add_metric(values[:base], dict(zip(self.extra_labels, values[base:], strict=True)))
+            return info
+        family: GaugeMetricFamily | CounterMetricFamily
+        if self.kind == "counter":
+            family = CounterMetricFamily(self.name, self.help, labels=self.labels)
+        else:
+            family = GaugeMetricFamily(self.name, self.help, labels=self.labels)
+        for values, value in rows:
+            family.add_metric(values, value)
+        return family
+
+
+def _gauge(name: str, help_: str, *extra: str) -> SeriesSpec:
+    return SeriesSpec(name, "gauge", help_, extra)
+
+
+# Observation field -> (series, help). Exported only when the observation holds the field.
+INPUT_SERIES: dict[str, tuple[str, str]] = {
+    "queue_waiting": ("llm_scaler_input_waiting_requests", "Requests waiting in the servers' queues."),
+    "requests_running": ("llm_scaler_input_running_requests", "Requests the servers are running."),
+    "prompt_tokens_per_s": (
+        "llm_scaler_input_prompt_tokens_per_second",
+        "Prompt (prefill) tokens per second across the servers.",
+    ),
+    "generation_tokens_per_s": (
+        "llm_scaler_input_generation_tokens_per_second",
+        "Generated (decode) tokens per second across the servers.",
+    ),
+    "ttft_p95_seconds": ("llm_scaler_input_ttft_p95_seconds", "Time to first token, 95th percentile."),
+    "ttft_p99_seconds": ("llm_scaler_input_ttft_p99_seconds", "Time to first token, 99th percentile."),
+    "kv_cache_usage": ("llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1."),
+    "current_replicas": ("llm_scaler_input_current_replicas", "Replicas of the workload (pods that exist)."),
+    "ready_replicas": ("llm_scaler_input_ready_replicas", "Replicas whose pods are Ready."),
+    "gpu_schedulable_replicas": (
+        "llm_scaler_input_gpu_schedulable_replicas",
+        "More whole replicas the nodes' free GPUs can still hold.",
+    ),
+}
+# Observation fields that default to 0: exported only when the replica counts are known.
+REPLICA_STATE_SERIES: dict[str, tuple[str, str]] = {
+    "pending_replicas": ("llm_scaler_input_pending_replicas", "Replicas whose pods are Pending (not bound)."),
+    "starting_replicas": (
+        "llm_scaler_input_starting_replicas",
+        "Replicas bound to a node but not Ready yet (capacity on its way).",
+    ),
+}
+# Decision.forecast key -> (series, help).
+FORECAST_SERIES: dict[str, tuple[str, str]] = {
+    "prompt_tokens_per_s": (
+        "llm_scaler_forecast_prompt_tokens_per_second",
+        "Prompt tokens per second forecast at the horizon (now + coldStartSeconds), margin included.",
+    ),
+    "generation_tokens_per_s": (
+        "llm_scaler_forecast_generation_tokens_per_second",
+        "Generated tokens per second forecast at the horizon (now + coldStartSeconds), margin included.",
+    ),
+    "busy_replicas_now": (
+        "llm_scaler_busy_replicas",
+        "Replicas of GPU time the token load needs now (prefill plus decode), before targetUtilization.",
+    ),
+    "busy_replicas_at_horizon": (
+        "llm_scaler_forecast_busy_replicas",
+        "Replicas of GPU time the forecast token load needs at the horizon, before targetUtilization.",
+    ),
+}
+
+SERIES: tuple[SeriesSpec, ...] = (
+    # The decision
+    _gauge("llm_scaler_desired_replicas", "Replica target of the latest decision (what GetMetrics answers)."),
+    _gauge(
+        "llm_scaler_signal_proposed_replicas",
+        "Replicas each signal proposed in the latest decision; an abstaining signal has no series.",
+        "signal",
+    ),
+    SeriesSpec(
+        "llm_scaler_binding_signal_info",
+        "info",
+        "The signal whose proposal set the latest target before clamps (value 1).",
+        ("signal",),
+    ),
+    _gauge("llm_scaler_clamp_active", "1 for each clamp that changed the latest target.", "kind"),
+    _gauge(
+        "llm_scaler_clamp_held_back_replicas",
+        "Replicas each active clamp removed from the target (0 for a clamp that raised it).",
+        "kind",
+    ),
+    _gauge("llm_scaler_gpu_held_back_replicas", "Replicas the GPU inventory clamp held back (0 when none)."),
+    _gauge(
+        "llm_scaler_prewarm_active", "1 while a pre-warm window (or its cold-start lead) is open, else 0."
+    ),
+    _gauge("llm_scaler_decision_timestamp_seconds", "Unix time of the observation the latest decision used."),
+    _gauge("llm_scaler_input_age_seconds", "Seconds since every demand input was last present."),
+    # The inputs the decision was made from
+    *(_gauge(name, help_) for name, help_ in INPUT_SERIES.values()),
+    *(_gauge(name, help_) for name, help_ in REPLICA_STATE_SERIES.values()),
+    *(_gauge(name, help_) for name, help_ in FORECAST_SERIES.values()),
+    # The policy the ScaledObject's metadata configured
+    _gauge(
+        "llm_scaler_forecast_horizon_seconds", "How far ahead the token forecast looks (coldStartSeconds)."
+    ),
+    _gauge("llm_scaler_min_replicas", "minReplicas from the trigger metadata."),
+    _gauge("llm_scaler_max_replicas", "maxReplicas from the trigger metadata."),
+    _gauge("llm_scaler_ttft_objective_seconds", "ttftObjectiveSeconds: the TTFT p99 objective."),
+    _gauge(
+        "llm_scaler_max_staleness_seconds",
+        "maxStalenessSeconds: input age beyond which GetMetrics answers UNAVAILABLE.",
+    ),
+    # Counters kept by the sink
+    SeriesSpec(
+        "llm_scaler_decisions_total", "counter", "Decisions published, by binding signal.", ("signal",)
+    ),
+    SeriesSpec(
+        "llm_scaler_pending_pod_seconds_avoided_total",
+        "counter",
+        "Pod-seconds of Pending pods the GPU inventory clamp avoided: held-back replicas times the"
+        " refresh interval, summed over decisions (divide by 60 for pod-minutes).",
+    ),
+    SeriesSpec(
+        "llm_scaler_refresh_interval_seconds",
+        "gauge",
+        "Seconds between refreshes of every target's decision (--refresh-interval).",
+        per_target=False,
+    ),
+)
+
+SERIES_BY_NAME: dict[str, SeriesSpec] = {s.name: s for s in SERIES}
+
+
+class DecisionTrace:
+    """Collector of decision traces, and the decision sink that keeps its counters.
+
+    ``targets`` returns the current targets; ``clock`` returns the time (Unix seconds)
+    used for ages. ``record`` is called from the refresh loop; ``collect`` from the
+    HTTP server's thread, so the counters are guarded by a lock.
+    """
+
+    def __init__(
+        self,
+        targets: Callable[[], Iterable[Target]],
+        clock: Callable[[], float],
+        refresh_interval_s: float,
+    ) -> None:
+        self._targets = targets
+        self._clock = clock
+        self.refresh_interval_s = refresh_interval_s
+        self._lock = threading.Lock()
+        self._decisions: dict[tuple[str, str, str], float] = {}
+        self._avoided: dict[tuple[str, str], float] = {}
+
+    # ---- sink ----------------------------------------------------------------------
+
+    def record(self, target: Target, decision: Decision) -> None:
+        """Count one published decision (a ``DecisionSink``)."""
+        key = (target.key.namespace, target.key.name)
+        with self._lock:
+            signal_key = (*key, decision.binding.value)
+            self._decisions[signal_key] = self._decisions.get(signal_key, 0.0) + 1.0
+            # Each decision stands until the next refresh; a held-back replica would have
+            # been a Pending pod for that long.
+            avoided = decision.gpu_held_back * self.refresh_interval_s
+            self._avoided[key] = self._avoided.get(key, 0.0) + avoided
+
+    # ---- collector -----------------------------------------------------------------
+
+    def describe(self) -> Iterator[Metric]:
+        """The families without samples: lets the registry reject name clashes."""
+        for spec in SERIES:
+            yield spec.family()
+
+    def collect(self) -> Iterator[Metric]:
+        rows: dict[str, list[tuple[list[str], float]]] = {spec.name: [] for spec in SERIES}
+
+        def put(name: str, labels: list[str], value: float) -> None:
+            rows[name].append((labels, float(value)))
+
+        now = self._clock()
+        live: set[tuple[str, str]] = set()
+        for target in self._targets():
+            labels = [target.key.namespace, target.key.name]
+            live.add((target.key.namespace, target.key.name))
+            policy = target.policy
+            put("llm_scaler_forecast_horizon_seconds", labels, policy.cold_start_seconds)
+            put("llm_scaler_min_replicas", labels, policy.min_replicas)
+            put("llm_scaler_max_replicas", labels, policy.max_replicas)
+            put("llm_scaler_ttft_objective_seconds", labels, policy.ttft_objective_seconds)
+            put("llm_scaler_max_staleness_seconds", labels, policy.max_staleness_seconds)
+            age = target.engine.data_age_seconds(now)
+            if age is not None:
+                put("llm_scaler_input_age_seconds", labels, age)
+            if target.latest is not None:
+                _decision_rows(put, labels, target.latest)
+
+        with self._lock:
+            # Counters of targets the registry forgot go with them; a target that comes
+            # back starts from zero, which rate() and increase() read as a reset.
+            for gone in [k for k in self._avoided if k not in live]:
+                del self._avoided[gone]
+            for gone_signal in [k for k in self._decisions if k[:2] not in live]:
+                del self._decisions[gone_signal]
+            for (namespace, name, signal), count in self._decisions.items():
+                put("llm_scaler_decisions_total", [namespace, name, signal], count)
+            for (namespace, name), seconds in self._avoided.items():
+                put("llm_scaler_pending_pod_seconds_avoided_total", [namespace, name], seconds)
+        put("llm_scaler_refresh_interval_seconds", [], self.refresh_interval_s)
+        for spec in SERIES:
+            yield spec.family(rows[spec.name])
+
+
+def _decision_rows(
+    put: Callable[[str, list[str], float], None], labels: list[str], decision: Decision
+) -> None:
+    put("llm_scaler_desired_replicas", labels, decision.replicas)
+    put("llm_scaler_decision_timestamp_seconds", labels, decision.now.timestamp())
+    for signal, replicas in decision.proposals.items():
+        put("llm_scaler_signal_proposed_replicas", [*labels, signal], replicas)
+    put("llm_scaler_binding_signal_info", [*labels, decision.binding.value], 1)
+    for clamp in decision.clamps:
+        put("llm_scaler_clamp_active", [*labels, clamp.kind.value], 1)
+        put("llm_scaler_clamp_held_back_replicas", [*labels, clamp.kind.value], clamp.held_back)
+    put("llm_scaler_gpu_held_back_replicas", labels, decision.gpu_held_back)
+    put("llm_scaler_prewarm_active", labels, 1 if Signal.PREWARM.value in decision.proposals else 0)
+
+    obs = decision.observation
+    for field, (name, _) in INPUT_SERIES.items():
+        value = getattr(obs, field)
+        if value is not None:
+            put(name, labels, value)
+    if obs.current_replicas is not None:
+        for field, (name, _) in REPLICA_STATE_SERIES.items():
+            if field not in obs.missing:
+                put(name, labels, getattr(obs, field))
+    for key, (name, _) in FORECAST_SERIES.items():
+        if key in decision.forecast:
+            put(name, labels, decision.forecast[key])
+
+
+def install(runtime: Runtime, registry: CollectorRegistry) -> DecisionTrace:
+    """Register a decision trace for ``runtime``'s targets on ``registry`` and add its sink."""
+    trace = DecisionTrace(runtime.registry.targets, runtime.now_timestamp, runtime.refresh_interval_s)
+    registry.register(trace)
+    runtime.sinks.append(trace.record)
+    return trace
+
+
+class MetricsEndpoint:
+    """An HTTP server answering ``/metrics`` from one registry, in a daemon thread."""
+
+    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
+        self.server, self._thread = start_http_server(port, addr=host, registry=registry)
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when 0 was asked for)."""
+        return int(self.server.server_port)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(5)
+
+
+def serve_metrics(runtime: Runtime, host: str, port: int | None) -> MetricsEndpoint | None:
+    """Serve the decision trace and process metrics on ``host:port``; ``0`` or ``None`` disables it."""
+    if not port:
+        return None
+    registry = CollectorRegistry()
+    install(runtime, registry)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return MetricsEndpoint(registry, host, port)

@@ -1,0 +1,220 @@
+"""Every Grafana panel works: a real Prometheus scrapes the in-process scaler deciding for two
+ScaledObjects, and each panel's query, with its template variables filled in, returns data."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaler.outputs.trace import SERIES_BY_NAME
+from scaler.registry import TargetKey
+from scaler.sim.prometheus import LocalPrometheus
+from tests.conftest import require_prometheus
+from tests.helpers import ScriptedSource
+from tests.observability import LLAMA, QWEN, TracedServer, full_source
+
+pytestmark = pytest.mark.prometheus
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARD = ROOT / "manifests" / "grafana" / "dashboard.json"
+# What Grafana would put in place of its built-in variables at this scrape interval.
+BUILTINS = {"$__rate_interval": "4s", "$__range": "1m", "$__interval": "1s"}
+
+
+def load_dashboard() -> dict[str, Any]:
+    dashboard: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return dashboard
+
+
+def panel_targets(dashboard: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for panel in dashboard["panels"]:
+        for inner in [panel, *panel.get("panels", [])]:
+            for target in inner.get("targets", []):
+                out.append((inner["title"], target))
+    return out
+
+
+def substitute(expr: str, namespace: str, scaledobject: str) -> str:
+    for name, value in BUILTINS.items():
+        expr = expr.replace(name, value)
+    expr = expr.replace("$namespace", namespace).replace("$scaledobject", scaledobject)
+    assert "$" not in expr, f"a template variable the test does not know: {expr}"
+    return expr
+
+
+class Stand:
+    def __init__(self, server: TracedServer, prometheus: LocalPrometheus, source: ScriptedSource) -> None:
+        self.server = server
+        self.prometheus = prometheus
+        self.source = source
+
+    def query_range(self, expr: str, seconds: float = 10.0) -> list[dict[str, Any]]:
+        end = time.time()
+        params = {"query": expr, "start": f"{end - seconds:.3f}", "end": f"{end:.3f}", "step": "1"}
+        url = f"{self.prometheus.url}/api/v1/query_range?" + urllib.parse.urlencode(params)
+        with urllib.request.urlopen(url, timeout=10) as reply:  # loopback
+            body = json.loads(reply.read())
+        assert body["status"] == "success", body
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def latest(self, key: TargetKey) -> Any:
+        target = self.server.thread.runtime.registry.get(key)
+        assert target is not None and target.latest is not None
+        return target.latest
+
+
+@pytest.fixture(scope="module")
+def stand() -> Iterator[Stand]:
+    require_prometheus()
+    source = full_source()
+    # Wall-clock decisions four times a second, scraped twice a second.
+    with TracedServer(source, refresh_interval_s=0.25) as server:
+        server.register(LLAMA, QWEN)
+        prometheus = LocalPrometheus(scrape_interval_s=0.5)
+        try:
+            prometheus.start([server.address])
+            for key in (LLAMA, QWEN):
+                selector = f'namespace="{key.namespace}", scaledobject="{key.name}"'
+                assert prometheus.wait_for(
+                    f"count_over_time(llm_scaler_pending_pod_seconds_avoided_total{{{selector}}}[1m]) > 3"
+                ), prometheus.log_tail()
+            yield Stand(server, prometheus, source)
+        finally:
+            prometheus.close()
+
+
+def test_the_dashboard_covers_what_it_must_show() -> None:
+    dashboard = load_dashboard()
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert set(variables) == {"datasource", "namespace", "scaledobject"}
+    assert (
+        variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    )
+    exprs = " ".join(t["expr"] for _, t in panel_targets(dashboard))
+    for series in (
+        "llm_scaler_desired_replicas",
+        "llm_scaler_input_current_replicas",
+        "llm_scaler_input_ready_replicas",
+        "llm_scaler_signal_proposed_replicas",
+        "llm_scaler_binding_signal_info",
+        "llm_scaler_gpu_held_back_replicas",
+        "llm_scaler_pending_pod_seconds_avoided_total",
+        "llm_scaler_input_waiting_requests",
+        "llm_scaler_input_ttft_p95_seconds",
+        "llm_scaler_input_ttft_p99_seconds",
+        "llm_scaler_input_prompt_tokens_per_second",
+        "llm_scaler_forecast_prompt_tokens_per_second",
+        "llm_scaler_input_generation_tokens_per_second",
+        "llm_scaler_forecast_generation_tokens_per_second",
+        "llm_scaler_prewarm_active",
+    ):
+        assert series in exprs, f"no panel shows {series}"
+    for name in set(re.findall(r"llm_scaler_[a-z0-9_]+", exprs)):
+        assert name in SERIES_BY_NAME, f"a panel queries {name}, which the scaler does not export"
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+            for target in panel["targets"]:
+                assert 'namespace="$namespace"' in target["expr"] or "$namespace" not in target["expr"]
+
+
+def test_every_panel_query_returns_series_for_each_scaledobject(stand: Stand) -> None:
+    targets = panel_targets(load_dashboard())
+    assert len(targets) >= 15
+    cases = [
+        (LLAMA.namespace, LLAMA.name),
+        (QWEN.namespace, QWEN.name),
+        (QWEN.namespace, ".*"),  # "All", as Grafana's allValue
+        (LLAMA.namespace, f"({LLAMA.name}|absent)"),  # a multi-value selection
+    ]
+    failures = []
+    for title, target in targets:
+        for namespace, scaledobject in cases:
+            expr = substitute(target["expr"], namespace, scaledobject)
+            where = f"{title} [{target['refId']}] {namespace}/{scaledobject}: {expr}"
+            try:
+                instant = stand.prometheus.query(expr)
+                ranged = stand.query_range(expr) if target.get("range", True) else instant
+            except urllib.error.HTTPError as exc:  # 400: the expression does not parse
+                failures.append(f"{where}: {exc.read().decode(errors='replace')}")
+                continue
+            if not instant or not ranged:
+                failures.append(f"{where}: no series")
+    assert not failures, "panels without data:\n" + "\n".join(failures)
+
+
+def test_variable_queries_list_both_scaledobjects(stand: Stand) -> None:
+    variables = {v["name"]: v for v in load_dashboard()["templating"]["list"]}
+    found: dict[str, set[str]] = {}
+    for name in ("namespace", "scaledobject"):
+        match = re.fullmatch(r"label_values\((.+), *([a-z_]+)\)", variables[name]["query"])
+        assert match, variables[name]["query"]
+        selector, label = match.groups()
+        values = set()
+        for namespace in (LLAMA.namespace, QWEN.namespace):
+            for series in stand.prometheus.query(selector.replace("$namespace", namespace)):
+                values.add(series["metric"][label])
+        found[name] = values
+    assert found["namespace"] == {LLAMA.namespace, QWEN.namespace}
+    assert found["scaledobject"] == {LLAMA.name, QWEN.name}
+
+
+def test_panels_show_what_the_scaler_decided(stand: Stand) -> None:
+    for key in (LLAMA, QWEN):
+        decision = stand.latest(key)
+        selector = f'namespace="{key.namespace}", scaledobject="{key.name}"'
+        binding = stand.prometheus.query(f"llm_scaler_binding_signal_info{{{selector}}}")
+        assert [b["metric"]["signal"] for b in binding] == [decision.binding.value]
+        proposals = {
+            s["metric"]["signal"]: float(s["value"][1])
+            for s in stand.prometheus.query(f"llm_scaler_signal_proposed_replicas{{{selector}}}")
+        }
+        assert proposals == {k: float(v) for k, v in decision.proposals.items()}
+    assert stand.latest(LLAMA).binding.value == "queue"
+    assert stand.latest(QWEN).binding.value == "prewarm"
+
+
+def wait_until(predicate: Any, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return bool(predicate())
+
+
+def test_decision_series_follow_a_change_in_load(stand: Stand) -> None:
+    selector = f'namespace="{LLAMA.namespace}", scaledobject="{LLAMA.name}"'
+
+    def value(expr: str) -> float | None:
+        result = stand.prometheus.query(expr)
+        return float(result[0]["value"][1]) if result else None
+
+    before = stand.latest(LLAMA)
+    assert before.gpu_held_back > 0
+    assert value(f"llm_scaler_desired_replicas{{{selector}}}") == before.replicas
+    # More waiting requests, and free GPUs appear: the queue asks more and nothing is held back.
+    stand.source.per_target[LLAMA].update(queue_waiting=1000.0, gpu_schedulable_replicas=12)
+    assert wait_until(lambda: value(f"llm_scaler_input_waiting_requests{{{selector}}}") == 1000.0)
+    after = stand.latest(LLAMA)
+    assert after.replicas != before.replicas
+    assert after.proposals["queue"] == 100  # ceil(1000 / targetQueuePerReplica 10)
+    assert wait_until(lambda: value(f"llm_scaler_desired_replicas{{{selector}}}") == after.replicas)
+    assert wait_until(
+        lambda: value(f'llm_scaler_signal_proposed_replicas{{{selector}, signal="queue"}}') == 100
+    )
+    assert wait_until(lambda: value(f"llm_scaler_gpu_held_back_replicas{{{selector}}}") == 0)
+    # The gpu_inventory clamp is gone from the scrape, so Prometheus marks its series stale.
+    assert wait_until(lambda: value(f'llm_scaler_clamp_active{{{selector}, kind="gpu_inventory"}}') is None)
+    assert value(f'llm_scaler_clamp_active{{{selector}, kind="max"}}') == 1
