@@ -128,8 +128,11 @@ REASONS = {
 class KubeDouble:
     """The API server double. Use as a context manager, or ``start()``/``stop()``."""
 
-    def __init__(self, token: str | None = None) -> None:
+    def __init__(self, token: str | None = None, odd_chunks: bool = False) -> None:
         self.token = token
+        # odd_chunks: split each watch event across two chunks and send a replayed backlog as
+        # one chunk, as proxies and large objects do; clients must not assume one event per chunk.
+        self.odd_chunks = odd_chunks
         self.lock = threading.Lock()
         self.rv = 100
         self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {r: {} for r in RESOURCES}
@@ -439,9 +442,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _raw_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
     def _chunk(self, payload: Mapping[str, Any]) -> None:
         data = json.dumps(payload).encode() + b"\n"
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        if self.server_double.odd_chunks:
+            self._raw_chunk(data[: len(data) // 2])
+            self._raw_chunk(data[len(data) // 2 :])
+        else:
+            self._raw_chunk(data)
 
     def _route(self, path: str) -> tuple[Resource | None, str | None, str | None]:
         for res in RESOURCES.values():
@@ -523,8 +533,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for event in backlog:
-                self._chunk(event)
+            if double.odd_chunks and backlog:
+                self._raw_chunk(b"".join(json.dumps(e).encode() + b"\n" for e in backlog))
+            else:
+                for event in backlog:
+                    self._chunk(event)
             while sub is not None and not double._closing.is_set():
                 wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
                 if wait <= 0:

@@ -537,6 +537,22 @@ def test_clean_watch_end_resumes_from_the_last_version_without_listing(
     assert not log.events("kubernetes_watch_failed")
 
 
+def test_events_split_across_chunks_or_sharing_one(log: CaptureLog) -> None:
+    with KubeDouble(odd_chunks=True) as double:
+        seed(double)
+        api = client.ApiClient(client.Configuration(host=double.url))
+        with KubernetesInventory(api, log=log, options=FAST) as inventory:
+            assert inventory.wait_synced(5)
+            assert double.wait_watchers("pods")
+            double.apply(llama_pod("llama-1", node="gpu-a", ready=True))  # one event, two chunks
+            wait_state(inventory, lambda s: s.ready_replicas == 1)
+            double.delete("Pod", NS, "llama-1", notify=False)
+            double.apply(llama_pod("llama-2", node="gpu-b"), notify=False)
+            assert double.end_watches("pods") == 1  # the resumed watch replays both in one chunk
+            wait_state(inventory, lambda s: (s.ready_replicas, s.starting_replicas) == (0, 1))
+        assert not log.events("kubernetes_watch_failed")
+
+
 def test_bookmarks_move_the_resume_version(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:

@@ -242,11 +242,9 @@ def _lines(response: Any) -> Iterator[bytes]:
     """Newline-delimited JSON from a chunked stream; events may span or share chunks."""
     buffer = b""
     for chunk in response.stream(amt=None, decode_content=True):
-        buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            if line.strip():
-                yield line
+        lines = (buffer + (chunk if isinstance(chunk, bytes) else str(chunk).encode())).split(b"\n")
+        buffer = lines.pop()  # the unfinished tail
+        yield from (line for line in lines if line.strip())
     if buffer.strip():
         yield buffer
 
