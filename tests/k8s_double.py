@@ -1,0 +1,874 @@
+"""A local Kubernetes API server double, good enough for the real ``kubernetes`` client.
+
+It serves, over HTTP/1.1 on a free loopback port, read-only list, get and watch for
+Nodes (``/api/v1/nodes``), Pods (``/api/v1/pods``, ``/api/v1/namespaces/NS/pods``),
+Deployments (``/apis/apps/v1/...``) and KEDA ScaledObjects
+(``/apis/keda.sh/v1alpha1/...``), with the API server's semantics where the scaler
+depends on them:
+
+* one cluster-wide ``resourceVersion`` counter; lists carry it in ``metadata``, every
+  object carries its own; items in a list have no ``kind``/``apiVersion``, as on the wire;
+* ``limit``/``continue`` paging served from a snapshot taken at the first page;
+* ``?watch=true``: a chunked stream of ``{"type": ..., "object": ...}`` lines, held
+  open; from a ``resourceVersion`` it first replays the changes after it (the watch
+  cache), from none or ``"0"`` it starts with synthetic ADDED events; ``timeoutSeconds``
+  ends it cleanly; a version older than the last compaction gets an ERROR event with
+  a ``410 Expired`` Status, as the real server sends it;
+* optional bearer-token authentication (401 Status without it).
+
+Faults for tests: ``fail`` (HTTP errors such as 500 on matching requests),
+``drop_watches`` (connections cut mid-stream), ``end_watches`` (clean end of stream),
+``expire`` (compaction: open watches get 410 and old versions become unusable).
+``requests`` records every request for assertions.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import itertools
+import json
+import queue
+import select
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+CREATED = "2026-12-01T08:00:00Z"
+
+
+@dataclass(frozen=True)
+class Resource:
+    name: str  # plural, as in the URL
+    prefix: str  # /api/v1 or /apis/GROUP/VERSION
+    namespaced: bool
+    kind: str
+    api_version: str
+
+
+RESOURCES: dict[str, Resource] = {
+    r.name: r
+    for r in (
+        Resource("nodes", "/api/v1", False, "Node", "v1"),
+        Resource("pods", "/api/v1", True, "Pod", "v1"),
+        Resource("deployments", "/apis/apps/v1", True, "Deployment", "apps/v1"),
+        Resource("scaledobjects", "/apis/keda.sh/v1alpha1", True, "ScaledObject", "keda.sh/v1alpha1"),
+    )
+}
+BY_KIND = {r.kind: r for r in RESOURCES.values()}
+
+
+@dataclass
+class RequestRecord:
+    method: str
+    path: str
+    resource: str | None
+    namespace: str | None
+    name: str | None
+    query: dict[str, str]
+    status: int = 0
+
+    @property
+    def watch(self) -> bool:
+        return self.query.get("watch") in ("true", "1")
+
+
+@dataclass
+class Fault:
+    code: int
+    resource: str | None
+    watch: bool | None  # None: lists and watches alike
+    times: int | None  # None: until healed
+
+    def matches(self, record: RequestRecord) -> bool:
+        if self.resource is not None and record.resource != self.resource:
+            return False
+        return self.watch is None or self.watch == record.watch
+
+
+@dataclass
+class Subscription:
+    resource: str
+    namespace: str | None
+    events: queue.Queue[tuple[str, Any]] = field(default_factory=queue.Queue)
+
+
+def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+
+
+REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    410: "Expired",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
+class KubeDouble:
+    """The API server double. Use as a context manager, or ``start()``/``stop()``."""
+
+    def __init__(self, token: str | None = None, odd_chunks: bool = False) -> None:
+        self.token = token
+        # odd_chunks: split each watch event across two chunks and send a replayed backlog as
+        # one chunk, as proxies and large objects do; clients must not assume one event per chunk.
+        self.odd_chunks = odd_chunks
+        self.lock = threading.Lock()
+        self.rv = 100
+        self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {r: {} for r in RESOURCES}
+        self.history: list[tuple[int, str, str, dict[str, Any]]] = []  # (rv, resource, type, object)
+        self.compacted = 0  # watches from a version below this get 410
+        self.subscriptions: list[Subscription] = []
+        self.snapshots: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        self.snapshot_ids = itertools.count(1)
+        self.faults: list[Fault] = []
+        self.requests: list[RequestRecord] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = threading.Event()
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> KubeDouble:
+        double = self
+
+        class Handler(_Handler):
+            server_double = double
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="kube-double", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._closing.set()
+        with self.lock:
+            subs = list(self.subscriptions)
+        for sub in subs:
+            sub.events.put(("end", None))
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> KubeDouble:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() the double first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    # ---- objects ---------------------------------------------------------------------
+
+    def _next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def _publish(self, resource: str, kind: str, obj: dict[str, Any], rv: int, notify: bool) -> None:
+        self.history.append((rv, resource, kind, copy.deepcopy(obj)))
+        if not notify:
+            return
+        namespace = obj["metadata"].get("namespace")
+        for sub in self.subscriptions:
+            if sub.resource == resource and (sub.namespace is None or sub.namespace == namespace):
+                sub.events.put(("event", {"type": kind, "object": copy.deepcopy(obj)}))
+
+    def apply(self, obj: Mapping[str, Any], notify: bool = True) -> dict[str, Any]:
+        """Create or replace an object (ADDED or MODIFIED); returns it as stored.
+
+        ``notify=False`` records the change without sending it to open watches, as when a
+        watch lags behind and the change is then compacted away (see ``expire``).
+        """
+        resource = BY_KIND[obj["kind"]].name
+        stored = copy.deepcopy(dict(obj))
+        meta = stored.setdefault("metadata", {})
+        key = (meta.get("namespace", ""), meta["name"])
+        with self.lock:
+            old = self.objects[resource].get(key)
+            rv = self._next_rv()
+            meta["resourceVersion"] = str(rv)
+            if old is not None:
+                meta["uid"] = old["metadata"]["uid"]
+                meta["creationTimestamp"] = old["metadata"]["creationTimestamp"]
+                if stored.get("spec") != old.get("spec"):
+                    meta["generation"] = old["metadata"].get("generation", 1) + 1
+                else:
+                    meta["generation"] = old["metadata"].get("generation", 1)
+            else:
+                meta.setdefault("uid", str(uuid.uuid4()))
+                meta.setdefault("creationTimestamp", CREATED)
+                meta.setdefault("generation", 1)
+            self.objects[resource][key] = stored
+            self._publish(resource, "MODIFIED" if old is not None else "ADDED", stored, rv, notify)
+            return copy.deepcopy(stored)
+
+    def modify(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        change: Callable[[dict[str, Any]], None],
+        notify: bool = True,
+    ) -> dict[str, Any]:
+        """Apply ``change`` to a copy of the stored object and store it (MODIFIED)."""
+        current = self.get(kind, namespace, name)
+        if current is None:
+            raise KeyError(f"{kind} {namespace}/{name} does not exist")
+        change(current)
+        return self.apply(current, notify)
+
+    def delete(self, kind: str, namespace: str, name: str, notify: bool = True) -> None:
+        resource = BY_KIND[kind].name
+        with self.lock:
+            obj = self.objects[resource].pop((namespace, name))
+            rv = self._next_rv()
+            obj["metadata"]["resourceVersion"] = str(rv)
+            self._publish(resource, "DELETED", obj, rv, notify)
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self.lock:
+            obj = self.objects[BY_KIND[kind].name].get((namespace, name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    # ---- faults ----------------------------------------------------------------------
+
+    def fail(
+        self,
+        code: int = 500,
+        resource: str | None = None,
+        watch: bool | None = None,
+        times: int | None = None,
+    ) -> None:
+        """Answer matching requests with an HTTP error and a Status body, ``times`` times or until healed."""
+        with self.lock:
+            self.faults.append(Fault(code, resource, watch, times))
+
+    def heal(self) -> None:
+        with self.lock:
+            self.faults.clear()
+
+    def _signal_watches(self, signal: str, resource: str | None) -> int:
+        with self.lock:
+            subs = [s for s in self.subscriptions if resource is None or s.resource == resource]
+        for sub in subs:
+            sub.events.put((signal, None))
+        return len(subs)
+
+    def drop_watches(self, resource: str | None = None) -> int:
+        """Cut open watch connections mid-stream (no terminating chunk); returns how many."""
+        return self._signal_watches("drop", resource)
+
+    def end_watches(self, resource: str | None = None) -> int:
+        """End open watch streams cleanly, as ``timeoutSeconds`` does."""
+        return self._signal_watches("end", resource)
+
+    def expire(self, resource: str | None = None, tell_watches: bool = True) -> int:
+        """Compact history: versions before now become unusable (a watch from one gets
+        ERROR 410) and paging snapshots expire. With ``tell_watches``, open watches on
+        ``resource`` (all when None) get the ERROR 410 event at once, as when the server
+        drops a watch that fell too far behind."""
+        with self.lock:
+            self.compacted = self.rv + 1
+            self.history.clear()
+            self.snapshots.clear()
+        return self._signal_watches("expire", resource) if tell_watches else 0
+
+    def bookmark(self, resource: str | None = None) -> int:
+        """Send a BOOKMARK event (the current resourceVersion, no object data) to open watches."""
+        return self._signal_watches("bookmark", resource)
+
+    def watchers(self, resource: str | None = None) -> int:
+        with self.lock:
+            return sum(1 for s in self.subscriptions if resource is None or s.resource == resource)
+
+    def wait_watchers(self, resource: str, count: int = 1, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.watchers(resource) >= count:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def count(self, resource: str | None = None, watch: bool | None = None, status: int | None = None) -> int:
+        with self.lock:
+            return sum(
+                1
+                for r in self.requests
+                if (resource is None or r.resource == resource)
+                and (watch is None or r.watch == watch)
+                and (status is None or r.status == status)
+            )
+
+    # ---- serving (called from handler threads) ---------------------------------------
+
+    def _fault_for(self, record: RequestRecord) -> int | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.matches(record):
+                    if fault.times is not None:
+                        fault.times -= 1
+                        if fault.times <= 0:
+                            self.faults.remove(fault)
+                    return fault.code
+        return None
+
+    def _visible(self, resource: str, namespace: str | None) -> list[dict[str, Any]]:
+        items = [
+            obj for (ns, _), obj in self.objects[resource].items() if namespace is None or ns == namespace
+        ]
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return items
+
+    def list_body(
+        self, res: Resource, namespace: str | None, limit: int | None, token: str | None
+    ) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            snapshot_id: str | None = None
+            if token:
+                try:
+                    snapshot_id, offset = json.loads(base64.urlsafe_b64decode(token.encode()))
+                    rv, items = self.snapshots[str(snapshot_id)]
+                except (ValueError, KeyError, TypeError):
+                    message = (
+                        "The provided continue parameter is too old to display a consistent list result."
+                    )
+                    return 410, status_object(410, "Expired", message)
+            else:
+                rv, items, offset = self.rv, [copy.deepcopy(o) for o in self._visible(res.name, namespace)], 0
+            end = len(items) if not limit else offset + limit
+            metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+            if end < len(items):
+                if snapshot_id is None:
+                    snapshot_id = f"s{next(self.snapshot_ids)}"
+                    self.snapshots[snapshot_id] = (rv, items)
+                metadata["continue"] = base64.urlsafe_b64encode(
+                    json.dumps([snapshot_id, end]).encode()
+                ).decode()
+                metadata["remainingItemCount"] = len(items) - end
+        # Items in a list carry no kind/apiVersion on the wire; the list does.
+        page = [
+            {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")} for obj in items[offset:end]
+        ]
+        return 200, {
+            "kind": f"{res.kind}List",
+            "apiVersion": res.api_version,
+            "metadata": metadata,
+            "items": page,
+        }
+
+    def subscribe(
+        self, res: Resource, namespace: str | None, since: str | None
+    ) -> tuple[Subscription | None, list[dict[str, Any]]]:
+        """Register a watch; returns it and the events to replay first (or an ERROR 410)."""
+        with self.lock:
+            if since in (None, "", "0"):
+                backlog = [
+                    {"type": "ADDED", "object": copy.deepcopy(o)} for o in self._visible(res.name, namespace)
+                ]
+            else:
+                try:
+                    version = int(since)  # type: ignore[arg-type]
+                except ValueError:
+                    version = -1
+                if version < self.compacted - 1 or version < 0:
+                    message = f"too old resource version: {since} ({self.compacted})"
+                    return None, [{"type": "ERROR", "object": status_object(410, "Expired", message)}]
+                backlog = [
+                    {"type": kind, "object": copy.deepcopy(obj)}
+                    for rv, name, kind, obj in self.history
+                    if rv > version
+                    and name == res.name
+                    and (namespace is None or obj["metadata"].get("namespace") == namespace)
+                ]
+            sub = Subscription(res.name, namespace)
+            self.subscriptions.append(sub)
+            return sub, backlog
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        with self.lock:
+            if sub in self.subscriptions:
+                self.subscriptions.remove(sub)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_double: KubeDouble
+
+    def setup(self) -> None:
+        super().setup()
+        # As Go's net/http does: headers and body go out in separate writes, and Nagle's
+        # algorithm against the client's delayed ACK would add 40 ms to every keep-alive request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    # ---- plumbing --------------------------------------------------------------------
+
+    def _send_json(self, code: int, body: Mapping[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _raw_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+    def _chunk(self, payload: Mapping[str, Any]) -> None:
+        data = json.dumps(payload).encode() + b"\n"
+        if self.server_double.odd_chunks:
+            self._raw_chunk(data[: len(data) // 2])
+            self._raw_chunk(data[len(data) // 2 :])
+        else:
+            self._raw_chunk(data)
+
+    def _route(self, path: str) -> tuple[Resource | None, str | None, str | None]:
+        for res in RESOURCES.values():
+            if not path.startswith(res.prefix + "/"):
+                continue
+            parts = path[len(res.prefix) + 1 :].strip("/").split("/")
+            if res.namespaced and len(parts) >= 3 and parts[0] == "namespaces" and parts[2] == res.name:
+                if len(parts) == 3:
+                    return res, parts[1], None
+                if len(parts) == 4:
+                    return res, parts[1], parts[3]
+            elif parts[0] == res.name:
+                if len(parts) == 1:
+                    return res, None, None
+                if len(parts) == 2 and not res.namespaced:
+                    return res, None, parts[1]
+        return None, None, None
+
+    # ---- requests --------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        double = self.server_double
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        res, namespace, name = self._route(url.path)
+        record = RequestRecord("GET", url.path, res.name if res else None, namespace, name, query)
+        with double.lock:
+            double.requests.append(record)
+
+        def answer(code: int, body: Mapping[str, Any]) -> None:
+            record.status = code
+            self._send_json(code, body)
+
+        if double.token is not None and self.headers.get("Authorization") != f"Bearer {double.token}":
+            answer(401, status_object(401, "Unauthorized", "Unauthorized"))
+            return
+        if res is None:
+            answer(
+                404,
+                status_object(
+                    404, "NotFound", f"the server could not find the requested resource ({url.path})"
+                ),
+            )
+            return
+        unsupported = sorted(set(query) & {"labelSelector", "fieldSelector"})
+        if unsupported:
+            answer(400, status_object(400, "BadRequest", f"the double does not implement {unsupported}"))
+            return
+        code = double._fault_for(record)
+        if code is not None:
+            answer(code, status_object(code, REASONS.get(code, "InternalError"), f"injected fault {code}"))
+            return
+        if name is not None:
+            obj = double.get(res.kind, namespace or "", name)
+            if obj is None:
+                answer(404, status_object(404, "NotFound", f'{res.name} "{name}" not found'))
+            else:
+                answer(200, obj)
+            return
+        if record.watch:
+            record.status = 200
+            self._watch(res, namespace, query)
+            return
+        limit = int(query["limit"]) if query.get("limit", "").isdigit() else None
+        answer(*double.list_body(res, namespace, limit, query.get("continue")))
+
+    def _do_other(self) -> None:
+        self._send_json(405, status_object(405, "MethodNotAllowed", "the double is read-only"))
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _do_other  # noqa: N815 - the stdlib's handler names
+
+    def _watch(self, res: Resource, namespace: str | None, query: Mapping[str, str]) -> None:
+        double = self.server_double
+        sub, backlog = double.subscribe(res, namespace, query.get("resourceVersion"))
+        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds", "").isdigit() else None
+        deadline = time.monotonic() + timeout if timeout else None
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            if double.odd_chunks and backlog:
+                self._raw_chunk(b"".join(json.dumps(e).encode() + b"\n" for e in backlog))
+            else:
+                for event in backlog:
+                    self._chunk(event)
+            while sub is not None and not double._closing.is_set():
+                wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+                if wait <= 0:
+                    break
+                try:
+                    signal, payload = sub.events.get(timeout=wait)
+                except queue.Empty:
+                    if self._client_gone():
+                        return
+                    continue
+                if signal == "drop":
+                    self.close_connection = True
+                    with contextlib.suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if not self._deliver(res, signal, payload):
+                    break
+            self.wfile.write(b"0\r\n\r\n")  # the terminating chunk: a clean end
+        except OSError:
+            self.close_connection = True
+        finally:
+            if sub is not None:
+                double.unsubscribe(sub)
+
+    def _client_gone(self) -> bool:
+        """The client closed its end (a real server learns it on its next write)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _deliver(self, res: Resource, signal: str, payload: Any) -> bool:
+        """Write what a signal asks for; False when the stream should end."""
+        if signal == "event":
+            self._chunk(payload)
+            return True
+        if signal == "bookmark":
+            with self.server_double.lock:
+                version = str(self.server_double.rv)
+            mark = {"kind": res.kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": version}}
+            self._chunk({"type": "BOOKMARK", "object": mark})
+            return True
+        if signal == "expire":
+            self._chunk(
+                {"type": "ERROR", "object": status_object(410, "Expired", "too old resource version")}
+            )
+        return False  # "expire" and "end"
+
+
+# ---- realistic objects -----------------------------------------------------------------
+
+
+def _quantities(base: Mapping[str, str], extended: Mapping[str, int]) -> dict[str, str]:
+    return {**base, **{k: str(v) for k, v in extended.items()}}
+
+
+def node(
+    name: str,
+    gpus: int = 8,
+    resource: str = "nvidia.com/gpu",
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Iterable[tuple[str, str, str]] = (),
+    unschedulable: bool = False,
+    ready: bool = True,
+    extra: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """A GPU node as the kubelet and the NVIDIA device plugin report it."""
+    extended = {resource: gpus, **(extra or {})} if gpus or extra else {}
+    base = {"cpu": "96", "memory": "1056762544Ki", "ephemeral-storage": "1843948744Ki", "pods": "110"}
+    spec: dict[str, Any] = {"podCIDR": "10.244.1.0/24", "providerID": f"kind://docker/gpu/{name}"}
+    if taints:
+        spec["taints"] = [{"key": k, **({"value": v} if v else {}), "effect": e} for k, v, e in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
+    conditions = [
+        {
+            "type": t,
+            "status": "False",
+            "reason": f"KubeletHas{r}",
+            "lastHeartbeatTime": CREATED,
+            "lastTransitionTime": CREATED,
+        }
+        for t, r in (
+            ("MemoryPressure", "SufficientMemory"),
+            ("DiskPressure", "NoDiskPressure"),
+            ("PIDPressure", "SufficientPID"),
+        )
+    ]
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True" if ready else "Unknown",
+            "reason": "KubeletReady" if ready else "NodeStatusUnknown",
+            "message": "kubelet is posting ready status" if ready else "Kubelet stopped posting node status.",
+            "lastHeartbeatTime": CREATED,
+            "lastTransitionTime": CREATED,
+        }
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                **(labels or {}),
+            },
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": spec,
+        "status": {
+            "capacity": _quantities(base, extended),
+            "allocatable": _quantities(base, extended),
+            "conditions": conditions,
+            "addresses": [
+                {"type": "InternalIP", "address": "10.0.0.10"},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "machineID": uuid.uuid5(uuid.NAMESPACE_DNS, name).hex,
+                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
+                "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, name)),
+                "kernelVersion": "6.8.0-45-generic",
+                "osImage": "Ubuntu 22.04.5 LTS",
+                "containerRuntimeVersion": "containerd://1.7.22",
+                "kubeletVersion": "v1.31.2",
+                "kubeProxyVersion": "v1.31.2",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+        },
+    }
+
+
+def _container(name: str, gpus: int, resource: str, limits_only: bool) -> dict[str, Any]:
+    limits: dict[str, str] = {"cpu": "8", "memory": "64Gi"}
+    requests: dict[str, str] = {"cpu": "4", "memory": "48Gi"}
+    if gpus:
+        limits[resource] = str(gpus)
+        if not limits_only:
+            requests[resource] = str(gpus)
+    return {
+        "name": name,
+        "image": "vllm/vllm-openai:v0.6.3",
+        "ports": [{"containerPort": 8000, "protocol": "TCP"}],
+        "resources": {"limits": limits, "requests": requests},
+        "terminationMessagePath": "/dev/termination-log",
+        "imagePullPolicy": "IfNotPresent",
+    }
+
+
+def pod_spec(
+    gpus: int = 1,
+    resource: str = "nvidia.com/gpu",
+    *,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+    affinity: dict[str, Any] | None = None,
+    limits_only: bool = False,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [_container("vllm", gpus, resource, limits_only)],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "schedulerName": "default-scheduler",
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+            {
+                "key": "node.kubernetes.io/unreachable",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+            *(tolerations or []),
+        ],
+    }
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity:
+        spec["affinity"] = affinity
+    return spec
+
+
+def pod(
+    name: str,
+    namespace: str = "default",
+    *,
+    labels: Mapping[str, str] | None = None,
+    node: str | None = None,
+    gpus: int = 1,
+    resource: str = "nvidia.com/gpu",
+    phase: str | None = None,
+    ready: bool = False,
+    deleting: bool = False,
+    limits_only: bool = False,
+    owner: str | None = None,
+) -> dict[str, Any]:
+    """A pod; bound when ``node`` is given; phase Running when bound, else Pending."""
+    spec = pod_spec(gpus, resource, limits_only=limits_only)
+    phase = phase or ("Running" if node else "Pending")
+    conditions = [
+        {"type": "PodScheduled", "status": "True" if node else "False", "lastTransitionTime": CREATED}
+    ]
+    if not node:
+        conditions[0].update(
+            reason="Unschedulable", message=f"0/3 nodes are available: 3 Insufficient {resource}."
+        )
+    else:
+        spec["nodeName"] = node
+        conditions += [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": CREATED},
+            {
+                "type": "ContainersReady",
+                "status": "True" if ready else "False",
+                "lastTransitionTime": CREATED,
+            },
+            {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
+        ]
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(labels or {}),
+    }
+    if owner:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": owner,
+                "uid": str(uuid.uuid4()),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-12-01T09:00:00Z"
+        metadata["deletionGracePeriodSeconds"] = 30
+    status: dict[str, Any] = {"phase": phase, "conditions": conditions, "qosClass": "Burstable"}
+    if node:
+        status.update(hostIP="10.0.0.10", podIP="10.244.1.7", startTime=CREATED)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+
+
+def deployment(
+    name: str,
+    namespace: str = "default",
+    *,
+    replicas: int = 1,
+    gpus: int = 1,
+    resource: str = "nvidia.com/gpu",
+    match_labels: Mapping[str, str] | None = None,
+    match_expressions: list[dict[str, Any]] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+    affinity: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    labels = dict(match_labels if match_labels is not None else {"app": name})
+    selector: dict[str, Any] = {"matchLabels": labels}
+    if match_expressions:
+        selector["matchExpressions"] = match_expressions
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app": name},
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": selector,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": pod_spec(
+                    gpus, resource, node_selector=node_selector, tolerations=tolerations, affinity=affinity
+                ),
+            },
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+            },
+            "revisionHistoryLimit": 10,
+            "progressDeadlineSeconds": 600,
+        },
+        "status": {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas},
+    }
+
+
+def scaledobject(
+    name: str,
+    namespace: str = "default",
+    *,
+    target: str | None = None,
+    kind: str | None = None,
+    api_version: str | None = None,
+) -> dict[str, Any]:
+    ref: dict[str, Any] = {"name": target or name}
+    if kind:
+        ref["kind"] = kind
+    if api_version:
+        ref["apiVersion"] = api_version
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "scaleTargetRef": ref,
+            "minReplicaCount": 1,
+            "maxReplicaCount": 16,
+            "pollingInterval": 15,
+            "triggers": [
+                {
+                    "type": "external",
+                    "metadata": {
+                        "scalerAddress": "llm-gpu-scaler.keda.svc:9090",
+                        "minReplicas": "1",
+                        "maxReplicas": "16",
+                    },
+                }
+            ],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ScaledObjectReady"}]},
+    }

@@ -1,0 +1,735 @@
+"""The Kubernetes inventory end to end: the real ``kubernetes`` client against the local API double.
+
+Every wait polls with a short timeout; nothing sleeps a fixed time hoping a watch delivered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from kubernetes import client, watch
+
+from scaler.sources import kubernetes as source
+from scaler.sources.kubernetes import (
+    InventoryOptions,
+    KubernetesConfigError,
+    KubernetesInventory,
+    Unknown,
+    WorkloadState,
+)
+from tests import k8s_double as k8s
+from tests.k8s_double import KubeDouble
+
+NS = "inference"
+GPU = "nvidia.com/gpu"
+FAST = InventoryOptions(
+    page_size=2,  # every list pages
+    watch_timeout_seconds=30,
+    request_timeout_seconds=5,
+    backoff_initial_seconds=0.02,
+    backoff_max_seconds=0.1,
+    failure_grace_seconds=0.5,
+)
+
+T = TypeVar("T")
+
+
+def eventually(probe: Callable[[], T], check: Callable[[T], bool], timeout: float = 5.0) -> T:
+    """Poll ``probe`` until ``check`` holds; fail with the last value seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if check(value):
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout}s; last value: {value!r}")
+        time.sleep(0.01)
+
+
+class CaptureLog:
+    """A structlog-style logger that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def warning(self, event: str, /, **kw: Any) -> None:
+        with self._lock:
+            self.records.append(("warning", event, kw))
+
+    def info(self, event: str, /, **kw: Any) -> None:
+        with self._lock:
+            self.records.append(("info", event, kw))
+
+    def events(self, event: str, resource: str | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            return [kw for _, e, kw in self.records if e == event and resource in (None, kw.get("resource"))]
+
+
+@pytest.fixture
+def double() -> Iterator[KubeDouble]:
+    with KubeDouble() as server:
+        yield server
+
+
+@pytest.fixture
+def log() -> CaptureLog:
+    return CaptureLog()
+
+
+@pytest.fixture
+def start(double: KubeDouble, log: CaptureLog) -> Iterator[Callable[..., KubernetesInventory]]:
+    """Start an inventory against the double (after the test has seeded it) and wait for the first sync."""
+    started: list[KubernetesInventory] = []
+
+    def run(options: InventoryOptions = FAST, sync: bool = True, **kw: Any) -> KubernetesInventory:
+        api = client.ApiClient(client.Configuration(host=double.url))
+        inventory = KubernetesInventory(api, log=log, options=options, **kw)
+        started.append(inventory)
+        inventory.start()
+        if sync:
+            assert inventory.wait_synced(5), inventory.problem()
+            # synced means listed; the watch requests follow: wait for them too
+            assert all(double.wait_watchers(resource) for resource in k8s.RESOURCES)
+        return inventory
+
+    yield run
+    for inventory in started:
+        inventory.stop()
+
+
+def seed(
+    double: KubeDouble,
+    nodes: tuple[tuple[str, int], ...] = (("gpu-a", 8), ("gpu-b", 8)),
+    replicas: int = 2,
+    gpus: int = 2,
+    **deployment: Any,
+) -> None:
+    for name, count in nodes:
+        double.apply(k8s.node(name, count))
+    double.apply(k8s.deployment("llama", NS, replicas=replicas, gpus=gpus, **deployment))
+    double.apply(k8s.scaledobject("llama", NS))
+
+
+def llama_pod(name: str, **kw: Any) -> dict[str, Any]:
+    kw.setdefault("gpus", 2)
+    return k8s.pod(name, NS, labels={"app": "llama"}, owner="llama-5d8f", **kw)
+
+
+def state_of(inventory: KubernetesInventory, **kw: Any) -> Callable[[], WorkloadState | Unknown]:
+    return lambda: inventory.workload(NS, "llama", **kw)
+
+
+def known(check: Callable[[WorkloadState], bool]) -> Callable[[WorkloadState | Unknown], bool]:
+    return lambda s: isinstance(s, WorkloadState) and check(s)
+
+
+def wait_state(
+    inventory: KubernetesInventory, check: Callable[[WorkloadState], bool], **kw: Any
+) -> WorkloadState:
+    state = eventually(state_of(inventory, **kw), known(check))
+    assert isinstance(state, WorkloadState)
+    return state
+
+
+def set_phase(phase: str) -> Callable[[dict[str, Any]], None]:
+    def change(obj: dict[str, Any]) -> None:
+        obj["status"]["phase"] = phase
+        for condition in obj["status"]["conditions"]:
+            if condition["type"] in ("Ready", "ContainersReady"):
+                condition["status"] = "False"
+
+    return change
+
+
+# ---- the double speaks the API well enough for the client's typed models ----------------
+
+
+def test_double_objects_deserialize_into_client_models(double: KubeDouble) -> None:
+    seed(double)
+    double.apply(llama_pod("p1", node="gpu-a", ready=True))
+    double.apply(llama_pod("p2"))
+    api = client.ApiClient(client.Configuration(host=double.url))
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    nodes = core.list_node()
+    assert [n.metadata.name for n in nodes.items] == ["gpu-a", "gpu-b"]
+    assert nodes.items[0].status.allocatable[GPU] == "8"
+    assert int(nodes.metadata.resource_version) >= int(nodes.items[1].metadata.resource_version)
+    first = core.list_pod_for_all_namespaces(limit=1)
+    assert first.metadata._continue and len(first.items) == 1
+    assert core.read_namespaced_pod("p1", NS).spec.node_name == "gpu-a"
+    assert (
+        apps.read_namespaced_deployment("llama", NS).spec.template.spec.containers[0].resources.limits[GPU]
+        == "2"
+    )
+    custom = client.CustomObjectsApi(api)
+    found = custom.get_namespaced_custom_object("keda.sh", "v1alpha1", NS, "scaledobjects", "llama")
+    assert found["kind"] == "ScaledObject"
+    stream = watch.Watch()
+    events = []
+    for event in stream.stream(core.list_node, resource_version="0"):
+        events.append((event["type"], event["object"].metadata.name))
+        if len(events) == 2:
+            stream.stop()
+    assert events == [("ADDED", "gpu-a"), ("ADDED", "gpu-b")]
+    with pytest.raises(client.exceptions.ApiException) as missing:
+        core.read_namespaced_pod("nope", NS)
+    assert missing.value.status == 404
+
+
+# ---- listing, watching, answering from the cache -----------------------------------------
+
+
+def test_lists_pages_then_answers_from_the_cache(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double, nodes=(("gpu-a", 8), ("gpu-b", 8), ("gpu-c", 8)), replicas=3)
+    double.apply(llama_pod("llama-1", node="gpu-a", ready=True))
+    double.apply(llama_pod("llama-2", node="gpu-b"))
+    double.apply(llama_pod("llama-3"))
+    inventory = start()
+    assert inventory.synced
+    state = inventory.workload(NS, "llama")
+    assert isinstance(state, WorkloadState)
+    assert (
+        state.current_replicas,
+        state.ready_replicas,
+        state.starting_replicas,
+        state.pending_replicas,
+    ) == (
+        3,
+        1,
+        1,
+        1,
+    )
+    assert (state.gpus_per_replica, state.gpu_resource, state.gpu_schedulable_replicas) == (2, GPU, 3 + 3 + 4)
+    assert state.explanation == (
+        "Deployment inference/llama: 3 current (1 ready, 1 starting, 1 pending);"
+        " 10 more replicas of 2 nvidia.com/gpu fit: gpu-c fits 4 (8 of 8 nvidia.com/gpu free),"
+        " gpu-a fits 3 (6 of 8 nvidia.com/gpu free), gpu-b fits 3 (6 of 8 nvidia.com/gpu free)"
+    )
+    # three nodes with page_size 2: the list pages with continue tokens
+    assert any("continue" in r.query for r in double.requests if r.resource == "nodes")
+    # reads never call the API
+    before = len(double.requests)
+    for _ in range(100):
+        inventory.workload(NS, "llama")
+    assert len(double.requests) == before
+
+
+def test_fragmented_gpus_and_pods_freeing_them_through_watch_events(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double)
+    for node in ("gpu-a", "gpu-b"):
+        double.apply(k8s.pod(f"batch-{node}", "training", node=node, gpus=7, ready=True))
+    inventory = start()
+    state = wait_state(inventory, lambda s: True)
+    assert state.gpu_schedulable_replicas == 0  # one free GPU on each node is not a 2-GPU slot
+    assert "gpu-a fits 0 (1 of 8 nvidia.com/gpu free, needs 2 nvidia.com/gpu)" in state.explanation
+
+    double.modify("Pod", "training", "batch-gpu-a", set_phase("Succeeded"))  # MODIFIED: terminal
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
+    double.delete("Pod", "training", "batch-gpu-b")  # DELETED
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
+    double.apply(k8s.pod("batch-again", "training", node="gpu-b", gpus=8))  # ADDED
+    state = wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
+    assert "gpu-b fits 0 (0 of 8 nvidia.com/gpu free" in state.explanation
+
+
+def test_node_changes_taints_cordon_and_readiness(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double, nodes=(("gpu-a", 4),))
+    inventory = start()
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 2)
+
+    def taint(obj: dict[str, Any]) -> None:
+        obj["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+
+    double.modify("Node", "", "gpu-a", taint)
+    state = wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 0)
+    assert "gpu-a fits 0 (taint nvidia.com/gpu=present:NoSchedule not tolerated)" in state.explanation
+
+    tolerating = k8s.deployment(
+        "llama", NS, replicas=2, gpus=2, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    )
+    double.apply(tolerating)  # the Deployment's template changes: MODIFIED
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 2)
+
+    double.modify("Node", "", "gpu-a", lambda o: o["spec"].update(unschedulable=True))
+    state = wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 0)
+    assert "gpu-a fits 0 (cordoned)" in state.explanation
+    double.modify("Node", "", "gpu-a", lambda o: o["spec"].pop("unschedulable"))
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 2)
+
+    def not_ready(obj: dict[str, Any]) -> None:
+        for condition in obj["status"]["conditions"]:
+            if condition["type"] == "Ready":
+                condition["status"] = "Unknown"
+
+    double.modify("Node", "", "gpu-a", not_ready)
+    state = wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 0)
+    assert "gpu-a fits 0 (NotReady)" in state.explanation
+    double.delete("Node", "", "gpu-a")
+    state = wait_state(inventory, lambda s: not s.nodes)
+    assert state.explanation.endswith(
+        "0 more replicas of 2 nvidia.com/gpu fit: no node offers nvidia.com/gpu"
+    )
+
+
+def test_node_selector_and_required_affinity(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    double.apply(k8s.node("h100-1", 8, labels={"gpu": "h100", "nvidia.com/gpu.memory": "81559"}))
+    double.apply(k8s.node("h100-2", 8, labels={"gpu": "h100", "nvidia.com/gpu.memory": "81559"}))
+    double.apply(k8s.node("a100-1", 8, labels={"gpu": "a100", "nvidia.com/gpu.memory": "40960"}))
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["40960"]}
+                        ],
+                        "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["h100-2"]}],
+                    }
+                ]
+            }
+        }
+    }
+    double.apply(k8s.deployment("llama", NS, gpus=4, node_selector={"gpu": "h100"}, affinity=affinity))
+    double.apply(k8s.scaledobject("llama", NS))
+    inventory = start()
+    state = wait_state(inventory, lambda s: True)
+    assert state.gpu_schedulable_replicas == 2
+    assert [(f.node, f.code) for f in state.nodes] == [
+        ("h100-1", "fits"),
+        ("a100-1", "node_selector"),
+        ("h100-2", "affinity"),
+    ]
+
+
+def test_mig_profiles(double: KubeDouble, start: Callable[..., KubernetesInventory]) -> None:
+    mig = "nvidia.com/mig-1g.10gb"
+    double.apply(k8s.node("mig-a", 7, mig))
+    double.apply(k8s.node("full-a", 8))
+    double.apply(k8s.deployment("llama", NS, gpus=1, resource=mig))
+    double.apply(k8s.scaledobject("llama", NS))
+    double.apply(llama_pod("llama-1", node="mig-a", gpus=1, resource=mig, ready=True))
+    inventory = start()
+    state = wait_state(inventory, lambda s: True)
+    assert (state.gpu_resource, state.gpus_per_replica, state.gpu_schedulable_replicas) == (mig, 1, 6)
+    assert state.explanation.endswith(f"mig-a fits 6 (6 of 7 {mig} free); 1 nodes without {mig}")
+
+
+def test_replica_progression_pending_starting_ready(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double, replicas=2)
+    inventory = start()
+
+    def counts(s: WorkloadState) -> tuple[int, int, int, int]:
+        return (s.current_replicas, s.ready_replicas, s.starting_replicas, s.pending_replicas)
+
+    # the Deployment wants 2 and no pod exists yet: both are pending
+    assert counts(wait_state(inventory, lambda s: True)) == (2, 0, 0, 2)
+    double.apply(llama_pod("llama-1"))  # created, not scheduled
+    double.apply(llama_pod("llama-2"))
+    wait_state(inventory, lambda s: counts(s) == (2, 0, 0, 2))
+    double.apply(llama_pod("llama-1", node="gpu-a"))  # scheduled: starting, holds its GPUs
+    state = wait_state(inventory, lambda s: counts(s) == (2, 0, 1, 1))
+    assert state.gpu_schedulable_replicas == 3 + 4
+    double.apply(llama_pod("llama-1", node="gpu-a", ready=True))
+    wait_state(inventory, lambda s: counts(s) == (2, 1, 0, 1))
+    # the Deployment is scaled to 5: three more are pending before their pods exist
+    double.modify("Deployment", NS, "llama", lambda o: o["spec"].update(replicas=5))
+    state = wait_state(inventory, lambda s: counts(s) == (5, 1, 0, 4))
+    assert "4 pending incl. 3 not yet created" in state.explanation
+    # a pod being deleted no longer counts; a pod of another app never did
+    double.apply(llama_pod("llama-1", node="gpu-a", ready=True, deleting=True))
+    double.apply(k8s.pod("mistral-1", NS, labels={"app": "mistral"}, node="gpu-b", ready=True))
+    wait_state(inventory, lambda s: counts(s) == (5, 0, 0, 5))
+
+
+def test_override_and_template_without_gpu(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double, gpus=0)
+    inventory = start()
+    state = wait_state(inventory, lambda s: True)
+    assert state.gpu_schedulable_replicas is None
+    assert "GPU room unknown: the pod template requests no GPU" in state.explanation
+    state = wait_state(inventory, lambda s: True, gpus_per_replica_override=4)
+    assert (state.gpu_schedulable_replicas, state.gpus_per_replica, state.gpu_resource) == (4, 4, GPU)
+
+
+# ---- what cannot be answered -------------------------------------------------------------
+
+
+def test_missing_and_unsupported_targets(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double)
+    double.apply(k8s.scaledobject("sts", NS, target="llama-sts", kind="StatefulSet", api_version="apps/v1"))
+    double.apply(k8s.scaledobject("orphan", NS, target="gone"))
+    inventory = start()
+    assert inventory.workload(NS, "nope") == Unknown("ScaledObject inference/nope not found")
+    assert inventory.workload(NS, "sts") == Unknown(
+        "ScaledObject inference/sts scales StatefulSet llama-sts (apps/v1);"
+        " only apps/v1 Deployments are supported"
+    )
+    assert inventory.workload(NS, "orphan") == Unknown(
+        "Deployment inference/gone (scaleTargetRef of ScaledObject inference/orphan) not found"
+    )
+    assert inventory.workload("other", "llama") == Unknown("ScaledObject other/llama not found")
+    # the ScaledObject is retargeted: the watch delivers it
+    double.apply(k8s.scaledobject("sts", NS, target="llama"))
+    eventually(lambda: inventory.workload(NS, "sts"), lambda s: isinstance(s, WorkloadState))
+
+
+def test_not_synced_is_unknown_until_the_first_list(
+    double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
+) -> None:
+    seed(double)
+    double.fail(500, resource="nodes")
+    inventory = start(sync=False)
+    eventually(lambda: log.events("kubernetes_watch_failed", "nodes"), bool)
+    assert not inventory.synced
+    assert not inventory.wait_synced(0.05)
+    state = inventory.workload(NS, "llama")
+    assert isinstance(state, Unknown)
+    assert state.reason == (
+        "Kubernetes inventory unavailable: nodes not listed yet"
+        " (HTTP 500 Internal Server Error: injected fault 500)"
+    )
+    double.heal()
+    assert inventory.wait_synced(5)
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
+
+
+def test_keda_missing_says_so(
+    double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
+) -> None:
+    seed(double)
+    double.fail(404, resource="scaledobjects")
+    inventory = start(sync=False)
+    eventually(lambda: log.events("kubernetes_watch_failed", "scaledobjects"), bool)
+    state = inventory.workload(NS, "llama")
+    assert isinstance(state, Unknown)
+    assert "is KEDA installed?" in state.reason
+
+
+# ---- failures and recovery ---------------------------------------------------------------
+
+
+def test_api_500s_turn_unknown_after_the_grace_period_then_recover(
+    double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
+) -> None:
+    seed(double)
+    now = [1000.0]
+    inventory = start(options=dataclasses.replace(FAST, failure_grace_seconds=30), clock=lambda: now[0])
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
+
+    double.fail(500)
+    double.drop_watches()
+    # the drop is logged first, then the 500 of the re-list (a new warning when the error changes)
+    eventually(
+        lambda: log.events("kubernetes_watch_failed", "pods"),
+        lambda events: any("HTTP 500" in kw["error"] for kw in events),
+    )
+    # within the grace period the last known state still answers
+    assert isinstance(inventory.workload(NS, "llama"), WorkloadState)
+    now[0] += 31
+    state = inventory.workload(NS, "llama")
+    assert isinstance(state, Unknown)
+    assert "pods watch failing for 31s (HTTP 500 Internal Server Error: injected fault 500)" in state.reason
+    assert inventory.problem() == state.reason
+    # retries go on with backoff, but each distinct error is logged once: the drop, then the 500s
+    eventually(lambda: double.count("pods", status=500), lambda n: n >= 5)
+    errors = [kw["error"] for kw in log.events("kubernetes_watch_failed", "pods")]
+    assert [e.split(":")[0] for e in errors] == ["ProtocolError", "HTTP 500 Internal Server Error"]
+
+    double.apply(llama_pod("llama-1", node="gpu-a", ready=True))  # a change made during the outage
+    double.heal()
+    state = wait_state(inventory, lambda s: s.ready_replicas == 1)  # the same inventory, no restart
+    assert state.gpu_schedulable_replicas == 3 + 4
+    assert log.events("kubernetes_watch_recovered", "pods")
+
+
+def test_dropped_watch_relists_and_catches_changes_made_while_disconnected(
+    double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
+) -> None:
+    seed(double)
+    double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
+    inventory = start()
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
+    lists_before = double.count("pods", watch=False)
+
+    double.fail(500, resource="pods")  # the client cannot reconnect...
+    assert double.drop_watches("pods") == 1  # ...after its watch is cut mid-stream
+    eventually(lambda: double.count("pods", status=500), lambda n: n >= 1)
+    double.modify("Pod", "training", "batch", set_phase("Succeeded"))  # nobody is watching
+    double.heal()
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
+    assert double.count("pods", watch=False, status=200) > lists_before  # caught by a fresh list
+    assert "ProtocolError" in log.events("kubernetes_watch_failed", "pods")[0]["error"]
+
+
+def test_410_gone_on_an_open_watch_relists(
+    double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
+) -> None:
+    seed(double)
+    double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
+    inventory = start()
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
+    lists_before = double.count("pods", watch=False)
+
+    # the change never reaches the watch (it lagged), then history is compacted: ERROR 410
+    double.modify("Pod", "training", "batch", set_phase("Failed"), notify=False)
+    assert double.expire("pods") == 1
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
+    assert double.count("pods", watch=False) == lists_before + 1
+    assert not log.events("kubernetes_watch_failed")  # 410 is routine, not a failure
+
+
+def test_410_gone_when_resuming_a_watch_relists(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double)
+    double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
+    inventory = start()
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
+    lists_before = double.count("pods", watch=False)
+
+    double.delete("Pod", "training", "batch", notify=False)
+    double.expire(tell_watches=False)  # compacted; the open watch does not know yet
+    assert double.end_watches("pods") == 1  # the stream ends; resuming from the old version gets 410
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
+    assert double.count("pods", watch=False) == lists_before + 1
+
+
+def test_clean_watch_end_resumes_from_the_last_version_without_listing(
+    double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
+) -> None:
+    seed(double)
+    inventory = start()
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
+    lists_before = double.count(watch=False)
+    double.apply(llama_pod("llama-1", node="gpu-a"))
+    wait_state(inventory, lambda s: s.starting_replicas == 1)
+    last_seen = double.get("Pod", NS, "llama-1")["metadata"]["resourceVersion"]  # type: ignore[index]
+    watches_before = double.count("pods", watch=True)
+
+    assert double.end_watches("pods") == 1
+    double.apply(llama_pod("llama-2", node="gpu-b"))  # replayed from history or sent live
+    wait_state(inventory, lambda s: s.starting_replicas == 2)
+    resumed = [r for r in double.requests if r.resource == "pods" and r.watch][watches_before:]
+    assert resumed and resumed[0].query["resourceVersion"] == last_seen
+    assert double.count(watch=False) == lists_before
+    assert not log.events("kubernetes_watch_failed")
+
+
+def test_events_split_across_chunks_or_sharing_one(log: CaptureLog) -> None:
+    with KubeDouble(odd_chunks=True) as double:
+        seed(double)
+        api = client.ApiClient(client.Configuration(host=double.url))
+        with KubernetesInventory(api, log=log, options=FAST) as inventory:
+            assert inventory.wait_synced(5)
+            assert double.wait_watchers("pods")
+            double.apply(llama_pod("llama-1", node="gpu-a", ready=True))  # one event, two chunks
+            wait_state(inventory, lambda s: s.ready_replicas == 1)
+            double.delete("Pod", NS, "llama-1", notify=False)
+            double.apply(llama_pod("llama-2", node="gpu-b"), notify=False)
+            assert double.end_watches("pods") == 1  # the resumed watch replays both in one chunk
+            wait_state(inventory, lambda s: (s.ready_replicas, s.starting_replicas) == (0, 1))
+        assert not log.events("kubernetes_watch_failed")
+
+
+def test_bookmarks_move_the_resume_version(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double)
+    inventory = start()
+    wait_state(inventory, lambda s: True)
+    double.apply(k8s.node("gpu-c", 8))  # moves the cluster's version; pods see nothing
+    bookmark_version = str(double.rv)
+    watches_before = double.count("pods", watch=True)
+    assert double.bookmark("pods") == 1
+    assert double.end_watches("pods") == 1
+    eventually(lambda: double.count("pods", watch=True), lambda n: n > watches_before)
+    resumed = [r for r in double.requests if r.resource == "pods" and r.watch][watches_before]
+    assert resumed.query["resourceVersion"] == bookmark_version
+    assert resumed.query["allowWatchBookmarks"] == "true"
+
+
+def test_a_malformed_object_is_skipped_not_fatal(
+    double: KubeDouble,
+    start: Callable[..., KubernetesInventory],
+    log: CaptureLog,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = source.pod_from_json
+
+    def fragile(obj: Any) -> Any:
+        if obj["metadata"]["name"] == "poison":
+            raise ValueError("unexpected shape")
+        return real(obj)
+
+    monkeypatch.setattr(source, "pod_from_json", fragile)
+    seed(double)
+    inventory = start()
+    double.apply(k8s.pod("poison", NS, labels={"app": "llama"}, node="gpu-a"))
+    double.apply(llama_pod("llama-1", node="gpu-a", ready=True))
+    wait_state(inventory, lambda s: s.ready_replicas == 1 and s.starting_replicas == 0)
+    skipped = log.events("kubernetes_object_skipped", "pods")
+    assert skipped == [
+        {"resource": "pods", "object": "inference/poison", "error": "ValueError: unexpected shape"}
+    ]
+
+
+# ---- configuration, secrets, lifecycle, threads ------------------------------------------
+
+
+def kubeconfig(path: Path, server: str, token: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "double", "cluster": {"server": server}}],
+                "users": [{"name": "scaler", "user": {"token": token}}],
+                "contexts": [{"name": "double", "context": {"cluster": "double", "user": "scaler"}}],
+                "current-context": "double",
+            }
+        )
+    )
+    return path
+
+
+def test_from_kubeconfig_with_a_token_that_is_never_logged(tmp_path: Path, log: CaptureLog) -> None:
+    token = "tok-5f2a9c-very-secret"
+    with KubeDouble(token=token) as double:
+        seed(double)
+        inventory = KubernetesInventory.from_config(
+            str(kubeconfig(tmp_path / "config", double.url, token)), log=log, options=FAST
+        )
+        with inventory:
+            assert inventory.wait_synced(5)
+            assert isinstance(inventory.workload(NS, "llama"), WorkloadState)
+            double.fail(500)
+            double.drop_watches()
+            eventually(lambda: log.events("kubernetes_watch_failed"), lambda e: len(e) >= 4)
+            double.heal()
+            eventually(inventory.problem, lambda p: p is None)
+        assert token not in repr(log.records)
+
+        wrong = KubernetesInventory.from_config(
+            str(kubeconfig(tmp_path / "wrong", double.url, "not-the-token")), log=log, options=FAST
+        )
+        with wrong:
+            state = eventually(
+                lambda: wrong.workload(NS, "llama"), lambda s: "401" in getattr(s, "reason", "")
+            )
+            assert isinstance(state, Unknown)
+            assert "not-the-token" not in state.reason
+
+
+def test_from_config_defaults_to_kubeconfig_env_outside_a_cluster(
+    double: KubeDouble, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(double)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "config", double.url, "t")))
+    with KubernetesInventory.from_config(None, options=FAST) as inventory:
+        assert inventory.wait_synced(5)
+
+
+def test_from_config_uses_the_service_account_inside_a_cluster(
+    double: KubeDouble, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubernetes.config import incluster_config
+
+    (tmp_path / "token").write_text("sa-token")
+    (tmp_path / "ca.crt").write_text("not a real CA")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(tmp_path / "token"))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(tmp_path / "ca.crt"))
+    host, port = double.url.removeprefix("http://").split(":")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))  # must not be read
+    inventory = KubernetesInventory.from_config(None, options=FAST)
+    with inventory:
+        # in-cluster means HTTPS with the service account's CA; the plain-HTTP double cannot answer that
+        state = eventually(
+            lambda: inventory.workload(NS, "llama"), lambda s: "SSL" in getattr(s, "reason", "")
+        )
+    assert isinstance(state, Unknown)
+    assert double.count(status=200) == 0
+
+
+def test_from_config_errors_name_the_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(KubernetesConfigError, match=r"from the kubeconfig .*absent"):
+        KubernetesInventory.from_config(str(tmp_path / "absent"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+    with pytest.raises(KubernetesConfigError, match="in-cluster service account"):
+        KubernetesInventory.from_config(None)
+
+
+def test_stop_closes_open_watches_promptly(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double)
+    inventory = start()
+    assert double.wait_watchers("pods") and double.wait_watchers("scaledobjects")
+    began = time.monotonic()
+    inventory.stop()
+    assert time.monotonic() - began < 2
+    eventually(double.watchers, lambda n: n == 0)
+    assert not [t for t in threading.enumerate() if t.name.startswith("k8s-watch-")]
+    with pytest.raises(RuntimeError, match="already"):
+        inventory.start()
+
+
+def test_reads_are_consistent_while_watches_write(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    seed(double, replicas=4)
+    inventory = start()
+    wait_state(inventory, lambda s: True)
+    errors: list[BaseException] = []
+    seen: list[WorkloadState | Unknown] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not done.is_set():
+                seen.append(inventory.workload(NS, "llama"))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    for i in range(20):
+        double.apply(llama_pod(f"llama-{i % 4}", node="gpu-a" if i % 2 else None, ready=i % 3 == 0, gpus=1))
+    # the last writes leave llama-1 and llama-3 bound, llama-0 and llama-2 unscheduled
+    wait_state(inventory, lambda s: (s.starting_replicas + s.ready_replicas, s.pending_replicas) == (2, 2))
+    done.set()
+    for thread in readers:
+        thread.join(5)
+    assert not errors
+    states = [s for s in seen if isinstance(s, WorkloadState)]
+    assert len(states) == len(seen) > 0
+    assert all(
+        s.current_replicas == s.ready_replicas + s.starting_replicas + s.pending_replicas for s in states
+    )
