@@ -19,6 +19,7 @@ from scaler.outputs.trace import serve_metrics
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.sources.files import ScaledObjectSpec
+from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider
 from scaler.sources.prometheus import PrometheusReader
 
@@ -44,9 +45,23 @@ def build_source(
     return LiveSource(reader, workloads, log)
 
 
-def build_runtime(settings: Settings, log: Any, clock: Callable[[], datetime] = wall_clock) -> Runtime:
+def build_inventory(settings: Settings, log: Any) -> KubernetesInventory | None:
+    """The Kubernetes inventory when asked for (in-cluster config, or --kubeconfig), started."""
+    if not (settings.kubernetes or settings.kubeconfig):
+        return None
+    inventory = KubernetesInventory.from_config(settings.kubeconfig, log=log)
+    inventory.start()
+    return inventory
+
+
+def build_runtime(
+    settings: Settings,
+    log: Any,
+    clock: Callable[[], datetime] = wall_clock,
+    workloads: WorkloadProvider | None = None,
+) -> Runtime:
     registry = TargetRegistry(idle_seconds=settings.target_idle_seconds)
-    source = build_source(settings, log)
+    source = build_source(settings, log, workloads)
     return Runtime(
         registry,
         source,
@@ -69,7 +84,8 @@ def tls_files(settings: Settings) -> TlsFiles | None:
 
 async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | None = None) -> None:
     """Serve KEDA until SIGTERM or SIGINT, then stop gracefully within ``grace_seconds``."""
-    runtime = build_runtime(settings, log)
+    inventory = build_inventory(settings, log)
+    runtime = build_runtime(settings, log, workloads=inventory)
     metrics = serve_metrics(runtime, settings.host, settings.metrics_port)
     service = ExternalScalerService(
         runtime, ServerOptions(first_decision_timeout_s=settings.first_decision_timeout_seconds), log
@@ -87,7 +103,8 @@ async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | Non
         port=port,
         tls=settings.tls_cert_file is not None,
         mutual_tls=settings.tls_client_ca_file is not None,
-        live_sources=runtime.source.live,
+        prometheus=settings.prometheus_address,
+        kubernetes=inventory is not None,
         refresh_interval_seconds=settings.refresh_interval_seconds,
         metrics_port=metrics.port if metrics else None,
     )
@@ -101,6 +118,8 @@ async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | Non
     await runtime.close()
     if metrics is not None:
         metrics.close()
+    if inventory is not None:
+        inventory.stop()
     log.info("stopped")
 
 

@@ -41,6 +41,13 @@ def _add_serve(sub: Subparsers) -> None:
         help="PromQL rate() window for token rates (SCALER_RATE_WINDOW)",
     )
     add(
+        "--kubernetes",
+        action="store_true",
+        default=(_env("KUBERNETES", "") or "").lower() in ("1", "true", "yes"),
+        help="read replicas and the GPU inventory from the Kubernetes API, in-cluster (SCALER_KUBERNETES)",
+    )
+    add("--kubeconfig", default=_env("KUBECONFIG_PATH"), help="as --kubernetes, through this kubeconfig file")
+    add(
         "--metrics-port",
         type=int,
         default=int(_env("METRICS_PORT", "8080") or 8080),
@@ -80,6 +87,10 @@ def _add_dry_run(sub: Subparsers) -> None:
         "--prometheus", help="live: the Prometheus URL to read (a prometheusAddress key wins)"
     )
     p.add_argument("--rate-window", default="1m", help="live: PromQL rate() window for token rates")
+    p.add_argument("--kubeconfig", help="live: read replicas and GPUs through this kubeconfig")
+    p.add_argument(
+        "--kubernetes", action="store_true", help="live: read replicas and GPUs, in-cluster config"
+    )
     when = p.add_mutually_exclusive_group()
     when.add_argument("--interval", type=float, default=15.0, help="live: seconds between decisions")
     when.add_argument("--once", action="store_true", help="live: decide once (after warming from history)")
@@ -128,7 +139,20 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     printer = decision_printer(
         args.output, f"{spec.namespace}/{spec.name}", lambda line: print(line, flush=True)
     )
-    asyncio.run(dry_run_live(spec, LiveSource(reader), [printer], interval_s=args.interval, once=args.once))
+    inventory = None
+    if args.kubeconfig or args.kubernetes:
+        from scaler.sources.kubernetes import KubernetesInventory
+
+        inventory = KubernetesInventory.from_config(args.kubeconfig)
+        inventory.start()
+        if not inventory.wait_synced(30):
+            print(f"scaler: warning: Kubernetes not synced: {inventory.problem()}", file=sys.stderr)
+    try:
+        source = LiveSource(reader, inventory)
+        asyncio.run(dry_run_live(spec, source, [printer], interval_s=args.interval, once=args.once))
+    finally:
+        if inventory is not None:
+            inventory.stop()
     return 0
 
 
@@ -140,6 +164,8 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         metrics_port=args.metrics_port,
         prometheus_address=args.prometheus,
+        kubernetes=args.kubernetes,
+        kubeconfig=args.kubeconfig,
         rate_window=args.rate_window,
         refresh_interval_seconds=args.refresh_interval,
         grace_seconds=args.grace,

@@ -140,3 +140,59 @@ def test_demo_prints_live_decisions_within_a_minute() -> None:
     live = [line for line in decisions if "inputs missing" not in line]
     assert live, "no decision from live inputs"
     assert any("tokens=" in line and "queue=" in line for line in live)
+
+
+def test_no_gpu_that_fits_holds_the_target_at_current_replicas(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus
+) -> None:
+    """Prometheus says 300 waiting; the Kubernetes double says every GPU is taken."""
+    from kubernetes import client
+
+    from scaler.sources.kubernetes import KubernetesInventory
+    from tests import k8s_double as k8s
+
+    with k8s.KubeDouble() as double:
+        double.apply(k8s.node("gpu-a", 4))
+        double.apply(k8s.node("gpu-b", 1))  # one GPU left there, but a replica needs two
+        double.apply(k8s.deployment("vllm-llama", "inference", replicas=2, gpus=2))
+        for i in range(2):
+            double.apply(
+                k8s.pod(
+                    f"vllm-llama-{i}",
+                    "inference",
+                    labels={"app": "vllm-llama"},
+                    node="gpu-a",
+                    gpus=2,
+                    ready=True,
+                )
+            )
+        double.apply(k8s.scaledobject("llama", "inference", target="vllm-llama"))
+        inventory = KubernetesInventory(client.ApiClient(client.Configuration(host=double.url)))
+        inventory.start()
+        try:
+            assert inventory.wait_synced(10), inventory.problem()
+            source = LiveSource(PrometheusReader(prometheus.url, rate_window="5s"), inventory)
+            fleet.set_fleet_load(PodLoad(waiting=300, running=40))
+            assert prometheus.wait_for("sum(vllm:num_requests_waiting) == 300")
+            with ServerThread(source=source, refresh_interval_s=REFRESH_S) as server:
+                md = {"labelSelector": MODEL, "minReplicas": "1", "maxReplicas": "40"}
+                request = pb.GetMetricsRequest(scaledObjectRef=ref(name="llama", namespace="inference", **md))
+                deadline = time.monotonic() + 10
+                while True:
+                    value = server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue
+                    decision = server.runtime.registry.targets()[0].latest
+                    if decision is not None and decision.proposals.get("queue") == 30:
+                        break
+                    assert time.monotonic() < deadline
+                    time.sleep(0.1)
+                assert value == 2  # the current replicas: nothing more fits
+                assert decision.limited_by is not None and decision.limited_by.value == "gpu_inventory"
+                assert "GPU inventory fits 2" in decision.reason
+                # a node with room arrives: the scale-up the inventory held goes through, as far as it fits
+                double.apply(k8s.node("gpu-c", 8))
+                deadline = time.monotonic() + 10
+                while server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue != 6:
+                    assert time.monotonic() < deadline, server.runtime.registry.targets()[0].latest.reason
+                    time.sleep(0.1)
+        finally:
+            inventory.stop()
