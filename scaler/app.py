@@ -21,7 +21,7 @@ from scaler.runtime import Runtime
 from scaler.sources.files import ScaledObjectSpec
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider
-from scaler.sources.prometheus import PrometheusReader
+from scaler.sources.prometheus import PrometheusReader, redact_url
 
 
 def wall_clock() -> datetime:
@@ -103,7 +103,7 @@ async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | Non
         port=port,
         tls=settings.tls_cert_file is not None,
         mutual_tls=settings.tls_client_ca_file is not None,
-        prometheus=settings.prometheus_address,
+        prometheus=redact_url(settings.prometheus_address) if settings.prometheus_address else None,
         kubernetes=inventory is not None,
         refresh_interval_seconds=settings.refresh_interval_seconds,
         metrics_port=metrics.port if metrics else None,

@@ -326,3 +326,14 @@ def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
     assert point.prompt_tokens_per_s == pytest.approx(3800, rel=0.05)
     assert point.generation_tokens_per_s == pytest.approx(point.prompt_tokens_per_s * 0.2, rel=0.01)
     assert [p.timestamp for p in history] == sorted(p.timestamp for p in history)
+
+
+def test_credentials_in_addresses_never_reach_reasons_or_logs() -> None:
+    from scaler.sources.prometheus import redact_url
+
+    assert redact_url("https://scaler:s3cret@prom.example:9090/prefix") == "https://***@prom.example:9090/prefix"
+    assert redact_url("http://prom:9090") == "http://prom:9090"
+    reader = PrometheusReader(f"http://scaler:s3cret@127.0.0.1:{free_port()}", timeout_s=1)
+    got = reader.read([target("t", reader.default_address or "")])["t"]
+    assert "connection failed" in got.missing["queue_waiting"]
+    assert all("s3cret" not in reason for reason in got.missing.values())

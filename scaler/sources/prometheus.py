@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from prometheus_api_client import PrometheusConnect
@@ -41,9 +42,18 @@ CUSTOM_FIELDS = {
 }
 
 
+def redact_url(url: str) -> str:
+    """The URL without credentials (``http://user:secret@host`` -> ``http://***@host``), for messages."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, "", ""))
+
+
 class PrometheusQueryError(RuntimeError):
     def __init__(self, address: str, query: str, reason: str) -> None:
-        super().__init__(f"prometheus {address}: {reason}")
+        super().__init__(f"prometheus {redact_url(address)}: {reason.replace(address, redact_url(address))}")
         self.address = address
         self.query = query
         self.reason = reason
