@@ -86,10 +86,10 @@ async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | Non
     """Serve KEDA until SIGTERM or SIGINT, then stop gracefully within ``grace_seconds``."""
     inventory = build_inventory(settings, log)
     runtime = build_runtime(settings, log, workloads=inventory)
-    metrics = serve_metrics(runtime, settings.host, settings.metrics_port)
     service = ExternalScalerService(
         runtime, ServerOptions(first_decision_timeout_s=settings.first_decision_timeout_seconds), log
     )
+    metrics = serve_metrics(runtime, settings.host, settings.metrics_port, lambda: service.rpc_counts)
     server = GrpcServer(service)
     port = server.bind(f"{settings.host}:{settings.port}", tls_files(settings))
     stop = asyncio.Event()

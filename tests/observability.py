@@ -98,7 +98,9 @@ class TracedServer:
 
     def __enter__(self) -> TracedServer:
         self.thread.__enter__()
-        self.trace: DecisionTrace = install(self.thread.runtime, self.registry)
+        self.trace: DecisionTrace = install(
+            self.thread.runtime, self.registry, lambda: self.thread.service.rpc_counts
+        )
         if self.log is not None:
             self.thread.runtime.sinks.append(DecisionLogger(self.log))
         self.metrics = MetricsEndpoint(self.registry, "127.0.0.1", 0)

@@ -331,7 +331,9 @@ def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
 def test_credentials_in_addresses_never_reach_reasons_or_logs() -> None:
     from scaler.sources.prometheus import redact_url
 
-    assert redact_url("https://scaler:s3cret@prom.example:9090/prefix") == "https://***@prom.example:9090/prefix"
+    assert (
+        redact_url("https://scaler:s3cret@prom.example:9090/prefix") == "https://***@prom.example:9090/prefix"
+    )
     assert redact_url("http://prom:9090") == "http://prom:9090"
     reader = PrometheusReader(f"http://scaler:s3cret@127.0.0.1:{free_port()}", timeout_s=1)
     got = reader.read([target("t", reader.default_address or "")])["t"]

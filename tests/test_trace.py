@@ -316,3 +316,18 @@ def test_refresh_interval_is_exported_without_target_labels() -> None:
         (labels, value) for name, labels, value in samples if name == "llm_scaler_refresh_interval_seconds"
     ]
     assert interval == [({}, 7.5)]
+
+
+def test_server_series_count_rpcs_refreshes_and_targets() -> None:
+    with TracedServer(full_source(), clock=StepClock()) as server:
+        server.register(LLAMA, QWEN)
+        for _ in range(3):
+            server.poll(LLAMA)
+        server.thread.refresh()
+        samples = server.scrape()
+    by_name = {(name, tuple(sorted(labels.items()))): value for name, labels, value in samples}
+    assert by_name[("llm_scaler_grpc_requests_total", (("code", "OK"), ("method", "GetMetrics")))] == 2
+    assert by_name[("llm_scaler_grpc_requests_total", (("code", "OK"), ("method", "IsActive")))] == 3
+    assert by_name[("llm_scaler_targets", ())] == 2
+    assert by_name[("llm_scaler_refreshes_total", ())] >= 1
+    assert by_name[("llm_scaler_refresh_duration_seconds", ())] >= 0

@@ -20,7 +20,7 @@ are known.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -185,6 +185,21 @@ SERIES: tuple[SeriesSpec, ...] = (
         "Seconds between refreshes of every target's decision (--refresh-interval).",
         per_target=False,
     ),
+    SeriesSpec(
+        "llm_scaler_refresh_duration_seconds",
+        "gauge",
+        "Wall time the last refresh took: observing every target in one batch and deciding.",
+        per_target=False,
+    ),
+    SeriesSpec("llm_scaler_refreshes_total", "counter", "Refreshes completed.", per_target=False),
+    SeriesSpec("llm_scaler_targets", "gauge", "ScaledObjects the scaler decides for.", per_target=False),
+    SeriesSpec(
+        "llm_scaler_grpc_requests_total",
+        "counter",
+        "ExternalScaler RPCs answered, by method and gRPC status code.",
+        ("method", "code"),
+        per_target=False,
+    ),
 )
 
 SERIES_BY_NAME: dict[str, SeriesSpec] = {s.name: s for s in SERIES}
@@ -203,10 +218,14 @@ class DecisionTrace:
         targets: Callable[[], Iterable[Target]],
         clock: Callable[[], float],
         refresh_interval_s: float,
+        server_stats: Callable[[], Mapping[str, float]] | None = None,
+        rpc_counts: Callable[[], Mapping[tuple[str, str], int]] | None = None,
     ) -> None:
         self._targets = targets
         self._clock = clock
         self.refresh_interval_s = refresh_interval_s
+        self._server_stats = server_stats
+        self._rpc_counts = rpc_counts
         self._lock = threading.Lock()
         self._decisions: dict[tuple[str, str, str], float] = {}
         self._avoided: dict[tuple[str, str], float] = {}
@@ -266,6 +285,14 @@ class DecisionTrace:
             for (namespace, name), seconds in self._avoided.items():
                 put("llm_scaler_pending_pod_seconds_avoided_total", [namespace, name], seconds)
         put("llm_scaler_refresh_interval_seconds", [], self.refresh_interval_s)
+        put("llm_scaler_targets", [], len(live))
+        if self._server_stats is not None:
+            stats = self._server_stats()
+            put("llm_scaler_refresh_duration_seconds", [], stats["refresh_duration_seconds"])
+            put("llm_scaler_refreshes_total", [], stats["refreshes"])
+        if self._rpc_counts is not None:
+            for (method, code), count in sorted(dict(self._rpc_counts()).items()):
+                put("llm_scaler_grpc_requests_total", [method, code], count)
         for spec in SERIES:
             yield spec.family(rows[spec.name])
 
@@ -298,9 +325,19 @@ def _decision_rows(
             put(name, labels, decision.forecast[key])
 
 
-def install(runtime: Runtime, registry: CollectorRegistry) -> DecisionTrace:
+def install(
+    runtime: Runtime,
+    registry: CollectorRegistry,
+    rpc_counts: Callable[[], Mapping[tuple[str, str], int]] | None = None,
+) -> DecisionTrace:
     """Register a decision trace for ``runtime``'s targets on ``registry`` and add its sink."""
-    trace = DecisionTrace(runtime.registry.targets, runtime.now_timestamp, runtime.refresh_interval_s)
+
+    def server_stats() -> dict[str, float]:
+        return {"refresh_duration_seconds": runtime.last_refresh_seconds, "refreshes": runtime.refreshes}
+
+    trace = DecisionTrace(
+        runtime.registry.targets, runtime.now_timestamp, runtime.refresh_interval_s, server_stats, rpc_counts
+    )
     registry.register(trace)
     runtime.sinks.append(trace.record)
     return trace
@@ -323,12 +360,17 @@ class MetricsEndpoint:
         self._thread.join(5)
 
 
-def serve_metrics(runtime: Runtime, host: str, port: int | None) -> MetricsEndpoint | None:
+def serve_metrics(
+    runtime: Runtime,
+    host: str,
+    port: int | None,
+    rpc_counts: Callable[[], Mapping[tuple[str, str], int]] | None = None,
+) -> MetricsEndpoint | None:
     """Serve the decision trace and process metrics on ``host:port``; ``0`` or ``None`` disables it."""
     if not port:
         return None
     registry = CollectorRegistry()
-    install(runtime, registry)
+    install(runtime, registry, rpc_counts)
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
