@@ -1,0 +1,267 @@
+"""Shared pieces of the service benchmarks: a real stack, a KEDA-like client, process figures.
+
+The scaler runs as its own process (``python -m scaler serve``), reading a real
+Prometheus that scrapes simulated vLLM fleets; the client below calls it over a real
+loopback socket the way KEDA does: per ScaledObject and polling interval, the operator's
+GetMetricSpec + GetMetrics + IsActive, and half an interval later the HPA path's
+GetMetrics + IsActive (KEDA's GetMetricsAndActivity calls both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from scaler.proto import externalscaler_pb2 as pb
+from scaler.proto import externalscaler_pb2_grpc as pb_grpc
+from scaler.sim.fleet import PodLoad, SimulatedFleet
+from scaler.sim.prometheus import LocalPrometheus, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class Stack:
+    """``models`` simulated vLLM fleets (two pods each) and one real Prometheus scraping them."""
+
+    def __init__(self, models: int = 10, scrape_interval_s: float = 5.0) -> None:
+        self.fleets = []
+        for m in range(models):
+            fleet = SimulatedFleet(namespace="inference", model=f"model-{m}")
+            fleet.set_pods([f"model-{m}-0", f"model-{m}-1"])
+            fleet.set_fleet_load(
+                PodLoad(
+                    waiting=5 * m,
+                    running=8,
+                    prompt_tokens_per_s=2000 * (m + 1),
+                    generation_tokens_per_s=400 * (m + 1),
+                    requests_per_s=2,
+                    ttft_seconds=0.3,
+                )
+            )
+            fleet.start()
+            self.fleets.append(fleet)
+        self.prometheus = LocalPrometheus(scrape_interval_s=scrape_interval_s)
+        self.prometheus.start([f.address for f in self.fleets])
+        self.prometheus.wait_for("count(rate(vllm:prompt_tokens_total[1m]) > 0) >= 2", timeout_s=60)
+
+    def close(self) -> None:
+        self.prometheus.close()
+        for fleet in self.fleets:
+            fleet.stop()
+
+
+def scaledobjects(
+    count: int, models: int, address: str, stale_every: int = 0, stale_after: int = 30
+) -> list[pb.ScaledObjectRef]:
+    refs = []
+    for i in range(count):
+        md = {
+            "scalerAddress": address,
+            "labelSelector": f'model_name="model-{i % models}"',
+            "minReplicas": "1",
+            "maxReplicas": "50",
+            "promptTokensPerSecondPerReplica": "9000",
+            "generationTokensPerSecondPerReplica": "1800",
+            "coldStartSeconds": "180",
+        }
+        if stale_every and i % stale_every == 0:
+            md["maxStalenessSeconds"] = str(stale_after)
+        refs.append(pb.ScaledObjectRef(name=f"so-{i}", namespace=f"team-{i // 100}", scalerMetadata=md))
+    return refs
+
+
+def start_scaler(
+    prometheus_url: str, refresh_s: float, log_path: Path
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    port, metrics_port = free_port(), free_port()
+    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scaler",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--metrics-port",
+            str(metrics_port),
+            "--prometheus",
+            prometheus_url,
+            "--refresh-interval",
+            f"{refresh_s:g}",
+            "--log-format",
+            "json",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    wait_serving(port)
+    return proc, port, metrics_port
+
+
+def start_scaler_offline(log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The scaler with no Prometheus or Kubernetes: decisions from metadata alone (floor, pre-warm)."""
+    port = free_port()
+    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scaler",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--metrics-port",
+            "0",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    wait_serving(port)
+    return proc, port
+
+
+def start_empty_server() -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "empty_server.py"), str(port)], cwd=ROOT
+    )
+    wait_serving(port)
+    return proc, port
+
+
+def wait_serving(port: int, timeout_s: float = 60.0) -> None:
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    grpc.channel_ready_future(channel).result(timeout=timeout_s)
+    health = health_pb2_grpc.HealthStub(channel)
+    deadline = time.monotonic() + timeout_s
+    while (
+        health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        != health_pb2.HealthCheckResponse.SERVING
+    ):
+        if time.monotonic() > deadline:
+            raise TimeoutError("server never became SERVING")
+        time.sleep(0.1)
+    channel.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class Recorder:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    codes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    failures: list[tuple[float, str, str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        out = {}
+        for method, values in sorted(self.latencies.items()):
+            ordered = sorted(values)
+            out[method] = {
+                "calls": len(ordered),
+                "p50_ms": 1000 * statistics.median(ordered),
+                "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+                "max_ms": 1000 * ordered[-1],
+            }
+        return out
+
+
+class KedaClient:
+    """Calls the scaler as KEDA does, on one pooled channel, recording latency per RPC."""
+
+    def __init__(self, address: str, refs: Sequence[pb.ScaledObjectRef], recorder: Recorder) -> None:
+        self.address = address
+        self.refs = list(refs)
+        self.recorder = recorder
+
+    async def _call(self, stub: pb_grpc.ExternalScalerStub, method: str, ref: pb.ScaledObjectRef) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        code = "OK"
+        try:
+            if method == "GetMetrics":
+                await stub.GetMetrics(
+                    pb.GetMetricsRequest(scaledObjectRef=ref, metricName="llm-inference-replicas"), timeout=5
+                )
+            else:
+                await getattr(stub, method)(ref, timeout=5)
+        except grpc.aio.AioRpcError as exc:
+            code = exc.code().name
+            self.recorder.failures.append((time.time(), method, code, exc.details() or ""))
+        self.recorder.latencies[method].append(loop.time() - started)
+        self.recorder.codes[(method, code)] += 1
+
+    async def register(self, concurrency: int = 50) -> float:
+        async with grpc.aio.insecure_channel(self.address) as channel:
+            stub = pb_grpc.ExternalScalerStub(channel)
+            started = time.monotonic()
+            semaphore = asyncio.Semaphore(concurrency)
+
+            async def one(ref: pb.ScaledObjectRef) -> None:
+                async with semaphore:
+                    await self._call(stub, "GetMetrics", ref)
+
+            await asyncio.gather(*(one(r) for r in self.refs))
+            return time.monotonic() - started
+
+    async def run(
+        self,
+        duration_s: float,
+        period_s: float = 15.0,
+        burst_every_s: float = 0.0,
+        burst_size: int = 200,
+        seed: int = 1,
+    ) -> None:
+        rng = random.Random(seed)
+        async with grpc.aio.insecure_channel(self.address) as channel:
+            stub = pb_grpc.ExternalScalerStub(channel)
+            loop = asyncio.get_running_loop()
+            end = loop.time() + duration_s
+
+            async def poll(i: int, ref: pb.ScaledObjectRef) -> None:
+                await asyncio.sleep(period_s * i / len(self.refs))
+                while loop.time() < end:
+                    cycle = loop.time()
+                    for method in ("GetMetricSpec", "GetMetrics", "IsActive"):  # the operator's loop
+                        await self._call(stub, method, ref)
+                    await asyncio.sleep(max(0.0, cycle + period_s / 2 - loop.time()))
+                    for method in ("GetMetrics", "IsActive"):  # the HPA, through KEDA's metrics adapter
+                        await self._call(stub, method, ref)
+                    await asyncio.sleep(max(0.0, cycle + period_s - loop.time()))
+
+            async def bursts() -> None:
+                while burst_every_s and loop.time() + burst_every_s < end:
+                    await asyncio.sleep(burst_every_s)
+                    chosen = rng.sample(self.refs, min(burst_size, len(self.refs)))
+                    await asyncio.gather(*(self._call(stub, "GetMetrics", r) for r in chosen))
+
+            await asyncio.gather(*(poll(i, r) for i, r in enumerate(self.refs)), bursts())
