@@ -39,7 +39,7 @@ class Target:
     registered_at: float
     last_polled: float
     latest: Decision | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
 
     @property
     def policy(self) -> TargetPolicy:
@@ -110,16 +110,20 @@ class TargetRegistry:
 
     def resolve(self, key: TargetKey, metadata: Mapping[str, str], now: float) -> tuple[Target, bool]:
         """The target for an RPC, registering or updating it. Returns (target, is_new)."""
-        fp, policy = self.parse(metadata)
         target = self._targets.get(key)
+        if target is not None and target.metadata == metadata:  # the common case: a known target polled again
+            target.last_polled = now
+            return target, False
+        fp, policy = self.parse(metadata)
         if target is None:
-            target = Target(key, fp, Engine(policy), registered_at=now, last_polled=now)
+            target = Target(key, fp, Engine(policy), registered_at=now, last_polled=now, metadata=dict(metadata))
             self._targets[key] = target
             return target, True
         target.last_polled = now
         if target.fingerprint != fp:
             target.engine.update_policy(policy)
             target.fingerprint = fp
+        target.metadata = dict(metadata)
         return target, False
 
     def forget_idle(self, now: float) -> list[TargetKey]:
