@@ -84,6 +84,12 @@ def combine(
         )
         target = policy.min_replicas
 
+    if within_hpa_tolerance(target, obs.current_replicas):
+        all_notes.append(
+            f"HPA tolerance: {obs.current_replicas} -> {target} is within 10% of the current replicas;"
+            " the HPA will not act on it until the target moves further"
+        )
+
     return Decision(
         now=obs.now,
         replicas=target,
@@ -96,6 +102,20 @@ def combine(
         observation=obs,
         forecast=forecast or {},
     )
+
+
+HPA_TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance, default 0.1
+
+
+def within_hpa_tolerance(target: int, current: int | None) -> bool:
+    """True when the HPA would ignore this change: |target / current - 1| <= 0.1.
+
+    With an AverageValue target of 1 per replica the HPA's usage ratio is
+    target / current, and it skips scaling while the ratio is within its tolerance.
+    """
+    if not current or target == current:
+        return False
+    return abs(target / current - 1.0) <= HPA_TOLERANCE + 1e-12
 
 
 def _sentence(target: int, winner: Proposal, clamps: list[Clamp]) -> str:

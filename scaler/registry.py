@@ -116,7 +116,9 @@ class TargetRegistry:
             return target, False
         fp, policy = self.parse(metadata)
         if target is None:
-            target = Target(key, fp, Engine(policy), registered_at=now, last_polled=now, metadata=dict(metadata))
+            target = Target(
+                key, fp, Engine(policy), registered_at=now, last_polled=now, metadata=dict(metadata)
+            )
             self._targets[key] = target
             return target, True
         target.last_polled = now

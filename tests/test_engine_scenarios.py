@@ -245,3 +245,15 @@ def test_warm_from_history_restores_the_trend() -> None:
 def test_engine_refuses_naive_datetimes() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         Observation(now=datetime(2026, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("current", "target_waiting", "noted"),
+    [(10, 110, True), (10, 120, False), (12, 130, True), (2, 30, False), (10, 100, False)],
+)
+def test_hpa_tolerance_is_noted_when_it_will_swallow_the_change(
+    current: int, target_waiting: float, noted: bool
+) -> None:
+    engine = Engine.from_metadata({"maxReplicas": "100", "targetQueuePerReplica": "10"})
+    d = engine.decide(obs(T0, waiting=target_waiting, current=current, schedulable=100))
+    assert any("HPA tolerance" in n for n in d.notes) is noted, (d.replicas, d.notes)

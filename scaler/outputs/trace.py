@@ -34,6 +34,7 @@ from prometheus_client import (
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from scaler.model import Decision, Signal
+from scaler.policy import within_hpa_tolerance
 from scaler.registry import Target
 from scaler.runtime import Runtime
 
@@ -163,6 +164,10 @@ SERIES: tuple[SeriesSpec, ...] = (
         "llm_scaler_forecast_horizon_seconds", "How far ahead the token forecast looks (coldStartSeconds)."
     ),
     _gauge("llm_scaler_min_replicas", "minReplicas from the trigger metadata."),
+    _gauge(
+        "llm_scaler_hpa_tolerance_hold",
+        "1 when the target differs from the current replicas by 10% or less, so the HPA will not act on it.",
+    ),
     _gauge("llm_scaler_max_replicas", "maxReplicas from the trigger metadata."),
     _gauge("llm_scaler_ttft_objective_seconds", "ttftObjectiveSeconds: the TTFT p99 objective."),
     _gauge(
@@ -309,6 +314,11 @@ def _decision_rows(
         put("llm_scaler_clamp_active", [*labels, clamp.kind.value], 1)
         put("llm_scaler_clamp_held_back_replicas", [*labels, clamp.kind.value], clamp.held_back)
     put("llm_scaler_gpu_held_back_replicas", labels, decision.gpu_held_back)
+    put(
+        "llm_scaler_hpa_tolerance_hold",
+        labels,
+        1 if within_hpa_tolerance(decision.replicas, decision.observation.current_replicas) else 0,
+    )
     put("llm_scaler_prewarm_active", labels, 1 if Signal.PREWARM.value in decision.proposals else 0)
 
     obs = decision.observation
