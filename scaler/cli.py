@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from scaler import __version__
 from scaler.config import MetadataError, Settings
 from scaler.outputs import dryrun, logs
+from scaler.replay import cli as replay_cli
 from scaler.sources.files import InputFileError, load_scaledobject, read_observations
 
 
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_dry_run(sub)
     _add_demo(sub)
+    replay_cli.add_parser(sub)
     return parser
 
 
@@ -110,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "dry-run":
             return _print_decisions(args.scaledobject, args.observations, args.output, args.trigger_index)
+        if args.command == "replay":
+            return replay_cli.run(args)
         if args.command == "demo":
             examples = resources.files("scaler") / "examples"
             with (
