@@ -126,18 +126,20 @@ class Pod:
         "pf_load",
         "pf_t",
         "ready_at",
+        "slots",
         "starts",
         "state",
     )
 
-    def __init__(self, index: int, now: float) -> None:
+    def __init__(self, index: int, now: float, slots: int) -> None:
         self.index = index
         self.state = PodState.PENDING
         self.created_at = now
         self.bound_at = math.inf
         self.ready_at = math.inf
         self.drain_end = math.inf
-        self.ends: list[float] = []  # heap: end times of requests that may still hold a slot
+        self.ends: list[float] = []  # heap: end times of requests not yet known to be finished
+        self.slots = [0.0] * slots  # heap: when each batch slot frees (FIFO over c slots)
         self.starts: deque[float] = deque()  # start times not yet reached (waiting requests)
         self.free_at = 0.0  # when the prefill queue frees
         self.pf_load = 0.0  # exponential average of prefill busy fraction
@@ -202,13 +204,12 @@ class Cluster:
         # Slow-path constants, bound once.
         self._p = config.prefill_tokens_per_s
         self._r = config.decode_tokens_per_s_per_seq
-        self._slots = config.decode_slots
         self._tau = config.busy_time_constant_s
 
     # ---- bookkeeping -----------------------------------------------------------------
 
     def _new_pod(self, now: float) -> Pod:
-        pod = Pod(self._next_index, now)
+        pod = Pod(self._next_index, now, self.config.decode_slots)
         self._next_index += 1
         self.pods.append(pod)
         self.active.append(pod)
@@ -314,13 +315,9 @@ class Cluster:
         if now >= self._next_event:
             self.advance(now)
         pod = self._pick(now)
-        ends = pod.ends
-        start = max(now, pod.free_at, pod.ready_at)
-        n = len(ends)
-        if n >= self._slots:
-            k = n - self._slots + 1
-            slot_free = heapq.nsmallest(k, ends)[-1]
-            start = max(start, slot_free)
+        # FIFO over the pod's slots: the request takes the slot that frees first.
+        slot_free = heapq.heappop(pod.slots)
+        start = max(now, pod.free_at, pod.ready_at, slot_free)
         prefill = prompt_tokens / self._p
         first = start + prefill
         # Prefill busy fraction (exponential average), which slows decoding on this pod.
@@ -331,7 +328,8 @@ class Cluster:
         pod.pf_load += prefill / self._tau
         share = min(0.9, pod.pf_load)
         end = first + max(0.0, output_tokens - 1) / (self._r * (1.0 - share))
-        heapq.heappush(ends, end)
+        heapq.heappush(pod.slots, end)
+        heapq.heappush(pod.ends, end)
         if start > now:
             pod.starts.append(start)
         pod.free_at = first

@@ -47,6 +47,7 @@ SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
         "fraction of a pod's batch slots in use",
     ),
 )
+_PER_POD = re.compile(r"avg\s*by\s*\(\s*pod\s*\)", re.I)
 _AGGREGATION = re.compile(r"^\s*(sum|avg|max|min)\s*(by\s*\([^)]*\)\s*|without\s*\([^)]*\)\s*)?\(", re.I)
 
 
@@ -62,6 +63,7 @@ class PrometheusTrigger:
     series: Series
     aggregation: Aggregation
     metric_type: MetricType = "AverageValue"
+    per_pod: bool = False  # an inner ``avg by (pod)``: one value per pod, not per GPU
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,16 @@ def _trigger(index: int, raw: Mapping[str, Any]) -> Trigger:
                 f"{where}: metricType {metric_type} is not modelled (AverageValue, Value)"
             )
         threshold = _float(meta, "threshold", where)
-        return PrometheusTrigger(name, query, threshold, series, aggregation, metric_type)  # type: ignore[arg-type]
+        per_pod = bool(_PER_POD.search(query))
+        return PrometheusTrigger(
+            name,
+            query,
+            threshold,
+            series,
+            aggregation,
+            metric_type,  # type: ignore[arg-type]
+            per_pod,
+        )
     if kind == "cron":
         try:
             window = PrewarmWindow(
@@ -219,7 +230,7 @@ class PodSeries:
     gpus_per_replica: int
     decode_slots: int
 
-    def values(self, series: Series) -> list[float]:
+    def values(self, series: Series, per_pod: bool = False) -> list[float]:
         if series == "queue_waiting":
             return [float(v) for v in self.waiting]
         if series == "requests_running":
@@ -230,7 +241,7 @@ class PodSeries:
         if self.ready == 0:
             return []
         per_gpu = min(100.0, 100.0 * self.busy_replicas / self.ready)
-        return [per_gpu] * (self.ready * self.gpus_per_replica)
+        return [per_gpu] * (self.ready * (1 if per_pod else self.gpus_per_replica))
 
 
 def aggregate(values: Sequence[float], how: Aggregation) -> float:

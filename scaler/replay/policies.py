@@ -103,7 +103,7 @@ class KedaPolicy:
                 if self.latest is not None:
                     metrics.append((float(self.latest.replicas), 1.0, "AverageValue"))
             elif isinstance(trigger, PrometheusTrigger):
-                value = aggregate(tick.pods.values(trigger.series), trigger.aggregation)
+                value = aggregate(tick.pods.values(trigger.series, trigger.per_pod), trigger.aggregation)
                 metrics.append((value, trigger.threshold, trigger.metric_type))
             elif isinstance(trigger, CronTrigger):
                 active = window_state(trigger.window, tick.now, 0.0).active

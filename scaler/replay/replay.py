@@ -25,6 +25,7 @@ from scaler.replay.policies import TickInputs
 from scaler.replay.trace import Trace
 
 RATE_WINDOW_S = 60  # rate(...[1m])
+WARMUP_S = 600.0
 
 
 class Policy(Protocol):
@@ -66,12 +67,25 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     initial_ready: int,
     tick_s: float = 5.0,
     progress: Callable[[int], None] | None = None,
+    warmup_s: float = WARMUP_S,
 ) -> RunResult:
-    """Replay ``trace`` under ``policy``; ``start`` is the wall time of the trace's second 0."""
+    """Replay ``trace`` under ``policy``; ``start`` is the wall time of the trace's second 0.
+
+    The trace's first ``warmup_s`` seconds are replayed once before it, unscored, so that
+    every policy starts in the steady state the trace opens with (a server that has been
+    running, a forecaster with history, an HPA with recommendations). Figures count the
+    trace only: its requests, and GPU time from its second 0.
+    """
     began = time.perf_counter()
     cfg = cluster_config
-    n = len(trace)
-    horizon = math.ceil(max(trace.duration_s, tick_s) / 60.0) * 60.0
+    pre = trace.window(0.0, warmup_s) if warmup_s > 0 else trace.window(0.0, 0.0)
+    w = warmup_s if len(pre) else 0.0
+    # Simulation time s = trace time + w: the warm-up copy occupies [0, w), the trace [w, ...).
+    sim_arrivals = np.concatenate([pre.arrivals, trace.arrivals + w]).tolist()
+    prompts = np.concatenate([pre.prompt_tokens, trace.prompt_tokens]).tolist()
+    outputs = np.concatenate([pre.output_tokens, trace.output_tokens]).tolist()
+    skip = len(pre)
+    horizon = math.ceil(max(trace.duration_s, tick_s) / 60.0) * 60.0 + w
     cluster = Cluster(cfg, max(policy.min_replicas, min(initial_ready, policy.max_replicas)))
     spec = len(cluster.active)
 
@@ -119,8 +133,8 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         running = [p.outstanding(t) - w for p, w in zip(serving, waiting, strict=True)]
         busy = (prompt_rate or 0.0) * inv_p + (gen_rate or 0.0) * inv_g
         inputs = TickInputs(
-            now_s=t,
-            now=start + timedelta(seconds=t),
+            now_s=t - w,
+            now=start + timedelta(seconds=t - w),
             spec_replicas=spec,
             status_replicas=view.replicas,
             ready=view.ready,
@@ -137,30 +151,34 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         if wanted is not None and wanted != spec:
             cluster.scale_to(wanted, t)
             spec = wanted
-            scale_events += 1
-            peak = max(peak, spec)
+            if t >= w:
+                scale_events += 1
+        if t < w:
+            return
+        peak = max(peak, spec)
         after = cluster.view(t)
-        ticks_t.append(t)
+        ticks_t.append(t - w)
         ticks_spec.append(spec)
         ticks_ready.append(after.ready)
         ticks_pending.append(after.pending)
         ticks_gpus.append(after.gpus_bound)
 
-    arrivals = trace.arrivals.tolist()
-    prompts = trace.prompt_tokens.tolist()
-    outputs = trace.output_tokens.tolist()
-    ttft = np.empty(n, dtype=np.float64)
+    ttft_all = np.empty(len(sim_arrivals), dtype=np.float64)
     next_tick = 0.0
     assign = cluster.assign
     last_bin = nbins - 1
     report_every = 10_000
-    for i in range(n):
-        t = arrivals[i]
+    gpu_at_start = pending_at_start = 0.0
+    for i in range(len(sim_arrivals)):
+        t = sim_arrivals[i]
         while next_tick <= t:
+            if next_tick >= w > next_tick - tick_s:
+                cluster.advance(w)
+                gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
             control(next_tick)
             next_tick += tick_s
         first, end = assign(t, prompts[i], outputs[i])
-        ttft[i] = first - t
+        ttft_all[i] = first - t
         b = int(first)
         if b < last_bin:
             prompt_bin[b] += prompts[i]
@@ -174,18 +192,21 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         if progress is not None and i % report_every == report_every - 1:
             progress(report_every)
     while next_tick <= horizon:
+        if next_tick >= w > next_tick - tick_s:
+            cluster.advance(w)
+            gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
         control(next_tick)
         next_tick += tick_s
     cluster.advance(horizon)
     if progress is not None:
-        progress(n % report_every)
+        progress(len(sim_arrivals) % report_every)
     return RunResult(
         name=policy.name,
-        ttft=ttft,
+        ttft=ttft_all[skip:],
         arrivals=trace.arrivals,
-        horizon_s=horizon,
-        gpu_seconds=cluster.gpu_seconds,
-        pending_pod_seconds=cluster.pending_pod_seconds,
+        horizon_s=horizon - w,
+        gpu_seconds=cluster.gpu_seconds - gpu_at_start,
+        pending_pod_seconds=cluster.pending_pod_seconds - pending_at_start,
         scale_events=scale_events,
         peak_replicas=peak,
         wall_s=time.perf_counter() - began,
