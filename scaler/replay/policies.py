@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -67,9 +68,10 @@ class KedaPolicy:
         self.engine = Engine.from_metadata(external.metadata) if external else None
         self.refresh_s = refresh_s
         self.hpa_sync_s = hpa_sync_s
-        self._next_refresh = 0.0
-        self._next_poll = 0.0
-        self._next_sync = 0.0
+        # Ticks may start before the trace's second 0 (the warm-up): the first one acts.
+        self._next_refresh = -math.inf
+        self._next_poll = -math.inf
+        self._next_sync = -math.inf
         self._cached: list[tuple[float, float, MetricType]] = []
         self.latest: Decision | None = None
         self.decisions = 0
