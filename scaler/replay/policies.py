@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from scaler.engine import Engine
 from scaler.model import Decision, Observation
@@ -162,7 +162,3 @@ class ClairvoyantPolicy:
 
     def tick(self, tick: TickInputs) -> int | None:
         return self.target(tick.now_s)
-
-
-def at(start: datetime, seconds: float) -> datetime:
-    return start + timedelta(seconds=seconds)
