@@ -86,6 +86,10 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     outputs = np.concatenate([pre.output_tokens, trace.output_tokens]).tolist()
     skip = len(pre)
     horizon = math.ceil(max(trace.duration_s, tick_s) / 60.0) * 60.0 + w
+    # The token rates of the first minute's arrivals stand for the history before it.
+    first_minute = slice(0, int(np.searchsorted(sim_arrivals, RATE_WINDOW_S)))
+    history_prompt = sum(prompts[first_minute]) / RATE_WINDOW_S
+    history_gen = sum(outputs[first_minute]) / RATE_WINDOW_S
     cluster = Cluster(cfg, max(policy.min_replicas, min(initial_ready, policy.max_replicas)))
     spec = len(cluster.active)
 
@@ -122,16 +126,18 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         view = cluster.view(t)
         second = int(t)
         integrate_to(second)
-        prompt_rate: float | None = None
-        gen_rate: float | None = None
+        # rate(counter[1m]); before the simulation's first minute, Prometheus' history is
+        # the steady state the warm-up opens with (history_prompt, history_gen tokens/s).
         window = min(RATE_WINDOW_S, second)
-        if window >= 15:
-            prompt_rate = (prompt_cum[second] - prompt_cum[second - window]) / window
-            gen_rate = max(0.0, (gen_cum[second] - gen_cum[second - window]) / window)
+        before = RATE_WINDOW_S - window
+        prompt_rate = (
+            prompt_cum[second] - prompt_cum[second - window] + before * history_prompt
+        ) / RATE_WINDOW_S
+        gen_rate = max(0.0, gen_cum[second] - gen_cum[second - window] + before * history_gen) / RATE_WINDOW_S
         serving = cluster.ready + cluster.draining
         waiting = [p.waiting(t) for p in serving]
         running = [p.outstanding(t) - w for p, w in zip(serving, waiting, strict=True)]
-        busy = (prompt_rate or 0.0) * inv_p + (gen_rate or 0.0) * inv_g
+        busy = prompt_rate * inv_p + gen_rate * inv_g
         inputs = TickInputs(
             now_s=t - w,
             now=start + timedelta(seconds=t - w),
