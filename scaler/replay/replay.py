@@ -136,7 +136,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         gen_rate = max(0.0, gen_cum[second] - gen_cum[second - window] + before * history_gen) / RATE_WINDOW_S
         serving = cluster.ready + cluster.draining
         waiting = [p.waiting(t) for p in serving]
-        running = [p.outstanding(t) - w for p, w in zip(serving, waiting, strict=True)]
+        running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
         busy = prompt_rate * inv_p + gen_rate * inv_g
         inputs = TickInputs(
             now_s=t - w,
