@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from scaler import __version__
 from scaler.config import MetadataError, Settings
 from scaler.outputs import dryrun, logs
+from scaler.replay import cli as replay_cli
 from scaler.sources.files import InputFileError, load_scaledobject, read_observations
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_dry_run(sub)
     _add_demo(sub)
+    replay_cli.add_parser(sub)
     return parser
 
 
@@ -193,16 +195,24 @@ def _demo(args: argparse.Namespace) -> int:
         return _print_decisions(str(so), str(obs), args.output, None)
 
 
+def _dry_run(args: argparse.Namespace) -> int:
+    if args.observations:
+        return _print_decisions(args.scaledobject, args.observations, args.output, args.trigger_index)
+    return _dry_run_live(args)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "serve": _serve,
+    "dry-run": _dry_run,
+    "demo": _demo,
+    "replay": replay_cli.run,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "serve":
-            return _serve(args)
-        if args.command == "dry-run":
-            if args.observations:
-                return _print_decisions(args.scaledobject, args.observations, args.output, args.trigger_index)
-            return _dry_run_live(args)
-        return _demo(args)
+        return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130
     except (MetadataError, InputFileError, ValidationError, ValueError, OSError, RuntimeError) as exc:

@@ -1,0 +1,370 @@
+"""The simulated fleet: pods, GPUs, routing, prefill and decode. Event-driven, per request.
+
+Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
+
+* **Pods** are Pending until the workload's free GPUs hold ``gpus_per_replica`` more
+  (first come, first served), then starting for ``cold_start_s`` (schedule to Ready:
+  image pull, weight load, warm-up), then Ready. Only Ready pods receive requests.
+* **Scale-down** removes Pending pods first, then starting ones (newest first), then
+  Ready ones (newest first), as a ReplicaSet does. A removed Ready pod drains: it takes
+  no new requests, finishes those it holds, and frees its GPUs when the last one ends.
+* **Routing** sends each request to the Ready pod with the fewest outstanding requests
+  (ties: the one whose prefill queue frees first, then the oldest pod).
+* **Serving**: a pod prefills one request at a time, first come first served, at
+  ``prefill_tokens_per_s``; a request needs one of ``decode_slots`` batch slots from the
+  start of its prefill to its last token. Prefill has priority on the GPU (vLLM schedules
+  waiting prefill chunks every step), so decoding runs in the GPU time prefill leaves:
+  each sequence decodes at ``decode_tokens_per_s_per_seq * (1 - f)`` where ``f`` is the
+  pod's recent prefill busy fraction (an exponential average over ``busy_time_constant_s``).
+  The pod's capacity is then additive GPU time, ``prompt/P + generation/(slots * r) <= 1``.
+* **TTFT** = waiting for a slot and for the prefill queue + the prompt's prefill time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ClusterError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """One model's replicas on a GPU pool. Field names are the CLUSTER.yaml keys."""
+
+    prefill_tokens_per_s: float = 9000.0  # one replica, GPU fully on prefill
+    decode_slots: int = 60  # sequences in the batch (max_num_seqs / KV cache)
+    decode_tokens_per_s_per_seq: float = 30.0  # per sequence, GPU fully on decode
+    cold_start_s: float = 180.0  # schedule to Ready
+    gpus_per_replica: int = 1
+    gpus_free: int = 16  # GPUs this workload may use in the pool
+    busy_time_constant_s: float = 10.0  # window of the prefill busy fraction that slows decode
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in (
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s_per_seq",
+            "cold_start_s",
+            "busy_time_constant_s",
+        ):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                problems.append(f"{name} must be a number > 0, got {value!r}")
+        for name in ("decode_slots", "gpus_per_replica"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                problems.append(f"{name} must be an integer >= 1, got {value!r}")
+        if not (isinstance(self.gpus_free, int) and self.gpus_free >= self.gpus_per_replica):
+            problems.append(f"gpus_free must be an integer >= gpus_per_replica, got {self.gpus_free!r}")
+        if problems:
+            raise ClusterError("; ".join(problems))
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        """One replica's decode throughput with a full batch and no prefill."""
+        return self.decode_slots * self.decode_tokens_per_s_per_seq
+
+    @property
+    def max_replicas_on_gpus(self) -> int:
+        return self.gpus_free // self.gpus_per_replica
+
+    def busy_seconds(self, prompt_tokens: float, output_tokens: float) -> float:
+        """GPU seconds of one replica that a request of these sizes takes."""
+        return prompt_tokens / self.prefill_tokens_per_s + output_tokens / self.decode_tokens_per_s
+
+    def with_overrides(self, **changes: Any) -> ClusterConfig:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return ClusterConfig(**values)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> ClusterConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ClusterError(f"unknown cluster keys {unknown}; known: {', '.join(sorted(known))}")
+        return cls().with_overrides(**dict(raw))
+
+    @classmethod
+    def load(cls, path: str | Path) -> ClusterConfig:
+        try:
+            raw = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ClusterError(f"cannot read {path}: {exc}") from None
+        if not isinstance(raw, Mapping):
+            raise ClusterError(f"{path}: expected a mapping of cluster keys")
+        return cls.from_mapping(raw)
+
+
+class PodState(IntEnum):
+    PENDING = 0
+    STARTING = 1
+    READY = 2
+    DRAINING = 3
+    GONE = 4
+
+
+class Pod:
+    __slots__ = (
+        "bound_at",
+        "created_at",
+        "drain_end",
+        "ends",
+        "free_at",
+        "index",
+        "pf_load",
+        "pf_t",
+        "ready_at",
+        "slots",
+        "starts",
+        "state",
+    )
+
+    def __init__(self, index: int, now: float, slots: int) -> None:
+        self.index = index
+        self.state = PodState.PENDING
+        self.created_at = now
+        self.bound_at = math.inf
+        self.ready_at = math.inf
+        self.drain_end = math.inf
+        self.ends: list[float] = []  # heap: end times of requests not yet known to be finished
+        self.slots = [0.0] * slots  # heap: when each batch slot frees (FIFO over c slots)
+        self.starts: deque[float] = deque()  # start times not yet reached (waiting requests)
+        self.free_at = 0.0  # when the prefill queue frees
+        self.pf_load = 0.0  # exponential average of prefill busy fraction
+        self.pf_t = 0.0
+
+    def outstanding(self, now: float) -> int:
+        ends = self.ends
+        while ends and ends[0] <= now:
+            heapq.heappop(ends)
+        return len(ends)
+
+    def waiting(self, now: float) -> int:
+        starts = self.starts
+        while starts and starts[0] <= now:
+            starts.popleft()
+        return len(starts)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetView:
+    """What Kubernetes and Prometheus would show about the fleet at one instant."""
+
+    now: float
+    pending: int
+    starting: int
+    ready: int
+    draining: int
+    gpus_bound: int
+    gpus_free: int
+    waiting: int
+    running: int
+
+    @property
+    def replicas(self) -> int:
+        """Pods that count in the Deployment's replicas (and the HPA's status.replicas)."""
+        return self.pending + self.starting + self.ready
+
+
+class Cluster:
+    """The fleet under one policy. Requests must be assigned in arrival order."""
+
+    def __init__(self, config: ClusterConfig, initial_ready: int, now: float = 0.0) -> None:
+        self.config = config
+        self.pods: list[Pod] = []
+        self.active: list[Pod] = []  # pending, starting, ready (the Deployment's replicas)
+        self.ready: list[Pod] = []
+        self.draining: list[Pod] = []
+        self._next_index = 0
+        self._gpus_bound = 0
+        self._next_event = math.inf
+        self._acc_t = now
+        self.gpu_seconds = 0.0
+        self.pending_pod_seconds = 0.0
+        initial = min(initial_ready, config.max_replicas_on_gpus)
+        for _ in range(max(0, initial)):
+            pod = self._new_pod(now)
+            pod.state = PodState.READY
+            pod.bound_at = pod.ready_at = now
+            self._gpus_bound += config.gpus_per_replica
+            self.ready.append(pod)
+        self._pending: deque[Pod] = deque()
+        # Slow-path constants, bound once.
+        self._p = config.prefill_tokens_per_s
+        self._r = config.decode_tokens_per_s_per_seq
+        self._tau = config.busy_time_constant_s
+
+    # ---- bookkeeping -----------------------------------------------------------------
+
+    def _new_pod(self, now: float) -> Pod:
+        pod = Pod(self._next_index, now, self.config.decode_slots)
+        self._next_index += 1
+        self.pods.append(pod)
+        self.active.append(pod)
+        return pod
+
+    def _accumulate(self, now: float) -> None:
+        dt = now - self._acc_t
+        if dt > 0:
+            self.gpu_seconds += self._gpus_bound * dt
+            self.pending_pod_seconds += len(self._pending) * dt
+            self._acc_t = now
+
+    def _refresh_next_event(self) -> None:
+        nxt = math.inf
+        for pod in self.active:
+            if pod.state is PodState.STARTING and pod.ready_at < nxt:
+                nxt = pod.ready_at
+        for pod in self.draining:
+            nxt = min(nxt, pod.drain_end)
+        self._next_event = nxt
+
+    def _schedule_pending(self, now: float) -> None:
+        per = self.config.gpus_per_replica
+        while self._pending and self.config.gpus_free - self._gpus_bound >= per:
+            pod = self._pending.popleft()
+            pod.state = PodState.STARTING
+            pod.bound_at = now
+            pod.ready_at = now + self.config.cold_start_s
+            self._gpus_bound += per
+        self._refresh_next_event()
+
+    def advance(self, now: float) -> None:
+        """Apply every pod event (Ready, drained) up to ``now``, in time order."""
+        while self._next_event <= now:
+            t = self._next_event
+            self._accumulate(t)
+            for pod in [p for p in self.active if p.state is PodState.STARTING and p.ready_at <= t]:
+                pod.state = PodState.READY
+                self.ready.append(pod)
+            for pod in [p for p in self.draining if p.drain_end <= t]:
+                pod.state = PodState.GONE
+                self.draining.remove(pod)
+                self._gpus_bound -= self.config.gpus_per_replica
+            self._schedule_pending(t)
+        self._accumulate(now)
+
+    def scale_to(self, replicas: int, now: float) -> None:
+        """Set the Deployment's replicas: create Pending pods or remove pods."""
+        self.advance(now)
+        replicas = max(0, replicas)
+        current = len(self.active)
+        if replicas > current:
+            for _ in range(replicas - current):
+                self._pending.append(self._new_pod(now))
+            self._schedule_pending(now)
+            return
+        if replicas == current:
+            return
+        remove = current - replicas
+        rank = {PodState.PENDING: 0, PodState.STARTING: 1, PodState.READY: 2}
+        victims = sorted(self.active, key=lambda p: (rank[p.state], -p.index))[:remove]
+        per = self.config.gpus_per_replica
+        for pod in victims:
+            self.active.remove(pod)
+            if pod.state is PodState.PENDING:
+                self._pending.remove(pod)
+                pod.state = PodState.GONE
+            elif pod.state is PodState.STARTING and not pod.ends:
+                pod.state = PodState.GONE
+                self._gpus_bound -= per
+            elif pod.state is PodState.STARTING:
+                # Requests waited for it while no pod was Ready: it serves them, then goes.
+                pod.state = PodState.DRAINING
+                pod.drain_end = max(now, *pod.ends)
+                self.draining.append(pod)
+            else:
+                self.ready.remove(pod)
+                pod.state = PodState.DRAINING
+                pod.drain_end = max(now, max(pod.ends, default=now))
+                self.draining.append(pod)
+        self._schedule_pending(now)
+        self.advance(now)
+
+    # ---- requests --------------------------------------------------------------------
+
+    def _pick(self, now: float) -> Pod:
+        best: Pod | None = None
+        best_key = (math.inf, math.inf)
+        for pod in self.ready:
+            key = (pod.outstanding(now), pod.free_at)
+            if key < best_key:
+                best, best_key = pod, key
+        if best is not None:
+            return best
+        # No Ready pod: the request waits for the first one to become Ready.
+        starting = [p for p in self.active if p.state is PodState.STARTING]
+        if starting:
+            return min(starting, key=lambda p: p.ready_at)
+        raise ClusterError("no pod can ever serve: the fleet has no Ready or starting replica")
+
+    def assign(self, now: float, prompt_tokens: float, output_tokens: float) -> tuple[float, float]:
+        """Route and schedule one request arriving at ``now``; returns (first token, end) times."""
+        if now >= self._next_event:
+            self.advance(now)
+        pod = self._pick(now)
+        # FIFO over the pod's slots: the request takes the slot that frees first.
+        slot_free = heapq.heappop(pod.slots)
+        start = max(now, pod.free_at, pod.ready_at, slot_free)
+        prefill = prompt_tokens / self._p
+        first = start + prefill
+        # Prefill busy fraction (exponential average), which slows decoding on this pod.
+        dt = start - pod.pf_t
+        if dt > 0:
+            pod.pf_load *= math.exp(-dt / self._tau)
+            pod.pf_t = start
+        pod.pf_load += prefill / self._tau
+        share = min(0.9, pod.pf_load)
+        end = first + max(0.0, output_tokens - 1) / (self._r * (1.0 - share))
+        heapq.heappush(pod.slots, end)
+        heapq.heappush(pod.ends, end)
+        if start > now:
+            pod.starts.append(start)
+        pod.free_at = first
+        return first, end
+
+    # ---- what the sources would see --------------------------------------------------
+
+    def view(self, now: float) -> FleetView:
+        self.advance(now)
+        pending = starting = ready = 0
+        for pod in self.active:
+            if pod.state is PodState.PENDING:
+                pending += 1
+            elif pod.state is PodState.STARTING:
+                starting += 1
+            else:
+                ready += 1
+        waiting = running = 0
+        for pod in self.ready + self.draining:
+            out = pod.outstanding(now)
+            w = pod.waiting(now)
+            waiting += w
+            running += out - w
+        return FleetView(
+            now=now,
+            pending=pending,
+            starting=starting,
+            ready=ready,
+            draining=len(self.draining),
+            gpus_bound=self._gpus_bound,
+            gpus_free=self.config.gpus_free - self._gpus_bound,
+            waiting=waiting,
+            running=running,
+        )
+
+    def ready_loads(self, now: float) -> list[int]:
+        """Outstanding requests per Ready pod (for tests and max/avg queries)."""
+        return [p.outstanding(now) for p in self.ready]

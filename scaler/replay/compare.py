@@ -1,0 +1,133 @@
+"""Run this scaler, a KEDA baseline and the clairvoyant reference over one trace.
+
+The clairvoyant reference knows every future request. Its schedule is a replica count
+per minute: it starts from the GPU time the minute's requests take (``ceil(busy)``,
+full utilisation), replays, and adds one replica to every minute in which fewer than
+``attainment_goal`` of the requests met the TTFT objective, until the whole trace
+meets the goal (or no minute can grow: max replicas or GPUs). It orders each replica
+exactly one cold start before its minute and keeps it while it is needed within the
+next cold start, so it never waits on a cold start and never holds an idle replica
+longer than that: the cheapest schedule found that meets the objective, the reference
+the other policies' GPU-hours are divided by.
+
+Every policy starts with the same Ready replicas, the reference's need over the first
+cold start (clamped to each policy's bounds), as if the service had been running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from scaler.replay.cluster import ClusterConfig
+from scaler.replay.keda import ScaledObjectModel
+from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy
+from scaler.replay.replay import RunResult, run
+from scaler.replay.trace import Trace
+
+BUCKET_S = 60.0
+
+
+@dataclass(frozen=True)
+class ClairvoyantSearch:
+    schedule: tuple[int, ...]
+    iterations: int
+    attainment: float
+    goal_met: bool
+
+
+def busy_per_bucket(trace: Trace, cfg: ClusterConfig, bucket_s: float = BUCKET_S) -> np.ndarray:
+    """Replicas of GPU time the requests arriving in each bucket take (fractional)."""
+    if len(trace) == 0:
+        return np.zeros(1)
+    buckets = (trace.arrivals // bucket_s).astype(np.int64)
+    work = trace.prompt_tokens / cfg.prefill_tokens_per_s + trace.output_tokens / cfg.decode_tokens_per_s
+    size = int(buckets[-1]) + 1
+    return np.bincount(buckets, weights=work, minlength=size) / bucket_s
+
+
+def within(ttft: np.ndarray, objective_s: float) -> np.ndarray:
+    return ttft <= objective_s
+
+
+def clairvoyant(
+    trace: Trace,
+    cfg: ClusterConfig,
+    start: datetime,
+    objective_s: float,
+    min_replicas: int,
+    max_replicas: int,
+    attainment_goal: float = 0.995,
+    max_iterations: int = 12,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[RunResult, ClairvoyantSearch]:
+    cap = min(max_replicas, cfg.max_replicas_on_gpus)
+    busy = busy_per_bucket(trace, cfg)
+    need = np.clip(np.ceil(busy - 1e-9), min_replicas, cap).astype(np.int64)
+    buckets = (trace.arrivals // BUCKET_S).astype(np.int64)
+    best: tuple[RunResult, ClairvoyantSearch] | None = None
+    for iteration in range(1, max_iterations + 1):
+        policy = ClairvoyantPolicy("clairvoyant", need.tolist(), BUCKET_S, cfg.cold_start_s, min_replicas)
+        initial = policy.target(0.0)
+        result = run(trace, cfg, policy, start, initial, progress=progress)
+        ok = within(result.ttft, objective_s)
+        attainment = float(ok.mean()) if len(ok) else 1.0
+        best = (
+            result,
+            ClairvoyantSearch(tuple(need.tolist()), iteration, attainment, attainment >= attainment_goal),
+        )
+        if attainment >= attainment_goal:
+            break
+        size = len(need)
+        total = np.bincount(buckets, minlength=size)
+        good = np.bincount(buckets, weights=ok.astype(np.float64), minlength=size)
+        short = (good < attainment_goal * total) & (need < cap)
+        if not short.any():
+            break
+        need = need + short.astype(np.int64)
+    assert best is not None
+    return best
+
+
+def initial_ready(search: ClairvoyantSearch, lead_s: float) -> int:
+    policy = ClairvoyantPolicy("initial", search.schedule, BUCKET_S, lead_s, 1)
+    return policy.target(0.0)
+
+
+def run_keda(
+    name: str,
+    so: ScaledObjectModel,
+    trace: Trace,
+    cfg: ClusterConfig,
+    start: datetime,
+    initial: int,
+    progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    return run(trace, cfg, KedaPolicy(name, so), start, initial, progress=progress)
+
+
+@dataclass
+class Comparison:
+    results: list[RunResult]
+    search: ClairvoyantSearch
+    objective_s: float
+
+
+def compare(
+    trace: Trace,
+    cfg: ClusterConfig,
+    start: datetime,
+    policies: Sequence[tuple[str, ScaledObjectModel]],
+    objective_s: float,
+    reference_bounds: tuple[int, int],
+    progress: Callable[[int], None] | None = None,
+) -> Comparison:
+    reference, search = clairvoyant(
+        trace, cfg, start, objective_s, reference_bounds[0], reference_bounds[1], progress=progress
+    )
+    initial = initial_ready(search, cfg.cold_start_s)
+    results = [run_keda(name, so, trace, cfg, start, initial, progress) for name, so in policies]
+    return Comparison([*results, reference], search, objective_s)

@@ -1,0 +1,259 @@
+"""The HorizontalPodAutoscaler rules that turn KEDA's metrics into a replica count. Pure.
+
+Each rule follows Kubernetes' documentation ("Horizontal Pod Autoscaling",
+https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/), and the
+AverageValue arithmetic KEDA relies on ("ScaledObject specification",
+https://keda.sh/docs/latest/reference/scaledobject-spec/); docs/replay.md cites each one.
+
+1. **AverageValue**, per metric: ``ceil(value / target)`` replicas, unless the usage ratio
+   ``value / (target * status_replicas)`` is within the tolerance (0.1) of 1.0, in
+   which case the metric proposes the current ``status.replicas`` (which counts Pending
+   pods). A ``Value`` metric proposes ``ceil(status_replicas * value / target)``.
+2. **Several metrics**: the largest proposal wins.
+3. **Stabilization**: every recommendation is recorded; a scale-down takes the highest
+   recommendation of the last ``scaleDown.stabilizationWindowSeconds`` (300 s by
+   default), a scale-up the lowest of the last ``scaleUp.stabilizationWindowSeconds``
+   (0 by default: none).
+4. **Rate limits** (policies): a scale-up may reach at most, by default, the larger of
+   double and +4 pods of the replica count at the start of the last 15 s; a scale-down
+   by default may remove 100% per 15 s. ``selectPolicy: Max`` (default) picks the
+   policy that allows the most change, ``Min`` the least, ``Disabled`` none.
+5. **Bounds**: the result is clamped to ``[minReplicas, maxReplicas]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DEFAULT_TOLERANCE = 0.1
+DEFAULT_SCALE_DOWN_WINDOW_S = 300.0
+
+PolicyType = Literal["Pods", "Percent"]
+SelectPolicy = Literal["Max", "Min", "Disabled"]
+MetricType = Literal["AverageValue", "Value"]
+
+
+class BehaviorError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPolicy:
+    type: PolicyType
+    value: int
+    period_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingRules:
+    stabilization_window_s: float
+    policies: tuple[ScalingPolicy, ...]
+    select_policy: SelectPolicy = "Max"
+    tolerance: float = DEFAULT_TOLERANCE
+
+
+DEFAULT_SCALE_UP = ScalingRules(
+    0.0, (ScalingPolicy("Percent", 100, 15), ScalingPolicy("Pods", 4, 15)), "Max", DEFAULT_TOLERANCE
+)
+DEFAULT_SCALE_DOWN = ScalingRules(
+    DEFAULT_SCALE_DOWN_WINDOW_S, (ScalingPolicy("Percent", 100, 15),), "Max", DEFAULT_TOLERANCE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Behavior:
+    scale_up: ScalingRules = DEFAULT_SCALE_UP
+    scale_down: ScalingRules = DEFAULT_SCALE_DOWN
+
+    @classmethod
+    def from_spec(cls, behavior: Mapping[str, Any] | None) -> Behavior:
+        """Read ``advanced.horizontalPodAutoscalerConfig.behavior``; unset fields keep the defaults."""
+        if not behavior:
+            return cls()
+        if not isinstance(behavior, Mapping):
+            raise BehaviorError("behavior must be a mapping with scaleUp and/or scaleDown")
+        return cls(
+            _rules(behavior.get("scaleUp"), DEFAULT_SCALE_UP, "scaleUp"),
+            _rules(behavior.get("scaleDown"), DEFAULT_SCALE_DOWN, "scaleDown"),
+        )
+
+
+def _rules(raw: Any, default: ScalingRules, name: str) -> ScalingRules:
+    if raw is None:
+        return default
+    if not isinstance(raw, Mapping):
+        raise BehaviorError(f"{name} must be a mapping")
+    window = raw.get("stabilizationWindowSeconds", default.stabilization_window_s)
+    select = raw.get("selectPolicy", default.select_policy)
+    if select not in ("Max", "Min", "Disabled"):
+        raise BehaviorError(f"{name}.selectPolicy must be Max, Min or Disabled, got {select!r}")
+    tolerance = raw.get("tolerance", default.tolerance)
+    policies = default.policies
+    if raw.get("policies") is not None:
+        parsed = []
+        for index, p in enumerate(raw["policies"]):
+            if not isinstance(p, Mapping) or p.get("type") not in ("Pods", "Percent"):
+                raise BehaviorError(f"{name}.policies[{index}].type must be Pods or Percent")
+            value, period = int(p.get("value", 0)), int(p.get("periodSeconds", 0))
+            if value <= 0 or not 0 < period <= 1800:
+                raise BehaviorError(
+                    f"{name}.policies[{index}]: value must be > 0 and periodSeconds in (0, 1800]"
+                )
+            parsed.append(ScalingPolicy(p["type"], value, period))
+        policies = tuple(parsed)
+    if not 0 <= float(window) <= 3600:
+        raise BehaviorError(f"{name}.stabilizationWindowSeconds must be in [0, 3600]")
+    return ScalingRules(float(window), policies, select, float(tolerance))
+
+
+def metric_proposal(
+    value: float,
+    target: float,
+    status_replicas: int,
+    tolerance: float = DEFAULT_TOLERANCE,
+    metric_type: MetricType = "AverageValue",
+) -> int:
+    """The replica count one metric asks for."""
+    if target <= 0:
+        raise ValueError("a metric target must be > 0")
+    if status_replicas > 0:
+        ratio = value / (target * status_replicas)
+        if abs(1.0 - ratio) <= tolerance:
+            return status_replicas
+    if metric_type == "Value":
+        return math.ceil(status_replicas * value / target - 1e-9)
+    return math.ceil(value / target - 1e-9)
+
+
+@dataclass(frozen=True, slots=True)
+class HpaStep:
+    replicas: int  # the new spec.replicas
+    desired: int  # max over metrics, before stabilization and limits
+    proposals: tuple[int, ...]
+    limited_by: str  # "", "stabilization", "scale_up_limit", "scale_down_limit", "min", "max"
+
+
+@dataclass
+class Hpa:
+    """One HPA's state: past recommendations and scale events."""
+
+    min_replicas: int
+    max_replicas: int
+    behavior: Behavior = field(default_factory=Behavior)
+    _recommendations: deque[tuple[float, int]] = field(default_factory=deque)
+    _up_events: deque[tuple[float, int]] = field(default_factory=deque)
+    _down_events: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def _prune(self, now: float) -> None:
+        keep = max(
+            self.behavior.scale_up.stabilization_window_s, self.behavior.scale_down.stabilization_window_s
+        )
+        while self._recommendations and self._recommendations[0][0] <= now - keep:
+            self._recommendations.popleft()
+        longest = max(
+            (
+                p.period_seconds
+                for r in (self.behavior.scale_up, self.behavior.scale_down)
+                for p in r.policies
+            ),
+            default=0,
+        )
+        for events in (self._up_events, self._down_events):
+            while events and events[0][0] <= now - longest:
+                events.popleft()
+
+    @staticmethod
+    def _changed(events: deque[tuple[float, int]], now: float, period: int) -> int:
+        return sum(change for t, change in events if t > now - period)
+
+    def _scale_up_limit(self, current: int, now: float) -> int:
+        rules = self.behavior.scale_up
+        if rules.select_policy == "Disabled":
+            return current
+        proposals = []
+        for p in rules.policies:
+            start = current - self._changed(self._up_events, now, p.period_seconds)
+            start += self._changed(self._down_events, now, p.period_seconds)
+            if p.type == "Pods":
+                proposals.append(start + p.value)
+            else:
+                proposals.append(math.ceil(start * (1 + p.value / 100)))
+        return (min if rules.select_policy == "Min" else max)(proposals)
+
+    def _scale_down_limit(self, current: int, now: float) -> int:
+        rules = self.behavior.scale_down
+        if rules.select_policy == "Disabled":
+            return current
+        proposals = []
+        for p in rules.policies:
+            start = current - self._changed(self._up_events, now, p.period_seconds)
+            start += self._changed(self._down_events, now, p.period_seconds)
+            if p.type == "Pods":
+                proposals.append(start - p.value)
+            else:
+                proposals.append(int(start * (1 - p.value / 100)))
+        # Max (the default) allows the most change: the lowest count.
+        return (max if rules.select_policy == "Min" else min)(proposals)
+
+    def step(
+        self,
+        now: float,
+        spec_replicas: int,
+        status_replicas: int,
+        metrics: Sequence[tuple[float, float, MetricType]],
+    ) -> HpaStep:
+        """One reconcile: metrics are (value, target, type) triples, one per trigger."""
+        self._prune(now)
+        if spec_replicas < self.min_replicas or spec_replicas > self.max_replicas:
+            bounded = min(max(spec_replicas, self.min_replicas), self.max_replicas)
+            self._record(now, spec_replicas, bounded)
+            return HpaStep(bounded, bounded, (), "min" if bounded > spec_replicas else "max")
+        if not metrics:
+            return HpaStep(spec_replicas, spec_replicas, (), "")
+        up_tol = self.behavior.scale_up.tolerance
+        down_tol = self.behavior.scale_down.tolerance
+        proposals = []
+        for value, target, kind in metrics:
+            # With separate tolerances (KEP-4951), the direction picks the tolerance.
+            ratio_up = status_replicas == 0 or value > target * status_replicas
+            proposals.append(
+                metric_proposal(value, target, status_replicas, up_tol if ratio_up else down_tol, kind)
+            )
+        desired = max(proposals)
+
+        # Stabilization: the recommendation is stored, then bounded by the window's extremes.
+        self._recommendations.append((now, desired))
+        up_cut = now - self.behavior.scale_up.stabilization_window_s
+        down_cut = now - self.behavior.scale_down.stabilization_window_s
+        up_rec = min((r for t, r in self._recommendations if t > up_cut), default=desired)
+        down_rec = max((r for t, r in self._recommendations if t > down_cut), default=desired)
+        up_rec, down_rec = min(up_rec, desired), max(down_rec, desired)
+        target = spec_replicas
+        limited = ""
+        target = max(target, up_rec)
+        target = min(target, down_rec)
+        if target != desired:
+            limited = "stabilization"
+
+        if target > spec_replicas:
+            limit = max(self._scale_up_limit(spec_replicas, now), spec_replicas)
+            allowed = min(self.max_replicas, limit)
+            if target > allowed:
+                target, limited = allowed, ("max" if allowed == self.max_replicas else "scale_up_limit")
+        elif target < spec_replicas:
+            limit = min(self._scale_down_limit(spec_replicas, now), spec_replicas)
+            allowed = max(self.min_replicas, limit)
+            if target < allowed:
+                target, limited = allowed, ("min" if allowed == self.min_replicas else "scale_down_limit")
+        self._record(now, spec_replicas, target)
+        return HpaStep(target, desired, tuple(proposals), limited)
+
+    def _record(self, now: float, before: int, after: int) -> None:
+        if after > before:
+            self._up_events.append((now, after - before))
+        elif after < before:
+            self._down_events.append((now, before - after))

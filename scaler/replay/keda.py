@@ -1,0 +1,256 @@
+"""ScaledObjects as KEDA reads them, for the replay: triggers become metrics for the HPA model.
+
+Supported triggers:
+
+* ``external`` / ``external-push``: this scaler. Its ``metadata`` builds an ``Engine``;
+  the metric is the latest decision with a target of 1 (AverageValue).
+* ``prometheus``: ``query`` and ``threshold`` (and ``metricType``, AverageValue by
+  default). The query text is mapped to a simulated series by keyword (``SERIES``)
+  and its outer aggregation (``sum``, ``avg``, ``max``, ``min``).
+* ``cron``: ``timezone``, ``start``, ``end``, ``desiredReplicas``: inside the window the
+  metric is ``desiredReplicas``, outside it 1, with a target of 1 (KEDA's cron scaler).
+
+KEDA's ``cooldownPeriod`` only governs scaling to and from zero, and ``fallback`` only
+applies when a trigger's source fails; the simulated sources never fail, so neither
+changes a replay (both are read and reported).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from scaler.config import PrewarmWindow
+from scaler.replay.hpa import Behavior, BehaviorError, MetricType
+
+Series = Literal["queue_waiting", "requests_running", "gpu_utilization", "kv_cache_usage"]
+Aggregation = Literal["sum", "avg", "max", "min"]
+
+# Query text -> simulated series, by the first keyword found (case-insensitive).
+SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
+    ("queue_waiting", ("num_requests_waiting", "queue_size", "waiting"), "requests waiting in a pod's queue"),
+    ("requests_running", ("num_requests_running", "running"), "requests being prefilled or decoded in a pod"),
+    (
+        "gpu_utilization",
+        ("dcgm_fi_dev_gpu_util", "gpu_util", "utilization", "utilisation"),
+        "percent of a GPU's time in use: 100 * (prompt rate / prefill capacity + generation rate"
+        " / decode capacity), per replica",
+    ),
+    (
+        "kv_cache_usage",
+        ("gpu_cache_usage", "kv_cache_usage", "cache_usage"),
+        "fraction of a pod's batch slots in use",
+    ),
+)
+_PER_POD = re.compile(r"avg\s*by\s*\(\s*pod\s*\)", re.I)
+_AGGREGATION = re.compile(r"^\s*(sum|avg|max|min)\s*(by\s*\([^)]*\)\s*|without\s*\([^)]*\)\s*)?\(", re.I)
+
+
+class ScaledObjectError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class PrometheusTrigger:
+    name: str
+    query: str
+    threshold: float
+    series: Series
+    aggregation: Aggregation
+    metric_type: MetricType = "AverageValue"
+    per_pod: bool = False  # an inner ``avg by (pod)``: one value per pod, not per GPU
+
+
+@dataclass(frozen=True)
+class CronTrigger:
+    name: str
+    window: PrewarmWindow
+
+
+@dataclass(frozen=True)
+class ExternalTrigger:
+    name: str
+    metadata: Mapping[str, str]
+
+
+Trigger = PrometheusTrigger | CronTrigger | ExternalTrigger
+
+
+@dataclass(frozen=True)
+class ScaledObjectModel:
+    name: str
+    min_replicas: int
+    max_replicas: int
+    polling_interval_s: float
+    cooldown_period_s: float
+    behavior: Behavior
+    triggers: tuple[Trigger, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def external(self) -> ExternalTrigger | None:
+        return next((t for t in self.triggers if isinstance(t, ExternalTrigger)), None)
+
+
+def map_query(query: str) -> tuple[Series, Aggregation]:
+    """The simulated series and aggregation a PromQL query stands for."""
+    text = query.lower()
+    found = [series for series, keywords, _ in SERIES if any(k in text for k in keywords)]
+    if not found:
+        known = "; ".join(f"{s}: {', '.join(k)}" for s, k, _ in SERIES)
+        raise ScaledObjectError(f"query {query!r} names no simulated series; keywords: {known}")
+    match = _AGGREGATION.match(query)
+    if match is None:
+        raise ScaledObjectError(
+            f"query {query!r} must aggregate to one value with sum, avg, max or min"
+            " (KEDA needs a single element)"
+        )
+    return found[0], match.group(1).lower()  # type: ignore[return-value]
+
+
+def _float(raw: Mapping[str, Any], key: str, where: str) -> float:
+    try:
+        value = float(str(raw[key]))
+    except KeyError:
+        raise ScaledObjectError(f"{where}: {key} is required") from None
+    except ValueError:
+        raise ScaledObjectError(f"{where}: {key}={raw[key]!r} is not a number") from None
+    if value <= 0:
+        raise ScaledObjectError(f"{where}: {key} must be > 0")
+    return value
+
+
+def _trigger(index: int, raw: Mapping[str, Any]) -> Trigger:
+    kind = raw.get("type")
+    meta = raw.get("metadata") or {}
+    name = str(raw.get("name") or f"{kind}-{index}")
+    where = f"trigger {index} ({kind})"
+    if not isinstance(meta, Mapping):
+        raise ScaledObjectError(f"{where}: metadata must be a mapping")
+    if kind in ("external", "external-push"):
+        return ExternalTrigger(name, {str(k): str(v) for k, v in meta.items()})
+    if kind == "prometheus":
+        query = str(meta.get("query") or "")
+        if not query:
+            raise ScaledObjectError(f"{where}: query is required")
+        series, aggregation = map_query(query)
+        metric_type = str(raw.get("metricType") or "AverageValue")
+        if metric_type not in ("AverageValue", "Value"):
+            raise ScaledObjectError(
+                f"{where}: metricType {metric_type} is not modelled (AverageValue, Value)"
+            )
+        threshold = _float(meta, "threshold", where)
+        per_pod = bool(_PER_POD.search(query))
+        return PrometheusTrigger(
+            name,
+            query,
+            threshold,
+            series,
+            aggregation,
+            metric_type,  # type: ignore[arg-type]
+            per_pod,
+        )
+    if kind == "cron":
+        try:
+            window = PrewarmWindow(
+                start=str(meta.get("start", "")),
+                end=str(meta.get("end", "")),
+                replicas=int(str(meta.get("desiredReplicas", "0"))),
+                timezone=str(meta.get("timezone", "UTC")),
+            )
+        except ValueError as exc:
+            raise ScaledObjectError(f"{where}: {exc}") from None
+        return CronTrigger(name, window)
+    raise ScaledObjectError(f"{where}: trigger type {kind!r} is not modelled (external, prometheus, cron)")
+
+
+def scaledobject_model(doc: Mapping[str, Any]) -> ScaledObjectModel:
+    spec = doc.get("spec") or {}
+    meta = doc.get("metadata") or {}
+    raw_triggers = spec.get("triggers") or []
+    if not raw_triggers:
+        raise ScaledObjectError("the ScaledObject has no triggers")
+    triggers = tuple(_trigger(i, t) for i, t in enumerate(raw_triggers))
+    notes: list[str] = []
+    min_count = int(spec.get("minReplicaCount", 0))
+    if min_count < 1:
+        notes.append("minReplicaCount 0: scaling to zero is not modelled, the floor is 1")
+        min_count = 1
+    max_count = int(spec.get("maxReplicaCount", 100))
+    if max_count < min_count:
+        raise ScaledObjectError(f"maxReplicaCount {max_count} < minReplicaCount {min_count}")
+    advanced = spec.get("advanced") or {}
+    hpa_config = advanced.get("horizontalPodAutoscalerConfig") or {}
+    try:
+        behavior = Behavior.from_spec(hpa_config.get("behavior"))
+    except BehaviorError as exc:
+        raise ScaledObjectError(f"advanced.horizontalPodAutoscalerConfig.behavior: {exc}") from None
+    if advanced.get("scalingModifiers"):
+        notes.append("scalingModifiers is not modelled: the HPA takes the max over triggers")
+    return ScaledObjectModel(
+        name=str(meta.get("name", "scaledobject")),
+        min_replicas=min_count,
+        max_replicas=max_count,
+        polling_interval_s=float(spec.get("pollingInterval", 30)),
+        cooldown_period_s=float(spec.get("cooldownPeriod", 300)),
+        behavior=behavior,
+        triggers=triggers,
+        notes=tuple(notes),
+    )
+
+
+def load_scaledobject_model(path: str | Path) -> ScaledObjectModel:
+    """The first ScaledObject in a (multi-document) YAML file."""
+    try:
+        docs = list(yaml.safe_load_all(Path(path).read_text()))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScaledObjectError(f"cannot read {path}: {exc}") from None
+    for doc in docs:
+        if isinstance(doc, Mapping) and doc.get("kind") == "ScaledObject":
+            try:
+                return scaledobject_model(doc)
+            except ScaledObjectError as exc:
+                raise ScaledObjectError(f"{path}: {exc}") from None
+    raise ScaledObjectError(f"{path} holds no object of kind ScaledObject")
+
+
+@dataclass(frozen=True, slots=True)
+class PodSeries:
+    """Per-pod values the prometheus triggers aggregate, at one instant."""
+
+    waiting: Sequence[int]  # per serving pod (Ready or draining)
+    running: Sequence[int]
+    busy_replicas: float  # fleet GPU time in use, in replicas (from 1-minute token rates)
+    ready: int
+    gpus_per_replica: int
+    decode_slots: int
+
+    def values(self, series: Series, per_pod: bool = False) -> list[float]:
+        if series == "queue_waiting":
+            return [float(v) for v in self.waiting]
+        if series == "requests_running":
+            return [float(v) for v in self.running]
+        if series == "kv_cache_usage":
+            return [min(1.0, v / self.decode_slots) for v in self.running]
+        # GPU utilisation: the fleet's busy time spread evenly over the Ready pods' GPUs.
+        if self.ready == 0:
+            return []
+        per_gpu = min(100.0, 100.0 * self.busy_replicas / self.ready)
+        return [per_gpu] * (self.ready * (1 if per_pod else self.gpus_per_replica))
+
+
+def aggregate(values: Sequence[float], how: Aggregation) -> float:
+    if not values:
+        return 0.0
+    if how == "sum":
+        return float(sum(values))
+    if how == "avg":
+        return float(sum(values)) / len(values)
+    if how == "max":
+        return float(max(values))
+    return float(min(values))

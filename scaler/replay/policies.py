@@ -1,0 +1,164 @@
+"""The policies a replay compares. Each sets the Deployment's replica count at control ticks.
+
+* ``KedaPolicy``: a ScaledObject as KEDA and the HPA run it. An ``external`` trigger is
+  this scaler, driven through ``Engine.decide`` with an ``Observation`` built from the
+  simulated series every ``refresh_s``, as the server's refresh loop does; KEDA reads
+  every trigger each ``pollingInterval`` and the HPA model (``hpa.Hpa``) turns the
+  metrics into replicas every ``hpa_sync_s``.
+* ``ClairvoyantPolicy``: knows the future demand as a per-minute schedule of replicas
+  and orders each replica exactly one cold start before its minute, without an HPA.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from scaler.engine import Engine
+from scaler.model import Decision, Observation
+from scaler.replay.hpa import Hpa, HpaStep, MetricType
+from scaler.replay.keda import (
+    CronTrigger,
+    ExternalTrigger,
+    PodSeries,
+    PrometheusTrigger,
+    ScaledObjectModel,
+    aggregate,
+)
+from scaler.signals.prewarm import window_state
+
+HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default
+
+
+@dataclass(frozen=True, slots=True)
+class TickInputs:
+    """Everything a policy may read at one control tick."""
+
+    now_s: float
+    now: datetime
+    spec_replicas: int
+    status_replicas: int  # pods counted by the Deployment, Pending included
+    ready: int
+    pending: int
+    starting: int
+    gpu_schedulable_replicas: int
+    waiting: int
+    running: int
+    prompt_tokens_per_s: float | None
+    generation_tokens_per_s: float | None
+    pods: PodSeries
+
+
+class KedaPolicy:
+    def __init__(
+        self,
+        name: str,
+        scaledobject: ScaledObjectModel,
+        refresh_s: float = 15.0,
+        hpa_sync_s: float = HPA_SYNC_S,
+    ) -> None:
+        self.name = name
+        self.so = scaledobject
+        self.min_replicas = scaledobject.min_replicas
+        self.max_replicas = scaledobject.max_replicas
+        self.hpa = Hpa(scaledobject.min_replicas, scaledobject.max_replicas, scaledobject.behavior)
+        external = scaledobject.external
+        self.engine = Engine.from_metadata(external.metadata) if external else None
+        self.refresh_s = refresh_s
+        self.hpa_sync_s = hpa_sync_s
+        # Ticks may start before the trace's second 0 (the warm-up): the first one acts.
+        self._next_refresh = -math.inf
+        self._next_poll = -math.inf
+        self._next_sync = -math.inf
+        self._cached: list[tuple[float, float, MetricType]] = []
+        self.latest: Decision | None = None
+        self.decisions = 0
+        self.last_step: HpaStep | None = None
+
+    def observation(self, tick: TickInputs) -> Observation:
+        missing = {}
+        if tick.prompt_tokens_per_s is None:
+            missing = {
+                "prompt_tokens_per_s": "no rate() window yet",
+                "generation_tokens_per_s": "no rate() window yet",
+            }
+        return Observation(
+            now=tick.now,
+            queue_waiting=float(tick.waiting),
+            requests_running=float(tick.running),
+            prompt_tokens_per_s=tick.prompt_tokens_per_s,
+            generation_tokens_per_s=tick.generation_tokens_per_s,
+            current_replicas=tick.status_replicas,
+            ready_replicas=tick.ready,
+            gpu_schedulable_replicas=tick.gpu_schedulable_replicas,
+            pending_replicas=tick.pending,
+            starting_replicas=tick.starting,
+            missing=missing,
+        )
+
+    def _metrics(self, tick: TickInputs) -> list[tuple[float, float, MetricType]]:
+        metrics: list[tuple[float, float, MetricType]] = []
+        for trigger in self.so.triggers:
+            if isinstance(trigger, ExternalTrigger):
+                if self.latest is not None:
+                    metrics.append((float(self.latest.replicas), 1.0, "AverageValue"))
+            elif isinstance(trigger, PrometheusTrigger):
+                value = aggregate(tick.pods.values(trigger.series, trigger.per_pod), trigger.aggregation)
+                metrics.append((value, trigger.threshold, trigger.metric_type))
+            elif isinstance(trigger, CronTrigger):
+                active = window_state(trigger.window, tick.now, 0.0).active
+                metrics.append((float(trigger.window.replicas if active else 1), 1.0, "AverageValue"))
+        return metrics
+
+    def tick(self, tick: TickInputs) -> int | None:
+        """The new spec.replicas, or None to leave it."""
+        t = tick.now_s
+        if self.engine is not None and t >= self._next_refresh:
+            self.latest = self.engine.decide(self.observation(tick))
+            self.decisions += 1
+            self._next_refresh = t + self.refresh_s
+        if t >= self._next_poll:
+            self._cached = self._metrics(tick)
+            self._next_poll = t + self.so.polling_interval_s
+        if t >= self._next_sync:
+            self._next_sync = t + self.hpa_sync_s
+            self.last_step = self.hpa.step(t, tick.spec_replicas, tick.status_replicas, self._cached)
+            return self.last_step.replicas
+        return None
+
+
+class ClairvoyantPolicy:
+    """Replicas from a known per-bucket schedule, ordered one cold start ahead."""
+
+    def __init__(
+        self,
+        name: str,
+        schedule: Sequence[int],
+        bucket_s: float,
+        lead_s: float,
+        min_replicas: int,
+    ) -> None:
+        self.name = name
+        self.schedule = list(schedule)
+        self.bucket_s = bucket_s
+        self.lead_s = lead_s
+        self.min_replicas = min_replicas
+        self.max_replicas = max(self.schedule, default=min_replicas)
+
+    def need_at(self, t: float) -> int:
+        """Replicas that must be Ready at ``t`` (the bucket's need; past the end, the last)."""
+        if not self.schedule:
+            return self.min_replicas
+        index = min(max(0, int(t // self.bucket_s)), len(self.schedule) - 1)
+        return max(self.min_replicas, self.schedule[index])
+
+    def target(self, t: float) -> int:
+        """Keep what is needed until a replica ordered now would be Ready, and order for then."""
+        first = int(t // self.bucket_s)
+        last = int((t + self.lead_s) // self.bucket_s)
+        return max(self.need_at(b * self.bucket_s) for b in range(first, last + 1))
+
+    def tick(self, tick: TickInputs) -> int | None:
+        return self.target(tick.now_s)

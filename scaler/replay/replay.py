@@ -1,0 +1,224 @@
+"""The closed loop: one policy, one trace, one simulated fleet.
+
+Requests are assigned in arrival order; between arrivals, control ticks (every
+``tick_s``) show the policy what Kubernetes and Prometheus would show, and apply the
+replica count it sets. Token counters advance when tokens are produced (prompt tokens
+when a prefill completes, generated tokens spread over each request's decode), and
+rates are read as Prometheus' ``rate(counter[1m])`` would read them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scaler.replay.cluster import Cluster, ClusterConfig
+from scaler.replay.keda import PodSeries
+from scaler.replay.policies import TickInputs
+from scaler.replay.trace import Trace
+
+RATE_WINDOW_S = 60  # rate(...[1m])
+WARMUP_S = 600.0
+
+
+class Policy(Protocol):
+    name: str
+    min_replicas: int
+    max_replicas: int
+
+    def tick(self, tick: TickInputs) -> int | None: ...
+
+
+@dataclass
+class RunResult:
+    name: str
+    ttft: NDArray[np.float64]
+    arrivals: NDArray[np.float64]
+    horizon_s: float
+    gpu_seconds: float
+    pending_pod_seconds: float
+    scale_events: int
+    peak_replicas: int
+    wall_s: float
+    tick_t: NDArray[np.float64]
+    tick_spec: NDArray[np.int64]
+    tick_ready: NDArray[np.int64]
+    tick_pending: NDArray[np.int64]
+    tick_gpus: NDArray[np.int64]
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _busy_per_bin(cfg: ClusterConfig) -> tuple[float, float]:
+    return 1.0 / cfg.prefill_tokens_per_s, 1.0 / cfg.decode_tokens_per_s
+
+
+def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for speed
+    trace: Trace,
+    cluster_config: ClusterConfig,
+    policy: Policy,
+    start: datetime,
+    initial_ready: int,
+    tick_s: float = 5.0,
+    progress: Callable[[int], None] | None = None,
+    warmup_s: float = WARMUP_S,
+) -> RunResult:
+    """Replay ``trace`` under ``policy``; ``start`` is the wall time of the trace's second 0.
+
+    The trace's first ``warmup_s`` seconds are replayed once before it, unscored, so that
+    every policy starts in the steady state the trace opens with (a server that has been
+    running, a forecaster with history, an HPA with recommendations). Figures count the
+    trace only: its requests, and GPU time from its second 0.
+    """
+    began = time.perf_counter()
+    cfg = cluster_config
+    pre = trace.window(0.0, warmup_s) if warmup_s > 0 else trace.window(0.0, 0.0)
+    w = warmup_s if len(pre) else 0.0
+    # Simulation time s = trace time + w: the warm-up copy occupies [0, w), the trace [w, ...).
+    sim_arrivals = np.concatenate([pre.arrivals, trace.arrivals + w]).tolist()
+    prompts = np.concatenate([pre.prompt_tokens, trace.prompt_tokens]).tolist()
+    outputs = np.concatenate([pre.output_tokens, trace.output_tokens]).tolist()
+    skip = len(pre)
+    horizon = math.ceil(max(trace.duration_s, tick_s) / 60.0) * 60.0 + w
+    # The token rates of the first minute's arrivals stand for the history before it.
+    first_minute = slice(0, int(np.searchsorted(sim_arrivals, RATE_WINDOW_S)))
+    history_prompt = sum(prompts[first_minute]) / RATE_WINDOW_S
+    history_gen = sum(outputs[first_minute]) / RATE_WINDOW_S
+    cluster = Cluster(cfg, max(policy.min_replicas, min(initial_ready, policy.max_replicas)))
+    spec = len(cluster.active)
+
+    # Per-second token counters (prompt tokens added when a prefill ends; generation as a
+    # rate difference array spread over each decode). Bins past the horizon are dropped.
+    nbins = int(horizon) + 2
+    prompt_bin = [0.0] * nbins
+    gen_diff = [0.0] * nbins
+    prompt_cum = [0.0] * (nbins + 1)
+    gen_cum = [0.0] * (nbins + 1)
+    done_bins = 0
+    gen_rate_now = 0.0
+    inv_p, inv_g = _busy_per_bin(cfg)
+
+    ticks_t: list[float] = []
+    ticks_spec: list[int] = []
+    ticks_ready: list[int] = []
+    ticks_pending: list[int] = []
+    ticks_gpus: list[int] = []
+    scale_events = 0
+    peak = spec
+
+    def integrate_to(second: int) -> None:
+        nonlocal done_bins, gen_rate_now
+        second = min(second, nbins)
+        for k in range(done_bins, second):
+            gen_rate_now += gen_diff[k]
+            prompt_cum[k + 1] = prompt_cum[k] + prompt_bin[k]
+            gen_cum[k + 1] = gen_cum[k] + gen_rate_now
+        done_bins = max(done_bins, second)
+
+    def control(t: float) -> None:
+        nonlocal spec, scale_events, peak
+        view = cluster.view(t)
+        second = int(t)
+        integrate_to(second)
+        # rate(counter[1m]); before the simulation's first minute, Prometheus' history is
+        # the steady state the warm-up opens with (history_prompt, history_gen tokens/s).
+        window = min(RATE_WINDOW_S, second)
+        before = RATE_WINDOW_S - window
+        prompt_rate = (
+            prompt_cum[second] - prompt_cum[second - window] + before * history_prompt
+        ) / RATE_WINDOW_S
+        gen_rate = max(0.0, gen_cum[second] - gen_cum[second - window] + before * history_gen) / RATE_WINDOW_S
+        serving = cluster.ready + cluster.draining
+        waiting = [p.waiting(t) for p in serving]
+        running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
+        busy = prompt_rate * inv_p + gen_rate * inv_g
+        inputs = TickInputs(
+            now_s=t - w,
+            now=start + timedelta(seconds=t - w),
+            spec_replicas=spec,
+            status_replicas=view.replicas,
+            ready=view.ready,
+            pending=view.pending,
+            starting=view.starting,
+            gpu_schedulable_replicas=max(0, view.gpus_free) // cfg.gpus_per_replica,
+            waiting=view.waiting,
+            running=view.running,
+            prompt_tokens_per_s=prompt_rate,
+            generation_tokens_per_s=gen_rate,
+            pods=PodSeries(waiting, running, busy, view.ready, cfg.gpus_per_replica, cfg.decode_slots),
+        )
+        wanted = policy.tick(inputs)
+        if wanted is not None and wanted != spec:
+            cluster.scale_to(wanted, t)
+            spec = wanted
+            if t >= w:
+                scale_events += 1
+        if t < w:
+            return
+        peak = max(peak, spec)
+        after = cluster.view(t)
+        ticks_t.append(t - w)
+        ticks_spec.append(spec)
+        ticks_ready.append(after.ready)
+        ticks_pending.append(after.pending)
+        ticks_gpus.append(after.gpus_bound)
+
+    ttft_all = np.empty(len(sim_arrivals), dtype=np.float64)
+    next_tick = 0.0
+    assign = cluster.assign
+    last_bin = nbins - 1
+    report_every = 10_000
+    gpu_at_start = pending_at_start = 0.0
+    for i in range(len(sim_arrivals)):
+        t = sim_arrivals[i]
+        while next_tick <= t:
+            if next_tick >= w > next_tick - tick_s:
+                cluster.advance(w)
+                gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
+            control(next_tick)
+            next_tick += tick_s
+        first, end = assign(t, prompts[i], outputs[i])
+        ttft_all[i] = first - t
+        b = int(first)
+        if b < last_bin:
+            prompt_bin[b] += prompts[i]
+            out = outputs[i] - 1
+            if out > 0 and end > first:
+                rate = out / (end - first)
+                gen_diff[b] += rate
+                e = int(end)
+                if e < last_bin:
+                    gen_diff[e] -= rate
+        if progress is not None and i % report_every == report_every - 1:
+            progress(report_every)
+    while next_tick <= horizon:
+        if next_tick >= w > next_tick - tick_s:
+            cluster.advance(w)
+            gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
+        control(next_tick)
+        next_tick += tick_s
+    cluster.advance(horizon)
+    if progress is not None:
+        progress(len(sim_arrivals) % report_every)
+    return RunResult(
+        name=policy.name,
+        ttft=ttft_all[skip:],
+        arrivals=trace.arrivals,
+        horizon_s=horizon - w,
+        gpu_seconds=cluster.gpu_seconds - gpu_at_start,
+        pending_pod_seconds=cluster.pending_pod_seconds - pending_at_start,
+        scale_events=scale_events,
+        peak_replicas=peak,
+        wall_s=time.perf_counter() - began,
+        tick_t=np.asarray(ticks_t),
+        tick_spec=np.asarray(ticks_spec, dtype=np.int64),
+        tick_ready=np.asarray(ticks_ready, dtype=np.int64),
+        tick_pending=np.asarray(ticks_pending, dtype=np.int64),
+        tick_gpus=np.asarray(ticks_gpus, dtype=np.int64),
+    )

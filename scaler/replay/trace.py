@@ -1,0 +1,190 @@
+"""Request traces for the replay.
+
+Two shapes of CSV are read (a header line, then one row per line):
+
+* a **request trace** ``timestamp_s,prompt_tokens,output_tokens``: one row per real
+  request, seconds since the trace began (the Azure LLM inference trace's shape);
+* a **rate trace** ``window_start_s,req_per_s``: one request rate per window (ServeGen's
+  10-minute rates). It carries no request sizes, so ``expand_rates`` draws arrivals with a
+  seeded Poisson process (constant rate inside each window) and takes each request's
+  prompt and output sizes from a request trace, sampled with replacement.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+REQUEST_COLUMNS = ("timestamp_s", "prompt_tokens", "output_tokens")
+RATE_COLUMNS = ("window_start_s", "req_per_s")
+
+
+class TraceError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RateTrace:
+    """Request rates per window: ``rates[i]`` requests/s from ``starts[i]`` for ``window_s``."""
+
+    starts: NDArray[np.float64]
+    rates: NDArray[np.float64]
+    window_s: float
+    source: str
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.starts[-1] + self.window_s) if len(self.starts) else 0.0
+
+    def scaled(self, factor: float) -> RateTrace:
+        return RateTrace(self.starts, self.rates * factor, self.window_s, self.source)
+
+    def sliced(self, start_s: float, end_s: float) -> RateTrace:
+        """The windows starting in [start_s, end_s), re-based to start at 0."""
+        keep = (self.starts >= start_s) & (self.starts < end_s)
+        if not keep.any():
+            raise TraceError(f"no window of {self.source} starts in [{start_s:g}, {end_s:g})")
+        return RateTrace(self.starts[keep] - start_s, self.rates[keep], self.window_s, self.source)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Requests sorted by arrival: seconds since the start, prompt and output tokens."""
+
+    arrivals: NDArray[np.float64]
+    prompt_tokens: NDArray[np.int64]
+    output_tokens: NDArray[np.int64]
+    source: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        n = len(self.arrivals)
+        if len(self.prompt_tokens) != n or len(self.output_tokens) != n:
+            raise TraceError("arrivals, prompt_tokens and output_tokens differ in length")
+        if n and np.any(np.diff(self.arrivals) < 0):
+            raise TraceError("arrivals must be sorted")
+
+    def __len__(self) -> int:
+        return len(self.arrivals)
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.arrivals[-1]) if len(self.arrivals) else 0.0
+
+    def window(self, start_s: float, end_s: float) -> Trace:
+        """The requests arriving in [start_s, end_s), re-based to start at 0."""
+        keep = (self.arrivals >= start_s) & (self.arrivals < end_s)
+        return Trace(
+            self.arrivals[keep] - start_s,
+            self.prompt_tokens[keep],
+            self.output_tokens[keep],
+            self.source,
+            self.note,
+        )
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            row = next(csv.reader(handle), None)
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc}") from None
+    if row is None:
+        raise TraceError(f"{path} is empty")
+    return [c.strip() for c in row]
+
+
+def trace_kind(path: str | Path) -> str:
+    """``request`` or ``rate``, from the header line."""
+    header = tuple(_header(Path(path)))
+    if header[:3] == REQUEST_COLUMNS:
+        return "request"
+    if header[:2] == RATE_COLUMNS:
+        return "rate"
+    raise TraceError(
+        f"{path}: unknown columns {','.join(header)}; expected"
+        f" {','.join(REQUEST_COLUMNS)} (requests) or {','.join(RATE_COLUMNS)} (rates)"
+    )
+
+
+def _load(path: Path, columns: int) -> NDArray[np.float64]:
+    try:
+        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, dtype=np.float64)
+    except (OSError, ValueError) as exc:
+        raise TraceError(f"cannot parse {path}: {exc}") from None
+    if data.shape[1] < columns:
+        raise TraceError(f"{path}: expected {columns} columns, found {data.shape[1]}")
+    if not np.all(np.isfinite(data[:, :columns])) or np.any(data[:, :columns] < 0):
+        raise TraceError(f"{path}: values must be finite and >= 0")
+    return data
+
+
+def load_requests(path: str | Path) -> Trace:
+    p = Path(path)
+    if trace_kind(p) != "request":
+        raise TraceError(f"{p} is not a request trace ({','.join(REQUEST_COLUMNS)})")
+    data = _load(p, 3)
+    order = np.argsort(data[:, 0], kind="stable")
+    data = data[order]
+    arrivals = data[:, 0] - (data[0, 0] if len(data) else 0.0)
+    return Trace(
+        arrivals,
+        np.maximum(1, data[:, 1].astype(np.int64)),
+        np.maximum(1, data[:, 2].astype(np.int64)),
+        p.name,
+    )
+
+
+def load_rates(path: str | Path) -> RateTrace:
+    p = Path(path)
+    if trace_kind(p) != "rate":
+        raise TraceError(f"{p} is not a rate trace ({','.join(RATE_COLUMNS)})")
+    data = _load(p, 2)
+    starts = data[:, 0] - data[0, 0]
+    steps = np.diff(starts)
+    if len(steps) and (np.any(steps <= 0) or not np.allclose(steps, steps[0])):
+        raise TraceError(f"{p}: windows must be evenly spaced and increasing")
+    window = float(steps[0]) if len(steps) else 600.0
+    return RateTrace(starts, data[:, 1].copy(), window, p.name)
+
+
+def expand_rates(rates: RateTrace, sizes: Trace, seed: int) -> Trace:
+    """Poisson arrivals at each window's rate, with sizes drawn from a request trace."""
+    if len(sizes) == 0:
+        raise TraceError("the request trace for token sizes is empty")
+    rng = np.random.default_rng(seed)
+    counts = rng.poisson(rates.rates * rates.window_s)
+    total = int(counts.sum())
+    # Inside a window a Poisson process's arrivals are uniform given their count.
+    offsets = rng.random(total) * rates.window_s
+    arrivals = np.repeat(rates.starts, counts) + offsets
+    arrivals.sort(kind="stable")
+    pick = rng.integers(0, len(sizes), size=total)
+    note = (
+        f"arrivals drawn from {rates.source} by a Poisson process (seed {seed}),"
+        f" token sizes sampled from {sizes.source}"
+    )
+    return Trace(arrivals, sizes.prompt_tokens[pick], sizes.output_tokens[pick], rates.source, note)
+
+
+def load_trace(path: str | Path, sizes_from: str | Path | None, seed: int, rate_scale: float = 1.0) -> Trace:
+    """A request trace as it is, or a rate trace expanded into requests."""
+    if trace_kind(path) == "request":
+        return load_requests(path)
+    if sizes_from is None:
+        raise TraceError(f"{path} holds rates only: give --sizes-from REQUEST_TRACE.csv for token sizes")
+    rates = load_rates(path).scaled(rate_scale)
+    trace = expand_rates(rates, load_requests(sizes_from), seed)
+    if rate_scale != 1.0:
+        trace = Trace(
+            trace.arrivals,
+            trace.prompt_tokens,
+            trace.output_tokens,
+            trace.source,
+            trace.note + f"; rates scaled by {rate_scale:g}",
+        )
+    return trace

@@ -1,0 +1,125 @@
+"""Cluster model invariants: Pending without GPUs, cold start, draining, routing, slots, TTFT."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaler.replay.cluster import Cluster, ClusterConfig, ClusterError, PodState
+
+CFG = ClusterConfig(
+    prefill_tokens_per_s=1000.0,
+    decode_slots=2,
+    decode_tokens_per_s_per_seq=10.0,
+    cold_start_s=100.0,
+    gpus_per_replica=2,
+    gpus_free=6,
+)
+
+
+def test_ttft_is_prefill_time_on_an_idle_pod() -> None:
+    cluster = Cluster(CFG, initial_ready=1)
+    first, end = cluster.assign(0.0, prompt_tokens=500, output_tokens=1)
+    assert first == pytest.approx(0.5)
+    assert end == pytest.approx(0.5)
+
+
+def test_prefill_queue_is_first_come_first_served() -> None:
+    cluster = Cluster(CFG, initial_ready=1)
+    cluster.assign(0.0, 1000, 1)  # prefills until 1.0
+    first, _ = cluster.assign(0.2, 500, 1)
+    assert first == pytest.approx(1.5)  # waits 0.8 s, then 0.5 s of prefill: TTFT 1.3 s
+
+
+def test_a_request_waits_for_a_free_batch_slot() -> None:
+    cluster = Cluster(CFG, initial_ready=1)
+    _, end_a = cluster.assign(0.0, 100, 101)  # ~10 s of decode
+    _, end_b = cluster.assign(0.0, 100, 101)
+    first, _ = cluster.assign(0.5, 100, 1)  # both slots taken: waits for the first to free
+    assert first == pytest.approx(min(end_a, end_b) + 0.1)
+    assert first > 9.0
+
+
+def test_least_loaded_routing() -> None:
+    cluster = Cluster(CFG.with_overrides(decode_slots=8), initial_ready=3)
+    for t in (0.0, 0.01, 0.02):
+        cluster.assign(t, 10, 100)
+    loads = cluster.ready_loads(0.05)
+    assert loads == [1, 1, 1]  # one each, not three on the first
+    cluster.assign(0.06, 10, 100)
+    assert sorted(cluster.ready_loads(0.07)) == [1, 1, 2]
+
+
+def test_pending_when_no_gpu_is_free_then_scheduled_when_one_frees() -> None:
+    cluster = Cluster(CFG, initial_ready=2)  # 4 of 6 GPUs bound
+    cluster.scale_to(4, now=0.0)
+    view = cluster.view(0.0)
+    assert (view.ready, view.starting, view.pending, view.gpus_free) == (2, 1, 1, 0)
+    assert view.replicas == 4
+    # The starting pod is Ready one cold start later; the Pending one still waits.
+    view = cluster.view(100.0)
+    assert (view.ready, view.pending) == (3, 1)
+    # Scale to 3: the Pending pod goes first, nothing drains.
+    cluster.scale_to(3, now=110.0)
+    view = cluster.view(110.0)
+    assert (view.ready, view.pending, view.draining) == (3, 0, 0)
+    cluster.advance(3600.0)
+    assert cluster.pending_pod_seconds == pytest.approx(110.0)
+
+
+def test_draining_pod_finishes_in_flight_requests_then_frees_its_gpus() -> None:
+    cluster = Cluster(CFG.with_overrides(gpus_free=4), initial_ready=2)
+    cluster.assign(0.0, 100, 1)  # pod 0, ends at 0.1
+    _, end = cluster.assign(0.01, 100, 201)  # pod 1 (least loaded), decodes ~20 s
+    cluster.scale_to(1, now=1.0)  # the newest Ready pod (1) drains
+    assert [p.index for p in cluster.draining] == [1]
+    pod = cluster.draining[0]
+    assert pod.state is PodState.DRAINING
+    assert cluster.view(1.0).gpus_free == 2 - 2 + 0  # still bound while it drains
+    # New requests go to the remaining Ready pod only.
+    cluster.assign(2.0, 100, 1)
+    assert [p.index for p in cluster.ready] == [0]
+    assert cluster.view(end - 0.01).draining == 1
+    view = cluster.view(end + 0.01)
+    assert view.draining == 0
+    assert view.gpus_free == 2
+    assert pod.state is PodState.GONE
+
+
+def test_scale_up_creates_pods_that_become_ready_after_the_cold_start() -> None:
+    cluster = Cluster(CFG.with_overrides(gpus_free=8), initial_ready=1)
+    cluster.scale_to(3, now=10.0)
+    assert cluster.view(109.0).ready == 1
+    assert cluster.view(110.0).ready == 3
+
+
+def test_gpu_seconds_count_bound_pods() -> None:
+    cluster = Cluster(CFG, initial_ready=1)
+    cluster.scale_to(2, now=0.0)
+    cluster.advance(3600.0)
+    assert cluster.gpu_seconds == pytest.approx(2 * 2 * 3600.0)
+
+
+def test_requests_wait_for_a_starting_pod_when_none_is_ready() -> None:
+    cluster = Cluster(CFG, initial_ready=0)
+    cluster.scale_to(1, now=0.0)
+    first, _ = cluster.assign(5.0, 100, 1)
+    assert first == pytest.approx(100.1)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"decode_slots": 0}, "decode_slots"),
+        ({"prefill_tokens_per_s": -1.0}, "prefill_tokens_per_s"),
+        ({"gpus_free": 1}, "gpus_free"),
+    ],
+)
+def test_config_validation(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(ClusterError, match=message):
+        CFG.with_overrides(**changes)
+
+
+def test_config_from_mapping_rejects_unknown_keys() -> None:
+    with pytest.raises(ClusterError, match="unknown cluster keys"):
+        ClusterConfig.from_mapping({"gpus": 4})
+    assert ClusterConfig.from_mapping({"gpus_free": 8}).gpus_free == 8

@@ -1,0 +1,158 @@
+"""The HPA model's rules, as tables: AverageValue with tolerance, max over metrics,
+stabilization, rate limits, bounds, and behavior parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaler.replay.hpa import (
+    DEFAULT_SCALE_DOWN,
+    DEFAULT_SCALE_UP,
+    Behavior,
+    BehaviorError,
+    Hpa,
+    ScalingPolicy,
+    metric_proposal,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "status", "expected", "why"),
+    [
+        (400, 10, 4, 40, "ceil(400 / 10)"),
+        (41, 10, 3, 5, "ratio 41 / 30 = 1.37: ceil(4.1)"),
+        (41, 10, 4, 4, "ratio 41 / 40 = 1.025 is within tolerance: keep 4"),
+        (10.5, 1, 10, 10, "ratio 1.05 is within the 10% tolerance: keep status.replicas"),
+        (10.9, 1, 10, 10, "ratio 1.09 is still within tolerance"),
+        (11.2, 1, 10, 12, "ratio 1.12 leaves the tolerance: ceil(11.2)"),
+        (9, 1, 10, 10, "ratio 0.9: within tolerance, no scale-down"),
+        (8.9, 1, 10, 9, "ratio 0.89: scale down to ceil(8.9)"),
+        (0, 50, 3, 0, "no waiting requests ask for zero (the floor clamps later)"),
+        (3, 1, 0, 3, "no pods yet: no ratio, plain ceil"),
+    ],
+)
+def test_average_value_with_tolerance(
+    value: float, target: float, status: int, expected: int, why: str
+) -> None:
+    assert metric_proposal(value, target, status) == expected, why
+
+
+def test_value_metric_type_scales_current_replicas() -> None:
+    # KEDA's docs: Value with 3 replicas, metric 20 over threshold 5 -> 3 * 20 / 5 = 12.
+    assert metric_proposal(20, 5, 3, metric_type="Value") == 12
+
+
+def avg(value: float, target: float = 1.0) -> tuple[float, float, str]:
+    return (value, target, "AverageValue")
+
+
+def test_max_over_metrics() -> None:
+    hpa = Hpa(2, 16)
+    step = hpa.step(0, 4, 4, [avg(120, 50), avg(3), avg(7)])  # ceil(2.4)=3, 3 (tolerance? no: 0.75), 7
+    assert step.proposals == (3, 3, 7)
+    assert step.desired == 7
+    assert step.replicas == 7
+
+
+@pytest.mark.parametrize(
+    ("current", "desired", "expected"),
+    [
+        (
+            2,
+            20,
+            6,
+        ),  # max(2 * 2, 2 + 4) = 6
+        (3, 20, 7),  # max(6, 7)
+        (4, 20, 8),  # max(8, 8)
+        (10, 40, 20),  # doubling wins over +4
+        (10, 12, 12),  # within the limit
+    ],
+)
+def test_default_scale_up_limit(current: int, desired: int, expected: int) -> None:
+    hpa = Hpa(1, 100)
+    assert hpa.step(0, current, current, [avg(desired)]).replicas == expected
+
+
+def test_scale_up_limit_counts_the_last_period() -> None:
+    hpa = Hpa(1, 100)
+    assert hpa.step(0, 2, 2, [avg(50)]).replicas == 6
+    # 10 s later the period (15 s) started at 2 replicas: still at most 6.
+    assert hpa.step(10, 6, 6, [avg(50)]).replicas == 6
+    # 16 s after the first step the window no longer holds it: from 6, max(12, 10) = 12.
+    assert hpa.step(16, 6, 6, [avg(50)]).replicas == 12
+
+
+def test_scale_down_stabilization_keeps_the_highest_recent_recommendation() -> None:
+    hpa = Hpa(1, 100)
+    assert hpa.step(0, 10, 10, [avg(10)]).replicas == 10
+    # Demand falls to 3: the last 300 s recommended 10, so 10 stays.
+    assert hpa.step(15, 10, 10, [avg(3)]).replicas == 10
+    assert hpa.step(299, 10, 10, [avg(3)]).replicas == 10
+    # At 300 s the recommendation of t=0 has left the window: down to 3.
+    step = hpa.step(300, 10, 10, [avg(3)])
+    assert step.replicas == 3
+
+
+def test_scale_down_window_from_behavior() -> None:
+    behavior = Behavior.from_spec({"scaleDown": {"stabilizationWindowSeconds": 0}})
+    hpa = Hpa(2, 16, behavior)
+    hpa.step(0, 10, 10, [avg(10)])
+    assert hpa.step(15, 10, 10, [avg(3)]).replicas == 3
+
+
+def test_scale_down_policy_and_min_clamp() -> None:
+    behavior = Behavior.from_spec(
+        {
+            "scaleDown": {
+                "stabilizationWindowSeconds": 0,
+                "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}],
+            }
+        }
+    )
+    hpa = Hpa(2, 16, behavior)
+    step = hpa.step(0, 10, 10, [avg(1)])
+    assert step.replicas == 8
+    assert step.limited_by == "scale_down_limit"
+    assert hpa.step(30, 8, 8, [avg(1)]).replicas == 8  # 2 already removed in this minute
+    assert hpa.step(61, 8, 8, [avg(1)]).replicas == 6
+
+
+@pytest.mark.parametrize(
+    ("current", "desired", "expected", "limit"),
+    [(10, 40, 16, "max"), (3, 0, 2, "min"), (5, 1, 2, "min")],
+)
+def test_bounds(current: int, desired: float, expected: int, limit: str) -> None:
+    hpa = Hpa(2, 16, Behavior.from_spec({"scaleDown": {"stabilizationWindowSeconds": 0}}))
+    step = hpa.step(0, current, current, [avg(desired)])
+    assert (step.replicas, step.limited_by) == (expected, limit)
+
+
+def test_disabled_scale_down() -> None:
+    hpa = Hpa(
+        1,
+        16,
+        Behavior.from_spec({"scaleDown": {"selectPolicy": "Disabled", "stabilizationWindowSeconds": 0}}),
+    )
+    assert hpa.step(0, 8, 8, [avg(1)]).replicas == 8
+
+
+def test_status_replicas_with_pending_pods_hold_a_repeated_scale_up() -> None:
+    # 8 pods exist (3 Pending): a metric of 8.5 is within tolerance of status.replicas.
+    hpa = Hpa(1, 16)
+    assert hpa.step(0, 8, 8, [avg(8.5)]).replicas == 8
+
+
+def test_behavior_defaults_and_parsing() -> None:
+    assert Behavior.from_spec(None) == Behavior()
+    assert Behavior().scale_up == DEFAULT_SCALE_UP
+    assert DEFAULT_SCALE_UP.policies == (ScalingPolicy("Percent", 100, 15), ScalingPolicy("Pods", 4, 15))
+    assert DEFAULT_SCALE_DOWN.stabilization_window_s == 300
+    parsed = Behavior.from_spec(
+        {"scaleUp": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}
+    )
+    assert parsed.scale_up.policies == (ScalingPolicy("Pods", 1, 60),)
+    assert parsed.scale_down == DEFAULT_SCALE_DOWN
+    with pytest.raises(BehaviorError, match="type must be Pods or Percent"):
+        Behavior.from_spec({"scaleUp": {"policies": [{"type": "Replicas", "value": 1, "periodSeconds": 60}]}})
+    with pytest.raises(BehaviorError, match="selectPolicy"):
+        Behavior.from_spec({"scaleDown": {"selectPolicy": "Fastest"}})

@@ -1,0 +1,176 @@
+"""Reading ScaledObjects for the replay: triggers, query mapping, behavior, the example files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaler.replay.keda import (
+    CronTrigger,
+    ExternalTrigger,
+    PodSeries,
+    PrometheusTrigger,
+    ScaledObjectError,
+    aggregate,
+    load_scaledobject_model,
+    map_query,
+    scaledobject_model,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("query", "series", "aggregation"),
+    [
+        ('sum(vllm:num_requests_waiting{model_name="m"})', "queue_waiting", "sum"),
+        ("avg(vllm:num_requests_running)", "requests_running", "avg"),
+        ('sum(DCGM_FI_DEV_GPU_UTIL{pod=~"vllm-.*"})', "gpu_utilization", "sum"),
+        ("max by (pod) (vllm:gpu_cache_usage_perc)", "kv_cache_usage", "max"),
+        ("sum(sglang:queue_size)", "queue_waiting", "sum"),
+    ],
+)
+def test_query_mapping(query: str, series: str, aggregation: str) -> None:
+    assert map_query(query) == (series, aggregation)
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("sum(http_requests_total)", "names no simulated series"),
+        ("vllm:num_requests_waiting", "must aggregate"),
+    ],
+)
+def test_query_mapping_errors(query: str, message: str) -> None:
+    with pytest.raises(ScaledObjectError, match=message):
+        map_query(query)
+
+
+def so(triggers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {"kind": "ScaledObject", "metadata": {"name": "x"}, "spec": {**spec, "triggers": triggers}}
+
+
+def test_triggers_and_spec() -> None:
+    model = scaledobject_model(
+        so(
+            [
+                {
+                    "type": "prometheus",
+                    "metadata": {"query": "sum(vllm:num_requests_waiting)", "threshold": "50"},
+                },
+                {
+                    "type": "cron",
+                    "metadata": {
+                        "timezone": "Asia/Shanghai",
+                        "start": "0 9 * * 1-5",
+                        "end": "0 12 * * 1-5",
+                        "desiredReplicas": "8",
+                    },
+                },
+                {"type": "external", "metadata": {"scalerAddress": "x:9090", "minReplicas": "2"}},
+            ],
+            minReplicaCount=2,
+            maxReplicaCount=16,
+            pollingInterval=15,
+            advanced={
+                "horizontalPodAutoscalerConfig": {
+                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}
+                }
+            },
+        )
+    )
+    prom, cron, external = model.triggers
+    assert isinstance(prom, PrometheusTrigger) and prom.threshold == 50 and prom.series == "queue_waiting"
+    assert (
+        isinstance(cron, CronTrigger)
+        and cron.window.replicas == 8
+        and cron.window.timezone == "Asia/Shanghai"
+    )
+    assert isinstance(external, ExternalTrigger) and model.external is external
+    assert (model.min_replicas, model.max_replicas, model.polling_interval_s) == (2, 16, 15)
+    assert model.behavior.scale_down.stabilization_window_s == 60
+
+
+def test_defaults_and_notes() -> None:
+    model = scaledobject_model(
+        so([{"type": "prometheus", "metadata": {"query": "sum(x_waiting)", "threshold": "5"}}])
+    )
+    assert (model.min_replicas, model.max_replicas, model.polling_interval_s, model.cooldown_period_s) == (
+        1,
+        100,
+        30,
+        300,
+    )
+    assert any("scaling to zero" in n for n in model.notes)
+
+
+@pytest.mark.parametrize(
+    ("trigger", "message"),
+    [
+        ({"type": "prometheus", "metadata": {"query": "sum(x_waiting)"}}, "threshold is required"),
+        ({"type": "prometheus", "metadata": {"query": "sum(x_waiting)", "threshold": "-1"}}, "must be > 0"),
+        ({"type": "kafka", "metadata": {}}, "not modelled"),
+        (
+            {"type": "cron", "metadata": {"start": "0 9 * *", "end": "0 12 * * *", "desiredReplicas": "2"}},
+            "cron",
+        ),
+    ],
+)
+def test_trigger_errors(trigger: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScaledObjectError, match=message):
+        scaledobject_model(so([trigger]))
+
+
+def test_series_values_and_aggregation() -> None:
+    pods = PodSeries(
+        waiting=[3, 0, 6],
+        running=[10, 20, 30],
+        busy_replicas=1.5,
+        ready=3,
+        gpus_per_replica=2,
+        decode_slots=20,
+    )
+    assert aggregate(pods.values("queue_waiting"), "sum") == 9
+    assert aggregate(pods.values("queue_waiting"), "max") == 6
+    assert aggregate(pods.values("requests_running"), "avg") == 20
+    # 1.5 replicas busy over 3 Ready pods: 50% on each of their 6 GPUs.
+    assert aggregate(pods.values("gpu_utilization"), "avg") == 50
+    assert aggregate(pods.values("gpu_utilization"), "sum") == 300
+    assert aggregate(pods.values("gpu_utilization", per_pod=True), "sum") == 150
+    assert aggregate(pods.values("kv_cache_usage"), "max") == 1.0
+    assert aggregate([], "avg") == 0.0
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "scaler/examples/scaledobject.yaml",
+        "scaler/examples/baseline.yaml",
+        "benchmarks/baseline-published.yaml",
+        "benchmarks/scaledobject-70b.yaml",
+    ],
+)
+def test_example_files_parse(path: str) -> None:
+    model = load_scaledobject_model(ROOT / path)
+    assert model.triggers
+    assert (model.min_replicas, model.max_replicas) == (2, 16)
+
+
+def test_published_baseline_is_the_published_configuration() -> None:
+    model = load_scaledobject_model(ROOT / "benchmarks/baseline-published.yaml")
+    waiting, gpu, cron = model.triggers
+    assert isinstance(waiting, PrometheusTrigger) and (waiting.series, waiting.threshold) == (
+        "queue_waiting",
+        50,
+    )
+    assert isinstance(gpu, PrometheusTrigger) and (gpu.series, gpu.threshold, gpu.per_pod) == (
+        "gpu_utilization",
+        85,
+        True,
+    )
+    assert isinstance(cron, CronTrigger)
+    assert (cron.window.start, cron.window.end, cron.window.replicas) == ("0 9 * * 1-5", "0 12 * * 1-5", 8)
+    assert cron.window.timezone == "Asia/Shanghai"
+    assert model.cooldown_period_s == 300

@@ -1,0 +1,90 @@
+"""The policies' control rules: the clairvoyant's lead, and KEDA's triggers read at a tick."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from scaler.replay.keda import PodSeries, scaledobject_model
+from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, TickInputs
+
+
+def test_clairvoyant_orders_one_cold_start_ahead_and_keeps_what_is_needed_within_it() -> None:
+    policy = ClairvoyantPolicy("c", [2, 2, 2, 5, 5, 2, 2, 2, 2], bucket_s=60, lead_s=180, min_replicas=1)
+    assert policy.target(-1.0) == 2  # a replica ordered now is Ready at 179 s: not yet needed
+    assert policy.target(0.0) == 5  # ordered now, Ready at 180 s when minute 3 needs it
+    assert policy.target(299.0) == 5
+    assert policy.target(300.0) == 2  # from minute 5 on, nothing above 2 is needed again
+    assert policy.target(10_000.0) == 2  # past the schedule: its last value
+
+
+def tick(now: datetime, **values: Any) -> TickInputs:
+    base: dict[str, Any] = {
+        "now_s": 0.0,
+        "now": now,
+        "spec_replicas": 2,
+        "status_replicas": 2,
+        "ready": 2,
+        "pending": 0,
+        "starting": 0,
+        "gpu_schedulable_replicas": 14,
+        "waiting": 0,
+        "running": 10,
+        "prompt_tokens_per_s": 1000.0,
+        "generation_tokens_per_s": 200.0,
+        "pods": PodSeries([0, 0], [5, 5], 0.5, 2, 1, 60),
+    }
+    base.update(values)
+    return TickInputs(**base)
+
+
+def so(*triggers: dict[str, Any]) -> Any:
+    return scaledobject_model(
+        {
+            "kind": "ScaledObject",
+            "spec": {"minReplicaCount": 2, "maxReplicaCount": 16, "triggers": list(triggers)},
+        }
+    )
+
+
+CRON = {
+    "type": "cron",
+    "metadata": {
+        "timezone": "Asia/Shanghai",
+        "start": "0 9 * * 1-5",
+        "end": "0 12 * * 1-5",
+        "desiredReplicas": "8",
+    },
+}
+
+
+def test_cron_trigger_inside_and_outside_its_window() -> None:
+    monday_10 = datetime.fromisoformat("2026-12-07T10:00:00+08:00")
+    monday_13 = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    assert KedaPolicy("k", so(CRON)).tick(tick(monday_10)) == 6  # 2 -> max(2 * 2, 2 + 4) = 6 this period
+    assert KedaPolicy("k", so(CRON)).tick(tick(monday_13)) == 2  # metric 1: the floor
+
+
+def test_waiting_trigger_aggregates_the_pods() -> None:
+    trigger = {
+        "type": "prometheus",
+        "metadata": {"query": "sum(vllm:num_requests_waiting)", "threshold": "10"},
+    }
+    inputs = tick(
+        datetime.fromisoformat("2026-12-07T13:00:00+08:00"), pods=PodSeries([25, 15], [5, 5], 0.5, 2, 1, 60)
+    )
+    assert KedaPolicy("k", so(trigger)).tick(inputs) == 4  # ceil(40 / 10)
+
+
+def test_external_trigger_is_this_scalers_engine() -> None:
+    external = {
+        "type": "external",
+        "metadata": {"minReplicas": "2", "maxReplicas": "16", "targetQueuePerReplica": "10"},
+    }
+    policy = KedaPolicy("s", so(external))
+    assert policy.engine is not None
+    now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    # 50 waiting at 10 per replica: the engine asks 5, the HPA scales 2 -> 5.
+    assert policy.tick(tick(now, waiting=50)) == 5
+    assert policy.latest is not None and policy.latest.replicas == 5
+    assert policy.latest.observation.queue_waiting == 50

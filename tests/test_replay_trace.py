@@ -1,0 +1,53 @@
+"""Trace loading and the seeded Poisson expansion of rate traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scaler.replay.trace import TraceError, expand_rates, load_rates, load_requests, load_trace, trace_kind
+
+TRACES = Path(__file__).resolve().parent.parent / "benchmarks" / "traces"
+AZURE = TRACES / "azure2023_conv.csv"
+SERVEGEN = TRACES / "servegen_language_m-large_rate_10min.csv"
+
+
+def test_request_trace() -> None:
+    trace = load_requests(AZURE)
+    assert len(trace) == 19_366
+    assert trace.arrivals[0] == 0.0 and np.all(np.diff(trace.arrivals) >= 0)
+    assert 55 * 60 < trace.duration_s < 60 * 60
+    assert trace.prompt_tokens.min() >= 1 and trace.output_tokens.min() >= 1
+
+
+def test_kinds_and_errors(tmp_path: Path) -> None:
+    assert trace_kind(AZURE) == "request"
+    assert trace_kind(SERVEGEN) == "rate"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(TraceError, match="unknown columns"):
+        trace_kind(bad)
+    with pytest.raises(TraceError, match="holds rates only"):
+        load_trace(SERVEGEN, None, seed=0)
+
+
+def test_poisson_expansion_is_seeded_and_follows_the_rates() -> None:
+    rates = load_rates(SERVEGEN).scaled(0.01).sliced(0, 86400)
+    sizes = load_requests(AZURE)
+    a = expand_rates(rates, sizes, seed=7)
+    b = expand_rates(rates, sizes, seed=7)
+    c = expand_rates(rates, sizes, seed=8)
+    assert np.array_equal(a.arrivals, b.arrivals) and np.array_equal(a.prompt_tokens, b.prompt_tokens)
+    assert not np.array_equal(a.arrivals, c.arrivals)
+    expected = float((rates.rates * rates.window_s).sum())
+    assert abs(len(a) - expected) < 4 * expected**0.5  # Poisson: within 4 standard deviations
+    assert a.arrivals.max() < 86400
+    assert set(np.unique(a.prompt_tokens)) <= set(np.unique(sizes.prompt_tokens))
+    assert "Poisson" in a.note and "azure2023_conv.csv" in a.note
+
+
+def test_window_rebases() -> None:
+    trace = load_requests(AZURE).window(600, 1200)
+    assert trace.arrivals.min() >= 0 and trace.arrivals.max() < 600
