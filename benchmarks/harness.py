@@ -10,8 +10,10 @@ GetMetrics + IsActive (KEDA's GetMetricsAndActivity calls both).
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -34,9 +36,72 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class Stack:
-    """``models`` simulated vLLM fleets (two pods each) and one real Prometheus scraping them."""
+    """``models`` simulated vLLM fleets (two pods each) and one real Prometheus scraping them.
+
+    Runs in its own process (``python -m benchmarks.harness``), so the exporters' threads
+    do not share an interpreter lock with the load client that measures latencies.
+    """
 
     def __init__(self, models: int = 10, scrape_interval_s: float = 5.0) -> None:
+        pin(server=False)  # this process is the load client
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.harness", str(models), str(scrape_interval_s)],
+            stdout=subprocess.PIPE,
+            cwd=ROOT,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("http://"):
+            raise RuntimeError(f"stack did not start: {line!r}")
+        self.prometheus = RemotePrometheus(line, self.process)
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+class RemotePrometheus:
+    """The stack process's Prometheus: query it; stop and start it by signals to the stack."""
+
+    def __init__(self, url: str, process: subprocess.Popen[str]) -> None:
+        self.url = url
+        self._process = process
+
+    def query(self, promql: str) -> list[dict[str, object]]:
+        import json as _json
+        import urllib.parse
+        import urllib.request
+
+        with urllib.request.urlopen(
+            f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql}), timeout=10
+        ) as reply:
+            result: list[dict[str, object]] = _json.loads(reply.read())["data"]["result"]
+            return result
+
+    def _ask(self, command: str) -> None:
+        os.kill(self._process.pid, signal.SIGUSR1 if command == "stop" else signal.SIGUSR2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                self.query("1")
+                up = True
+            except OSError:
+                up = False
+            if up == (command == "start"):
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"prometheus did not {command}")
+
+    def stop(self) -> None:
+        self._ask("stop")
+
+    def start(self) -> None:
+        self._ask("start")
+
+
+class _LocalStack:
+    def __init__(self, models: int, scrape_interval_s: float) -> None:
         self.fleets = []
         for m in range(models):
             fleet = SimulatedFleet(namespace="inference", model=f"model-{m}")
@@ -57,10 +122,25 @@ class Stack:
         self.prometheus.start([f.address for f in self.fleets])
         self.prometheus.wait_for("count(rate(vllm:prompt_tokens_total[1m]) > 0) >= 2", timeout_s=60)
 
-    def close(self) -> None:
-        self.prometheus.close()
-        for fleet in self.fleets:
+
+def _serve_stack(models: int, scrape_interval_s: float) -> None:
+    """The stack process: print the Prometheus URL, then stop/start Prometheus on SIGUSR1/SIGUSR2."""
+    stack = _LocalStack(models, scrape_interval_s)
+    signal.signal(signal.SIGUSR1, lambda *_: stack.prometheus.stop())
+    signal.signal(signal.SIGUSR2, lambda *_: stack.prometheus.start())
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(stack.prometheus.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    finally:
+        stack.prometheus.close()
+        for fleet in stack.fleets:
             fleet.stop()
+
+
+if __name__ == "__main__":
+    _serve_stack(int(sys.argv[1]), float(sys.argv[2]))
 
 
 def scaledobjects(
@@ -81,6 +161,9 @@ def scaledobjects(
             md["maxStalenessSeconds"] = str(stale_after)
         refs.append(pb.ScaledObjectRef(name=f"so-{i}", namespace=f"team-{i // 100}", scalerMetadata=md))
     return refs
+
+
+LOG_DECISIONS = os.environ.get("BENCH_LOG_DECISIONS", "all")
 
 
 def start_scaler(
@@ -106,10 +189,13 @@ def start_scaler(
             f"{refresh_s:g}",
             "--log-format",
             "json",
+            "--log-decisions",
+            LOG_DECISIONS,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=ROOT,
+        preexec_fn=lambda: pin(server=True),
     )
     wait_serving(port)
     return proc, port, metrics_port
@@ -135,6 +221,7 @@ def start_scaler_offline(log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=ROOT,
+        preexec_fn=lambda: pin(server=True),
     )
     wait_serving(port)
     return proc, port
@@ -143,7 +230,9 @@ def start_scaler_offline(log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
 def start_empty_server() -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "empty_server.py"), str(port)], cwd=ROOT
+        [sys.executable, str(ROOT / "benchmarks" / "empty_server.py"), str(port)],
+        cwd=ROOT,
+        preexec_fn=lambda: pin(server=True),
     )
     wait_serving(port)
     return proc, port
@@ -162,6 +251,27 @@ def wait_serving(port: int, timeout_s: float = 60.0) -> None:
             raise TimeoutError("server never became SERVING")
         time.sleep(0.1)
     channel.close()
+
+
+ALL_CPUS = sorted(os.sched_getaffinity(0))
+
+
+def pin(server: bool) -> None:
+    """Give the server under test a core of its own and everything else the other cores.
+
+    On a small machine the load client, Prometheus and the exporters would otherwise take
+    CPU from the server in the middle of a measurement. Used as a ``preexec_fn`` for the
+    server, and once for the client process itself.
+    """
+    if len(ALL_CPUS) >= 2:
+        os.sched_setaffinity(0, {ALL_CPUS[0]} if server else set(ALL_CPUS[1:]))
+
+
+def layout() -> str:
+    if len(ALL_CPUS) < 2:
+        return "one CPU, shared"
+    rest = ",".join(map(str, ALL_CPUS[1:]))
+    return f"server pinned to CPU {ALL_CPUS[0]}; client, Prometheus and exporters on CPU {rest}"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -241,9 +351,25 @@ class KedaClient:
         burst_size: int = 200,
         seed: int = 1,
     ) -> None:
+        # The client is the measuring instrument: keep its own garbage collector from
+        # adding pauses to the latencies it records.
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        try:
+            await self._run(duration_s, period_s, burst_every_s, burst_size, seed)
+        finally:
+            gc.enable()
+            gc.unfreeze()
+
+    async def _run(
+        self, duration_s: float, period_s: float, burst_every_s: float, burst_size: int, seed: int
+    ) -> None:
         rng = random.Random(seed)
         async with grpc.aio.insecure_channel(self.address) as channel:
             stub = pb_grpc.ExternalScalerStub(channel)
+            # KEDA keeps its connection pooled: connect before the clock starts.
+            await stub.IsActive(self.refs[0], timeout=10)
             loop = asyncio.get_running_loop()
             end = loop.time() + duration_s
 

@@ -25,6 +25,7 @@ from benchmarks.harness import (
     Recorder,
     Stack,
     cpu_seconds,
+    layout,
     rss_mb,
     scaledobjects,
     start_empty_server,
@@ -102,7 +103,8 @@ def main() -> int:
     ours, floor = load.summary(), empty.summary()
     failed = {f"{m}/{c}": n for (m, c), n in load.codes.items() if c != "OK"}
     result = {
-        "machine": f"{platform.machine()}, {len(__import__('os').sched_getaffinity(0))} CPUs, Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {len(__import__('os').sched_getaffinity(0)) or '?'} CPUs,"
+        f" Python {platform.python_version()}; {layout()}",
         "scaledobjects": len(refs),
         "rpcs_per_second": sum(v["calls"] for v in ours.values()) / args.load_seconds,
         "registration_seconds": registration_s,

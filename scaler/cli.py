@@ -68,6 +68,12 @@ def _add_serve(sub: Subparsers) -> None:
     )
     add("--log-format", choices=["json", "console"], default=_env("LOG_FORMAT", "json"))
     add("--log-level", choices=["debug", "info", "warning", "error"], default=_env("LOG_LEVEL", "info"))
+    add(
+        "--log-decisions",
+        choices=["all", "changes"],
+        default=_env("LOG_DECISIONS", "all"),
+        help="log every decision, or only those whose target changed (SCALER_LOG_DECISIONS)",
+    )
     add("--tls-cert-file", default=_env("TLS_CERT_FILE"), help="server certificate (PEM) for TLS")
     add("--tls-key-file", default=_env("TLS_KEY_FILE"), help="server private key (PEM) for TLS")
     add(
@@ -173,6 +179,7 @@ def _serve(args: argparse.Namespace) -> int:
         grace_seconds=args.grace,
         log_format=args.log_format,
         log_level=args.log_level,
+        log_decisions=args.log_decisions,
         tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file,
         tls_client_ca_file=args.tls_client_ca_file,

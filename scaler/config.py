@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -213,11 +214,12 @@ class TargetPolicy(BaseModel):
 
     # ---- derived views -------------------------------------------------------------
 
-    @property
+    # Derived once per policy (the model is frozen): read on every refresh of every target.
+    @cached_property
     def matchers(self) -> tuple[LabelMatcher, ...]:
         return parse_selector(self.label_selector)
 
-    @property
+    @cached_property
     def windows(self) -> tuple[PrewarmWindow, ...]:
         """Every pre-warm window, the single-window keys first, each with its timezone set."""
         out: list[PrewarmWindow] = []
@@ -360,6 +362,7 @@ class Settings(BaseModel):
     kubeconfig: str | None = None
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_decisions: Literal["all", "changes"] = "all"
     grace_seconds: float = Field(20.0, ge=0, le=600)
     target_idle_seconds: float = Field(3600.0, gt=0)
     first_decision_timeout_seconds: float = Field(1.0, ge=0, le=10)

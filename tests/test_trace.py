@@ -331,3 +331,26 @@ def test_server_series_count_rpcs_refreshes_and_targets() -> None:
     assert by_name[("llm_scaler_targets", ())] == 2
     assert by_name[("llm_scaler_refreshes_total", ())] >= 1
     assert by_name[("llm_scaler_refresh_duration_seconds", ())] >= 0
+
+
+def test_decision_log_of_changes_only_skips_repeats() -> None:
+    from scaler.outputs.logs import DecisionLogger
+
+    class Capture:
+        def __init__(self) -> None:
+            self.events: list[dict[str, object]] = []
+
+        def info(self, event: str, **fields: object) -> None:
+            self.events.append({"event": event, **fields})
+
+    with TracedServer(full_source(), clock=StepClock()) as server:
+        server.register(LLAMA)
+        target = server.thread.runtime.registry.targets()[0]
+        assert target.latest is not None
+        every, changes = Capture(), Capture()
+        for sink in (DecisionLogger(every), DecisionLogger(changes, only_changes=True)):
+            for _ in range(3):
+                sink(target, target.latest)
+    assert len(every.events) == 3
+    assert len(changes.events) == 1
+    assert changes.events[0]["replicas"] == target.latest.replicas

@@ -70,6 +70,7 @@ class SeriesForecaster:
         self._peaks: deque[tuple[float, float]] = deque()
         self._checks: deque[tuple[float, float]] = deque()  # (due time, forecast) awaiting the actual
         self._errors: deque[tuple[float, float]] = deque()  # (time, actual - forecast)
+        self._under_sq = 0.0  # running sum of squared under-forecasts in _errors
 
     @property
     def samples_checked(self) -> int:
@@ -109,15 +110,20 @@ class SeriesForecaster:
         while self._checks and self._checks[0][0] <= t:
             due, predicted = self._checks.popleft()
             if t - due <= tolerance:
-                self._errors.append((t, actual - predicted))
+                error = actual - predicted
+                self._errors.append((t, error))
+                self._under_sq += max(error, 0.0) ** 2
         while self._errors and self._errors[0][0] < t - self.params.error_window_s:
-            self._errors.popleft()
+            _, old = self._errors.popleft()
+            self._under_sq -= max(old, 0.0) ** 2
+        if not self._errors:
+            self._under_sq = 0.0
 
     def margin(self) -> float:
         level = self.level or 0.0
         if not self._errors:
             return self.params.initial_margin_fraction * level
-        semi_rms = math.sqrt(sum(max(e, 0.0) ** 2 for _, e in self._errors) / len(self._errors))
+        semi_rms = math.sqrt(max(self._under_sq, 0.0) / len(self._errors))
         learned = self.params.margin_multiplier * semi_rms
         if len(self._errors) < self.params.min_error_checks:
             return max(learned, self.params.initial_margin_fraction * level)
@@ -153,4 +159,5 @@ class SeriesForecaster:
         f._peaks = deque((float(a), float(b)) for a, b in data["peaks"])
         f._checks = deque((float(a), float(b)) for a, b in data["checks"])
         f._errors = deque((float(a), float(b)) for a, b in data["errors"])
+        f._under_sq = sum(max(e, 0.0) ** 2 for _, e in f._errors)
         return f

@@ -50,16 +50,16 @@ def demand(prompt: Forecast | None, generation: Forecast | None, policy: TargetP
         return None
     horizon = policy.cold_start_seconds
 
-    def at(f: Forecast | None, h: float) -> float:
-        return f.at(h) if f else 0.0
+    def ends(f: Forecast | None) -> tuple[float, float]:
+        # The forecast is linear in the horizon: its largest value over [0, horizon] is at an end.
+        return (f.at(0.0), f.at(horizon)) if f else (0.0, 0.0)
 
-    def peak(f: Forecast | None) -> float:
-        return f.max_over(horizon) if f else 0.0
-
+    p_now, p_later = ends(prompt)
+    g_now, g_later = ends(generation)
     return TokenDemand(
-        now=busy_replicas(at(prompt, 0.0), at(generation, 0.0), policy),
-        horizon=busy_replicas(at(prompt, horizon), at(generation, horizon), policy),
-        peak_within_horizon=busy_replicas(peak(prompt), peak(generation), policy),
+        now=busy_replicas(p_now, g_now, policy),
+        horizon=busy_replicas(p_later, g_later, policy),
+        peak_within_horizon=busy_replicas(max(p_now, p_later), max(g_now, g_later), policy),
     )
 
 

@@ -72,10 +72,13 @@ class LiveSource:
         return queries, unaddressed
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        # All of it in a worker thread: the reads wait on the network, and building a
+        # thousand observations would otherwise hold the event loop that answers KEDA.
+        return await asyncio.to_thread(self._observe, list(targets), now)
+
+    def _observe(self, targets: Sequence[Target], now: datetime) -> dict[TargetKey, Observation]:
         queries, unaddressed = self._queries(targets)
-        inputs: dict[Any, TargetInputs] = (
-            await asyncio.to_thread(self.prometheus.read, queries, now) if queries else {}
-        )
+        inputs: dict[Any, TargetInputs] = self.prometheus.read(queries, now) if queries else {}
         out: dict[TargetKey, Observation] = {}
         for t in targets:
             got = inputs.get(t.key) or TargetInputs()

@@ -273,8 +273,16 @@ class PrometheusReader:
                     for name in _fields_of(family):
                         out[t.key].missing[name] = str(exc)
                 continue
+            # Targets with the same selector read the same series: split once per selector.
+            per_selector: dict[tuple[LabelMatcher, ...], TargetInputs] = {}
             for t in members:
-                _apply(family, samples, selectors[t.key], out[t.key])
+                selector = tuple(selectors[t.key])
+                part = per_selector.get(selector)
+                if part is None:
+                    part = per_selector[selector] = TargetInputs()
+                    _apply(family, samples, selector, part)
+                out[t.key].values.update(part.values)
+                out[t.key].missing.update(part.missing)
 
     def _read_custom(
         self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
