@@ -195,8 +195,8 @@ def start_scaler(
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=ROOT,
-        preexec_fn=lambda: pin(server=True),
     )
+    pin(server=True, pid=proc.pid)
     wait_serving(port)
     return proc, port, metrics_port
 
@@ -221,8 +221,8 @@ def start_scaler_offline(log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=ROOT,
-        preexec_fn=lambda: pin(server=True),
     )
+    pin(server=True, pid=proc.pid)
     wait_serving(port)
     return proc, port
 
@@ -232,8 +232,8 @@ def start_empty_server() -> tuple[subprocess.Popen[bytes], int]:
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / "empty_server.py"), str(port)],
         cwd=ROOT,
-        preexec_fn=lambda: pin(server=True),
     )
+    pin(server=True, pid=proc.pid)
     wait_serving(port)
     return proc, port
 
@@ -256,15 +256,16 @@ def wait_serving(port: int, timeout_s: float = 60.0) -> None:
 ALL_CPUS = sorted(os.sched_getaffinity(0))
 
 
-def pin(server: bool) -> None:
+def pin(server: bool, pid: int = 0) -> None:
     """Give the server under test a core of its own and everything else the other cores.
 
     On a small machine the load client, Prometheus and the exporters would otherwise take
-    CPU from the server in the middle of a measurement. Used as a ``preexec_fn`` for the
-    server, and once for the client process itself.
+    CPU from the server in the middle of a measurement. Called on each server process
+    right after it is spawned (before it starts threads, which inherit the mask), and once
+    for the client process itself.
     """
     if len(ALL_CPUS) >= 2:
-        os.sched_setaffinity(0, {ALL_CPUS[0]} if server else set(ALL_CPUS[1:]))
+        os.sched_setaffinity(pid, {ALL_CPUS[0]} if server else set(ALL_CPUS[1:]))
 
 
 def layout() -> str:
