@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import yaml
 
@@ -180,9 +182,7 @@ async def run_demo(
         fleet.stop()
 
 
-def demo_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def main(duration_s: float = 150.0, interval_s: float = 2.0, output: str = "text") -> int:
+    # SIGTERM (as from `timeout`) unwinds like Ctrl-C, so Prometheus and the fleet are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return asyncio.run(run_demo(duration_s, interval_s, output))
