@@ -59,11 +59,6 @@ class Engine:
     def last(self) -> Decision | None:
         return self._last
 
-    @property
-    def last_fresh_timestamp(self) -> float | None:
-        """When every demand input was last present (epoch seconds), or None if never."""
-        return self._last_fresh
-
     def update_policy(self, policy: TargetPolicy) -> None:
         """Apply changed metadata, keeping what was learned about the traffic."""
         if policy.cold_start_seconds != self._policy.cold_start_seconds:

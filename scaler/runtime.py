@@ -80,7 +80,6 @@ class Runtime:
         self._first: dict[TargetKey, asyncio.Event] = {}
         self._new: list[Target] = []
         self._tasks: set[asyncio.Task[None]] = set()
-        self._wake = asyncio.Event()
 
     def now_timestamp(self) -> float:
         return self.clock().timestamp()
@@ -188,9 +187,6 @@ class Runtime:
                 await asyncio.wait_for(event.wait(), timeout_s)
         return target.latest
 
-    def wake(self) -> None:
-        self._wake.set()
-
     async def run(self, stop: asyncio.Event) -> None:
         """Refresh every interval until ``stop``; on the grid, ``settle_s`` after each grid time."""
         at: datetime | None = self.tick(self.clock()) if self.grid else None
@@ -200,17 +196,14 @@ class Runtime:
             except Exception as exc:  # a failed refresh keeps the previous decisions
                 if self.log is not None:
                     self.log.error("refresh_failed", error=str(exc), error_type=type(exc).__name__)
-            self._wake.clear()
             if self.grid:
                 now = self.clock()
                 at = self.tick(now) + timedelta(seconds=self.refresh_interval_s)
                 delay = max(0.0, (at - now).total_seconds() + self.settle_s)
             else:
                 delay = self.refresh_interval_s
-            waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
-            _, pending = await asyncio.wait(waiters, timeout=delay, return_when="FIRST_COMPLETED")
-            for w in pending:
-                w.cancel()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
 
     async def close(self) -> None:
         for task in list(self._tasks):

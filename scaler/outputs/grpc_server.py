@@ -247,7 +247,7 @@ def server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
 class GrpcServer:
     """The aio gRPC server with the scaler, health and reflection services."""
 
-    def __init__(self, service: ExternalScalerService, max_workers_hint: int = 0) -> None:
+    def __init__(self, service: ExternalScalerService) -> None:
         self.service = service
         self.health = health_aio.HealthServicer()
         self.server = grpc.aio.server(
