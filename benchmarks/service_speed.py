@@ -13,7 +13,6 @@ Writes benchmarks/results/service_speed.json.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import platform
 import time
@@ -31,6 +30,7 @@ from benchmarks.harness import (
     start_empty_server,
     start_scaler,
 )
+from scaler.app import run_event_loop
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -62,7 +62,7 @@ def main() -> int:
         refs = scaledobjects(args.scaledobjects, args.models, f"127.0.0.1:{port}")
         recorder = Recorder()
         client = KedaClient(f"127.0.0.1:{port}", refs, recorder)
-        registration_s = asyncio.run(client.register())
+        registration_s = run_event_loop(client.register())
         print(f"registered {len(refs)} ScaledObjects in {registration_s:.1f}s", flush=True)
 
         refreshes_before = scrape_value(metrics_port, "llm_scaler_refreshes_total")
@@ -79,7 +79,7 @@ def main() -> int:
 
         load = Recorder()
         cpu_before = cpu_seconds(scaler.pid)
-        asyncio.run(KedaClient(f"127.0.0.1:{port}", refs, load).run(args.load_seconds, args.refresh))
+        run_event_loop(KedaClient(f"127.0.0.1:{port}", refs, load).run(args.load_seconds, args.refresh))
         cpu_load = cpu_seconds(scaler.pid) - cpu_before
         rss = rss_mb(scaler.pid)
         queries = stack.prometheus.query('sum(prometheus_http_requests_total{handler="/api/v1/query"})')
@@ -92,7 +92,7 @@ def main() -> int:
     try:
         empty_refs = scaledobjects(args.scaledobjects, args.models, f"127.0.0.1:{empty_port}")
         empty = Recorder()
-        asyncio.run(
+        run_event_loop(
             KedaClient(f"127.0.0.1:{empty_port}", empty_refs, empty).run(args.empty_seconds, args.refresh)
         )
         empty_rss = rss_mb(empty_proc.pid)
