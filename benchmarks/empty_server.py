@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -10,7 +11,6 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from scaler.app import run_event_loop
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 
@@ -45,4 +45,10 @@ async def main(port: int) -> None:
 
 
 if __name__ == "__main__":
-    run_event_loop(main(int(sys.argv[1])))
+    # The same loop as `scaler serve`, without importing the scaler (its memory is the floor's).
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main(int(sys.argv[1])))
+    else:
+        uvloop.run(main(int(sys.argv[1])))

@@ -270,7 +270,7 @@ def pin(server: bool, pid: int = 0) -> None:
 
 def layout() -> str:
     if len(ALL_CPUS) < 2:
-        return "one CPU, shared"
+        return "one CPU, shared by server, client and Prometheus"
     rest = ",".join(map(str, ALL_CPUS[1:]))
     return f"server pinned to CPU {ALL_CPUS[0]}; client, Prometheus and exporters on CPU {rest}"
 
@@ -315,8 +315,8 @@ class KedaClient:
         self.recorder = recorder
 
     async def _call(self, stub: pb_grpc.ExternalScalerStub, method: str, ref: pb.ScaledObjectRef) -> None:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+        # perf_counter, not loop.time(): uvloop's clock ticks in whole milliseconds.
+        started = time.perf_counter()
         code = "OK"
         try:
             if method == "GetMetrics":
@@ -328,7 +328,7 @@ class KedaClient:
         except grpc.aio.AioRpcError as exc:
             code = exc.code().name
             self.recorder.failures.append((time.time(), method, code, exc.details() or ""))
-        self.recorder.latencies[method].append(loop.time() - started)
+        self.recorder.latencies[method].append(time.perf_counter() - started)
         self.recorder.codes[(method, code)] += 1
 
     async def register(self, concurrency: int = 50) -> float:
@@ -343,6 +343,22 @@ class KedaClient:
 
             await asyncio.gather(*(one(r) for r in self.refs))
             return time.monotonic() - started
+
+    async def bursts(self, count: int = 20, size: int = 200, gap_s: float = 1.0, seed: int = 2) -> None:
+        """Only bursts: ``count`` times, ``size`` concurrent GetMetrics, ``gap_s`` apart."""
+        rng = random.Random(seed)
+        gc.collect()
+        gc.disable()
+        try:
+            async with grpc.aio.insecure_channel(self.address) as channel:
+                stub = pb_grpc.ExternalScalerStub(channel)
+                await stub.IsActive(self.refs[0], timeout=10)
+                for _ in range(count):
+                    await asyncio.sleep(gap_s)
+                    chosen = rng.sample(self.refs, min(size, len(self.refs)))
+                    await asyncio.gather(*(self._call(stub, "GetMetrics", r) for r in chosen))
+        finally:
+            gc.enable()
 
     async def run(
         self,
