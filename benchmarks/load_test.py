@@ -14,13 +14,13 @@ Prometheus coming back. Writes benchmarks/results/load_test.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import threading
 import time
 from collections import Counter
 
 from benchmarks.harness import ROOT, KedaClient, Recorder, Stack, rss_mb, scaledobjects, start_scaler
-from scaler.app import run_event_loop
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -69,10 +69,10 @@ def main() -> int:
     recorder = Recorder()
     try:
         client = KedaClient(f"127.0.0.1:{port}", refs, recorder)
-        run_event_loop(client.register())
+        asyncio.run(client.register())
         for t in threads:
             t.start()
-        run_event_loop(client.run(duration, args.refresh, burst_every_s=20, burst_size=200))
+        asyncio.run(client.run(duration, args.refresh, burst_every_s=20, burst_size=200))
     finally:
         stop.set()
         for t in threads:

@@ -13,6 +13,7 @@ Writes benchmarks/results/service_speed.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import platform
 import time
@@ -31,7 +32,6 @@ from benchmarks.harness import (
     start_empty_server,
     start_scaler,
 )
-from scaler.app import run_event_loop
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -64,7 +64,7 @@ def main() -> int:
         refs = scaledobjects(args.scaledobjects, args.models, f"127.0.0.1:{port}")
         recorder = Recorder()
         client = KedaClient(f"127.0.0.1:{port}", refs, recorder)
-        registration_s = run_event_loop(client.register())
+        registration_s = asyncio.run(client.register())
         print(f"registered {len(refs)} ScaledObjects in {registration_s:.1f}s", flush=True)
 
         refreshes_before = scrape_value(metrics_port, "llm_scaler_refreshes_total")
@@ -81,11 +81,11 @@ def main() -> int:
 
         load = Recorder()
         cpu_before = cpu_seconds(scaler.pid)
-        run_event_loop(KedaClient(f"127.0.0.1:{port}", refs, load).run(args.load_seconds, args.refresh))
+        asyncio.run(KedaClient(f"127.0.0.1:{port}", refs, load).run(args.load_seconds, args.refresh))
         cpu_load = cpu_seconds(scaler.pid) - cpu_before
         rss = rss_mb(scaler.pid)
         burst = Recorder()
-        run_event_loop(KedaClient(f"127.0.0.1:{port}", refs, burst).bursts(args.bursts))
+        asyncio.run(KedaClient(f"127.0.0.1:{port}", refs, burst).bursts(args.bursts))
         queries = stack.prometheus.query('sum(prometheus_http_requests_total{handler="/api/v1/query"})')
     finally:
         scaler.terminate()
@@ -96,12 +96,12 @@ def main() -> int:
     try:
         empty_refs = scaledobjects(args.scaledobjects, args.models, f"127.0.0.1:{empty_port}")
         empty = Recorder()
-        run_event_loop(
+        asyncio.run(
             KedaClient(f"127.0.0.1:{empty_port}", empty_refs, empty).run(args.empty_seconds, args.refresh)
         )
         empty_rss = rss_mb(empty_proc.pid)
         empty_burst = Recorder()
-        run_event_loop(KedaClient(f"127.0.0.1:{empty_port}", empty_refs, empty_burst).bursts(args.bursts))
+        asyncio.run(KedaClient(f"127.0.0.1:{empty_port}", empty_refs, empty_burst).bursts(args.bursts))
     finally:
         empty_proc.terminate()
         empty_proc.wait(30)

@@ -7,9 +7,9 @@ import contextlib
 import gc
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from scaler.config import Settings
 from scaler.engine import Engine
@@ -24,8 +24,6 @@ from scaler.sources.files import ScaledObjectSpec
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider
 from scaler.sources.prometheus import PrometheusReader, redact_url
-
-T = TypeVar("T")
 
 
 def wall_clock() -> datetime:
@@ -92,23 +90,6 @@ def quiet_garbage_collector() -> None:
     # The refresh reads Prometheus in a worker thread; hand the interpreter lock back to
     # the event loop (and the gRPC poller) every millisecond instead of every five.
     sys.setswitchinterval(0.001)
-
-
-def run_event_loop(main: Coroutine[Any, Any, T], kind: str = "uvloop") -> T:
-    """Run ``main`` on uvloop where it is installed (it is a dependency off Windows), else asyncio.
-
-    gRPC's aio server spends most of each RPC in the event loop's machinery; on uvloop the
-    scaler used about a fifth less CPU per RPC and cut the tail of 200-RPC bursts by a
-    third (BENCHMARKS.md, service speed).
-    """
-    if kind == "uvloop":
-        try:
-            import uvloop  # noqa: PLC0415 - optional: no wheels for Windows
-        except ImportError:
-            pass
-        else:
-            return uvloop.run(main)
-    return asyncio.run(main)
 
 
 def tls_files(settings: Settings) -> TlsFiles | None:

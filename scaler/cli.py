@@ -74,12 +74,6 @@ def _add_serve(sub: Subparsers) -> None:
         default=_env("LOG_DECISIONS", "all"),
         help="log every decision, or only those whose target changed (SCALER_LOG_DECISIONS)",
     )
-    add(
-        "--event-loop",
-        choices=["uvloop", "asyncio"],
-        default=_env("EVENT_LOOP", "uvloop"),
-        help="uvloop (default; about a fifth less CPU per RPC) or the standard library's (SCALER_EVENT_LOOP)",
-    )
     add("--tls-cert-file", default=_env("TLS_CERT_FILE"), help="server certificate (PEM) for TLS")
     add("--tls-key-file", default=_env("TLS_KEY_FILE"), help="server private key (PEM) for TLS")
     add(
@@ -171,7 +165,7 @@ def _dry_run_live(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from scaler.app import run_event_loop, serve
+    from scaler.app import serve
 
     settings = Settings(
         host=args.host,
@@ -186,13 +180,12 @@ def _serve(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         log_level=args.log_level,
         log_decisions=args.log_decisions,
-        event_loop=args.event_loop,
         tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file,
         tls_client_ca_file=args.tls_client_ca_file,
     )
     log = logs.configure(settings.log_format, settings.log_level)
-    run_event_loop(serve(settings, log), settings.event_loop)
+    asyncio.run(serve(settings, log))
     return 0
 
 

@@ -18,15 +18,6 @@ from scaler.registry import ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import OfflineSource, Runtime
 
 
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """The loop `scaler serve` runs on (uvloop where installed), so tests exercise it."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
 class StepClock:
     """A clock the test moves by hand."""
 
@@ -87,7 +78,7 @@ class ServerThread:
         self.refresh_interval_s = refresh_interval_s
         self.tls = tls
         self.options = options or ServerOptions()
-        self.loop = new_event_loop()
+        self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.port = 0
 
