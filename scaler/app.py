@@ -87,8 +87,9 @@ def quiet_garbage_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
-    # The refresh reads Prometheus in a worker thread; hand the interpreter lock back to
-    # the event loop (and the gRPC poller) every millisecond instead of every five.
+    # RPCs run on gRPC's threads, the refresh on the event loop and its worker threads:
+    # hand the interpreter lock over every millisecond instead of every five, so an RPC
+    # waits for at most a millisecond of a refresh's work.
     sys.setswitchinterval(0.001)
 
 

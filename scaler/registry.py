@@ -108,6 +108,17 @@ class TargetRegistry:
             raise cached
         return fp, cached
 
+    def polled(self, key: TargetKey, metadata: Mapping[str, str], now: float) -> Target | None:
+        """The known target for these exact metadata, marked as polled; None if it needs ``resolve``.
+
+        Safe from any thread: it reads the table and sets one attribute, nothing else.
+        """
+        target = self._targets.get(key)
+        if target is None or target.metadata != metadata:
+            return None
+        target.last_polled = now
+        return target
+
     def resolve(self, key: TargetKey, metadata: Mapping[str, str], now: float) -> tuple[Target, bool]:
         """The target for an RPC, registering or updating it. Returns (target, is_new)."""
         target = self._targets.get(key)

@@ -71,8 +71,10 @@ class ServerThread:
         tls: TlsFiles | None = None,
         options: ServerOptions | None = None,
         grid: bool = False,
+        settle_s: float | None = None,
     ) -> None:
         self.grid = grid
+        self.settle_s = settle_s
         self.source = source or OfflineSource()
         self.clock = clock or (lambda: datetime.now(UTC))
         self.refresh_interval_s = refresh_interval_s
@@ -94,7 +96,7 @@ class ServerThread:
             self.clock,
             refresh_interval_s=self.refresh_interval_s,
             grid=self.grid,
-            settle_s=min(1.0, self.refresh_interval_s / 4),
+            settle_s=min(1.0, self.refresh_interval_s / 4) if self.settle_s is None else self.settle_s,
         )
         self.service = ExternalScalerService(self.runtime, self.options)
         self.server = GrpcServer(self.service)

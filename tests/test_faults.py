@@ -15,6 +15,7 @@ import pytest
 
 from scaler.engine import Engine, HistoryPoint, Observation
 from scaler.proto import externalscaler_pb2 as pb
+from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource
@@ -77,12 +78,12 @@ def scripted() -> Iterator[ScriptedPrometheus]:
     fake.close()
 
 
-def timed_metrics(server: ServerThread, request: pb.GetMetricsRequest) -> tuple[float, int | grpc.StatusCode]:
+def timed_metrics(
+    stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest
+) -> tuple[float, int | grpc.StatusCode]:
     started = time.perf_counter()
     try:
-        value: int | grpc.StatusCode = (
-            server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue
-        )
+        value: int | grpc.StatusCode = stub.GetMetrics(request, timeout=5).metricValues[0].metricValue
     except grpc.RpcError as exc:
         value = exc.code()
     return time.perf_counter() - started, value
@@ -96,29 +97,30 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
         scaledObjectRef=ref(minReplicas="2", targetQueuePerReplica="10", maxStalenessSeconds="3")
     )
     with ServerThread(source=source, refresh_interval_s=0.25) as server:
-        server.stub().GetMetrics(request, timeout=5)
+        stub = server.stub()  # one pooled connection, as KEDA keeps
+        stub.GetMetrics(request, timeout=5)
         deadline = time.monotonic() + 5
-        while timed_metrics(server, request)[1] != 12 and time.monotonic() < deadline:
+        while timed_metrics(stub, request)[1] != 12 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert timed_metrics(server, request)[1] == 12
+        assert timed_metrics(stub, request)[1] == 12
         latencies = []
         for mode in ("slow", "error", "garbage", "empty", "nan"):
             scripted.mode = mode
             until = time.monotonic() + 0.5
             while time.monotonic() < until:
-                latency, value = timed_metrics(server, request)
+                latency, value = timed_metrics(stub, request)
                 latencies.append(latency)
                 assert value == 12, (mode, value)  # held: missing data never lowers the target
                 time.sleep(0.02)
         assert max(latencies) < 0.1, f"slowest RPC {max(latencies) * 1000:.0f} ms"
         until = time.monotonic() + 5
-        while timed_metrics(server, request)[1] != grpc.StatusCode.UNAVAILABLE:
+        while timed_metrics(stub, request)[1] != grpc.StatusCode.UNAVAILABLE:
             assert time.monotonic() < until, "never turned UNAVAILABLE after maxStalenessSeconds"
             time.sleep(0.1)
         scripted.mode = "ok"
         scripted.waiting = 50.0
         recovered_by = time.monotonic() + 2 * 0.25 + 1.0  # two refreshes, plus a query timeout in flight
-        while timed_metrics(server, request)[1] != 5:  # a live decision again: 50 waiting at 10 per replica
+        while timed_metrics(stub, request)[1] != 5:  # a live decision again: 50 waiting at 10 per replica
             assert time.monotonic() < recovered_by, "did not recover without a restart"
             time.sleep(0.05)
         decision = server.runtime.registry.targets()[0].latest
@@ -197,6 +199,10 @@ def test_two_scaler_replicas_answer_alike(fleet: SimulatedFleet, prometheus: Loc
             source=LiveSource(PrometheusReader(prometheus.url, rate_window="5s")),
             refresh_interval_s=1.0,
             grid=True,
+            # Query each grid time 0.8 s after it: a scrape that started just before it
+            # (its samples carry the start time) has landed by then even on a busy machine,
+            # so both replicas read the same samples. Production settles 2 s after 15 s ticks.
+            settle_s=0.8,
         )
         for _ in range(2)
     ]

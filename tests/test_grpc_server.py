@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -10,8 +11,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from scaler.outputs.grpc_server import METRIC_NAME
+from scaler.outputs.grpc_server import METRIC_NAME, ServerOptions
 from scaler.proto import externalscaler_pb2 as pb
+from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from tests.helpers import ScriptedSource, ServerThread, StepClock, ref
 
 
@@ -72,6 +74,64 @@ def test_stream_is_active_sends_true_and_stays_open(server: ServerThread) -> Non
     reader.join(1.0)
     assert reader.is_alive(), "the stream closed instead of staying open"
     stream.cancel()
+
+
+def test_open_streams_are_bounded_and_never_starve_unary_rpcs() -> None:
+    """Each open StreamIsActive parks a thread but holds no RPC slot; past the limit, a clear refusal."""
+    with ServerThread(options=ServerOptions(workers=2, max_streams=3)) as server:
+        channel = server.channel()
+        stub = pb_grpc.ExternalScalerStub(channel)
+        streams = [stub.StreamIsActive(ref(name=f"push-{i}")) for i in range(3)]
+        assert all(next(s).result is True for s in streams)
+        # more open streams than RPC slots, and unary RPCs still answer at once
+        for i in range(20):
+            assert stub.IsActive(ref(name=f"poll-{i}"), timeout=2).result is True
+            reply = stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(name=f"poll-{i}")), timeout=2)
+            assert reply.metricValues[0].metricValue == 1
+        with pytest.raises(grpc.RpcError) as refused:
+            next(stub.StreamIsActive(ref(name="push-3"), timeout=5))
+        assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "3 StreamIsActive streams are open" in (refused.value.details() or "")
+        streams[0].cancel()  # a client going away frees its place within a second
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                assert next(stub.StreamIsActive(ref(name="push-3"), timeout=5)).result is True
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert time.monotonic() < deadline, "a cancelled stream never gave its place back"
+                time.sleep(0.2)
+        channel.close()
+
+
+def test_concurrent_first_calls_register_a_target_once() -> None:
+    """A burst of first calls for new targets: each registered once, every call answered."""
+    with ServerThread() as server:
+        stub = server.stub()
+        names = [f"so-{i % 10}" for i in range(200)]  # 20 concurrent first calls per target
+        start = threading.Barrier(20)
+        replies: list[int] = []
+        errors: list[BaseException] = []
+
+        def caller(chunk: list[str]) -> None:
+            start.wait()
+            for name in chunk:
+                try:
+                    request = pb.GetMetricsRequest(scaledObjectRef=ref(name=name, minReplicas="4"))
+                    replies.append(stub.GetMetrics(request, timeout=5).metricValues[0].metricValue)
+                except BaseException as exc:  # collected and asserted below
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=caller, args=(names[i::20],)) for i in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not errors
+        assert replies == [4] * 200
+        assert sorted(t.key.name for t in server.runtime.registry.targets()) == sorted(set(names))
+        assert server.service.rpc_counts[("GetMetrics", "OK")] == 200
 
 
 def test_stream_metric_spec_is_unimplemented(server: ServerThread) -> None:

@@ -16,15 +16,17 @@ failure is ``INTERNAL`` or ``UNAVAILABLE`` with a message, never ``UNKNOWN``.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1.health import aio as health_aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from scaler.config import MetadataError
@@ -39,7 +41,7 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ExternalScaler"].full_name
 MAX_NAME_LENGTH = 253
 
 T = TypeVar("T")
-Context = grpc.aio.ServicerContext[Any, Any]
+Context = grpc.ServicerContext
 
 
 class Undecodable:
@@ -70,17 +72,67 @@ class RpcError(Exception):
 class ServerOptions:
     first_decision_timeout_s: float = 1.0
     enforce_staleness: bool = True
+    # Unary RPCs that run Python at once. More threads only queue on the interpreter lock.
+    workers: int = 4
+    # StreamIsActive streams held open at once (each parks one thread; beyond: RESOURCE_EXHAUSTED).
+    # KEDA opens them only for `external-push` triggers; `external` polls IsActive instead.
+    max_streams: int = 16
 
 
 class ExternalScalerService(pb_grpc.ExternalScalerServicer):
+    """The ExternalScaler RPCs, run on gRPC's thread pool; decisions come from the runtime's loop.
+
+    Each unary RPC holds one of ``workers`` slots while it runs Python and gives it back
+    while it waits (a new target's first decision, registering on the runtime's loop), so
+    at most ``workers`` threads contend for the interpreter lock however many RPCs arrive
+    together. The refresh loop and everything that changes the registry run on the
+    runtime's event loop; RPC threads only read, and hand the rest to that loop.
+    """
+
     def __init__(self, runtime: Runtime, options: ServerOptions | None = None, log: Any = None) -> None:
         self.runtime = runtime
         self.options = options or ServerOptions()
         self.log = log
-        self.closing = asyncio.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.closing = threading.Event()
         self.rpc_counts: dict[tuple[str, str], int] = {}
+        self._counts_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.options.workers)
+        self._streams = threading.BoundedSemaphore(self.options.max_streams)
 
     # ---- helpers ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _waiting(self) -> Iterator[None]:
+        """Give the slot back while this thread waits on something else."""
+        self._slots.release()
+        try:
+            yield
+        finally:
+            self._slots.acquire()
+
+    def _on_loop(self, call: Callable[[], T], timeout_s: float) -> T:
+        """Run ``call`` on the runtime's event loop and wait for its result."""
+        if self.loop is None:
+            raise RpcError(grpc.StatusCode.UNAVAILABLE, "server is starting")
+        result: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                result.set_result(call())
+            except BaseException as exc:  # handed back to the RPC thread
+                result.set_exception(exc)
+
+        self.loop.call_soon_threadsafe(run)
+        with self._waiting():
+            return result.result(timeout_s)
+
+    def _register(self, key: TargetKey, metadata: dict[str, str], now: float) -> Target:
+        """On the loop: register or update the target (parsing its metadata once)."""
+        target, new = self.runtime.registry.resolve(key, metadata, now)
+        if new:
+            self.runtime.on_new_target(target)
+        return target
 
     def _target(self, ref: pb.ScaledObjectRef | Undecodable) -> Target:
         if isinstance(ref, Undecodable):
@@ -95,18 +147,27 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
                 grpc.StatusCode.INVALID_ARGUMENT, "invalid ScaledObjectRef: " + "; ".join(problems)
             )
         key = TargetKey(ref.namespace, ref.name)
+        metadata = dict(ref.scalerMetadata)
+        now = self.runtime.now_timestamp()
+        target = self.runtime.registry.polled(key, metadata, now)
+        if target is not None:  # the common case: a known target polled again, read-only
+            return target
         try:
-            target, new = self.runtime.registry.resolve(
-                key, dict(ref.scalerMetadata), self.runtime.now_timestamp()
-            )
+            return self._on_loop(lambda: self._register(key, metadata, now), 10.0)
         except MetadataError as exc:
             raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"{key}: {exc}") from None
-        if new:
-            self.runtime.on_new_target(target)
-        return target
 
-    async def _decision(self, target: Target) -> Decision:
-        decision = await self.runtime.first_decision(target, self.options.first_decision_timeout_s)
+    def _decision(self, target: Target) -> Decision:
+        decision = target.latest
+        if decision is None:
+            timeout = self.options.first_decision_timeout_s
+            if self.loop is not None:
+                waiting = asyncio.run_coroutine_threadsafe(
+                    self.runtime.first_decision(target, timeout), self.loop
+                )
+                with self._waiting(), contextlib.suppress(concurrent.futures.TimeoutError):
+                    waiting.result(timeout + 1.0)
+            decision = target.latest
         if decision is None:
             raise RpcError(
                 grpc.StatusCode.UNAVAILABLE,
@@ -123,62 +184,72 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
                 )
         return decision
 
-    async def _run(self, method: str, context: Context, body: Callable[[], Awaitable[T]]) -> T:
+    def _run(self, method: str, context: Context, body: Callable[[], T]) -> T:
         try:
-            result = await body()
+            with self._slots:
+                result = body()
         except RpcError as exc:
             self._count(method, exc.code.name)
-            await context.abort(exc.code, exc.details)
+            context.abort(exc.code, exc.details)
             raise  # unreachable: abort raises
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
             self._count(method, "INTERNAL")
             if self.log is not None:
                 self.log.error("rpc_failed", method=method, error=str(exc), error_type=type(exc).__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"{method} failed: {type(exc).__name__}: {exc}")
+            context.abort(grpc.StatusCode.INTERNAL, f"{method} failed: {type(exc).__name__}: {exc}")
             raise
         self._count(method, "OK")
         return result
 
     def _count(self, method: str, code: str) -> None:
         key = (method, code)
-        self.rpc_counts[key] = self.rpc_counts.get(key, 0) + 1
+        with self._counts_lock:
+            self.rpc_counts[key] = self.rpc_counts.get(key, 0) + 1
 
     # ---- RPCs -------------------------------------------------------------------------
 
-    async def IsActive(self, request: pb.ScaledObjectRef, context: Context) -> pb.IsActiveResponse:
-        async def body() -> pb.IsActiveResponse:
+    def IsActive(self, request: pb.ScaledObjectRef, context: Context) -> pb.IsActiveResponse:
+        def body() -> pb.IsActiveResponse:
             self._target(request)
             return pb.IsActiveResponse(result=True)
 
-        return await self._run("IsActive", context, body)
+        return self._run("IsActive", context, body)
 
-    async def StreamIsActive(
-        self, request: pb.ScaledObjectRef, context: Context
-    ) -> AsyncIterator[pb.IsActiveResponse]:
-        async def body() -> None:
+    def StreamIsActive(self, request: pb.ScaledObjectRef, context: Context) -> Iterator[pb.IsActiveResponse]:
+        def body() -> None:
             self._target(request)
+            if not self._streams.acquire(blocking=False):
+                raise RpcError(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{self.options.max_streams} StreamIsActive streams are open; the answer is always"
+                    " true, so an `external` trigger (polling IsActive) needs no stream",
+                )
 
-        await self._run("StreamIsActive", context, body)
-        yield pb.IsActiveResponse(result=True)
-        # Keep the stream open until the server shuts down; KEDA then reconnects elsewhere.
-        await self.closing.wait()
+        self._run("StreamIsActive", context, body)
+        try:
+            yield pb.IsActiveResponse(result=True)
+            # Keep the stream open until the server shuts down (KEDA then reconnects
+            # elsewhere) or the client goes away; this thread holds no slot meanwhile.
+            while not self.closing.wait(1.0):
+                if not context.is_active():
+                    return
+        finally:
+            self._streams.release()
 
-    async def GetMetricSpec(self, request: pb.ScaledObjectRef, context: Context) -> pb.GetMetricSpecResponse:
-        async def body() -> pb.GetMetricSpecResponse:
+    def GetMetricSpec(self, request: pb.ScaledObjectRef, context: Context) -> pb.GetMetricSpecResponse:
+        def body() -> pb.GetMetricSpecResponse:
             self._target(request)
             spec = pb.MetricSpec(metricName=METRIC_NAME, targetSize=1, targetSizeFloat=1.0)
             return pb.GetMetricSpecResponse(metricSpecs=[spec])
 
-        return await self._run("GetMetricSpec", context, body)
+        return self._run("GetMetricSpec", context, body)
 
-    async def GetMetrics(self, request: pb.GetMetricsRequest, context: Context) -> pb.GetMetricsResponse:
-        async def body() -> pb.GetMetricsResponse:
+    def GetMetrics(self, request: pb.GetMetricsRequest, context: Context) -> pb.GetMetricsResponse:
+        def body() -> pb.GetMetricsResponse:
             if isinstance(request, Undecodable):
                 raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable request: {request.reason}")
             target = self._target(request.scaledObjectRef)
-            decision = await self._decision(target)
+            decision = self._decision(target)
             value = pb.MetricValue(
                 metricName=request.metricName or METRIC_NAME,
                 metricValue=math.ceil(decision.replicas),
@@ -186,13 +257,13 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
             )
             return pb.GetMetricsResponse(metricValues=[value])
 
-        return await self._run("GetMetrics", context, body)
+        return self._run("GetMetrics", context, body)
 
-    async def StreamMetricSpec(
+    def StreamMetricSpec(
         self, request: pb.ScaledObjectRef, context: Context
-    ) -> AsyncIterator[pb.GetMetricSpecResponse]:
+    ) -> Iterator[pb.GetMetricSpecResponse]:
         self._count("StreamMetricSpec", "UNIMPLEMENTED")
-        await context.abort(
+        context.abort(
             grpc.StatusCode.UNIMPLEMENTED,
             "StreamMetricSpec is not implemented: this scaler's metric spec never changes (target 1)",
         )
@@ -245,19 +316,32 @@ def server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
 
 
 class GrpcServer:
-    """The aio gRPC server with the scaler, health and reflection services."""
+    """gRPC's threaded server with the scaler, health and reflection services.
+
+    The threaded server, not grpc.aio: on a measured burst of 200 concurrent RPCs it
+    spent about a third less CPU per RPC than the aio server on uvloop (README,
+    Architecture). ``start`` and ``stop`` are coroutines of the runtime's event loop,
+    which the RPC threads hand registrations and first decisions to.
+    """
 
     def __init__(self, service: ExternalScalerService) -> None:
         self.service = service
-        self.health = health_aio.HealthServicer()
-        self.server = grpc.aio.server(
+        options = service.options
+        # Threads: the unary slots, one per open stream, and spares for health Watch and
+        # reflection streams (also parked threads). Only ``workers`` of them run at once.
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=options.workers + options.max_streams + 8, thread_name_prefix="grpc"
+        )
+        self.health = health.HealthServicer()
+        self.server = grpc.server(
+            self.pool,
             options=[
                 ("grpc.keepalive_time_ms", 60_000),
                 ("grpc.keepalive_timeout_ms", 20_000),
                 ("grpc.http2.max_pings_without_data", 0),
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.max_receive_message_length", 1 << 20),
-            ]
+            ],
         )
         self.server.add_generic_rpc_handlers((scaler_handlers(service),))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -281,12 +365,15 @@ class GrpcServer:
         return self.port
 
     async def start(self) -> None:
-        await self.server.start()
-        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        self.service.loop = asyncio.get_running_loop()
+        self.server.start()
+        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
 
     async def stop(self, grace_s: float) -> None:
         """Stop accepting, end streams, let in-flight unary RPCs finish within the grace period."""
-        await self.health.enter_graceful_shutdown()
+        self.health.enter_graceful_shutdown()
         self.service.closing.set()
-        await self.server.stop(grace_s)
+        stopped = self.server.stop(grace_s)
+        await asyncio.to_thread(stopped.wait, grace_s + 5.0)
+        self.pool.shutdown(wait=False, cancel_futures=True)
