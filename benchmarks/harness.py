@@ -315,7 +315,7 @@ class KedaClient:
         self.recorder = recorder
 
     async def _call(self, stub: pb_grpc.ExternalScalerStub, method: str, ref: pb.ScaledObjectRef) -> None:
-        # perf_counter: the loop clock may tick in whole milliseconds (uvloop does).
+        # perf_counter: some event loops' clocks tick in whole milliseconds.
         started = time.perf_counter()
         code = "OK"
         try:

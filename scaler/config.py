@@ -362,7 +362,6 @@ class Settings(BaseModel):
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_decisions: Literal["all", "changes"] = "all"
-    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     grace_seconds: float = Field(20.0, ge=0, le=600)
     target_idle_seconds: float = Field(3600.0, gt=0)
     first_decision_timeout_seconds: float = Field(1.0, ge=0, le=10)

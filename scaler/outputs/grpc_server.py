@@ -318,10 +318,10 @@ def server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
 class GrpcServer:
     """gRPC's threaded server with the scaler, health and reflection services.
 
-    The threaded server, not grpc.aio: on a measured burst of 200 concurrent RPCs it
-    spent about a third less CPU per RPC than the aio server on uvloop (README,
-    Architecture). ``start`` and ``stop`` are coroutines of the runtime's event loop,
-    which the RPC threads hand registrations and first decisions to.
+    The threaded server, not grpc.aio: under the load test's bursts of 200 concurrent
+    RPCs its p99 was about a quarter lower than the aio server's (README, Architecture).
+    ``start`` and ``stop`` are coroutines of the runtime's event loop, which the RPC
+    threads hand registrations and first decisions to.
     """
 
     def __init__(self, service: ExternalScalerService) -> None:

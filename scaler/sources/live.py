@@ -73,7 +73,7 @@ class LiveSource:
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
         # All of it in a worker thread: the reads wait on the network, and building a
-        # thousand observations would otherwise hold the event loop that answers KEDA.
+        # thousand observations would otherwise hold the event loop that registers targets.
         return await asyncio.to_thread(self._observe, list(targets), now)
 
     def _observe(self, targets: Sequence[Target], now: datetime) -> dict[TargetKey, Observation]:
