@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
+from collections import deque
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from scaler.signals.forecast import ForecastParams, SeriesForecaster
+from scaler.signals.forecast import ForecastParams, SeriesForecaster, _TimedWindow
 
 
 def test_constant_series_converges_with_no_trend() -> None:
@@ -118,3 +122,50 @@ def test_gap_in_data_does_not_score_stale_checks() -> None:
     f.update(0.0, 1.0)
     f.update(10_000.0, 1000.0)  # hours later: the check due at t=60 is dropped, not scored
     assert f.samples_checked == 0
+
+
+def test_snapshot_restore_after_the_error_window_has_wrapped() -> None:
+    # A short error window over many samples: the ring has grown, expired and wrapped.
+    params = ForecastParams(error_window_s=600.0)
+    f = SeriesForecaster(horizon_s=180, params=params)
+    rng = random.Random(3)
+    for i in range(500):
+        f.update(i * 15.0, 50 + rng.random() * 30)
+    snap = json.loads(json.dumps(f.snapshot()))  # as it travels between processes
+    assert len(snap["errors"]) == f.samples_checked == 41  # checks at 15 s steps in [t - 600, t]
+    assert [t for t, _ in snap["errors"]] == sorted(t for t, _ in snap["errors"])
+    g = SeriesForecaster.restore(snap, params)
+    assert g.snapshot() == f.snapshot()
+    for i in range(500, 540):
+        value = 50 + rng.random() * 60
+        f.update(i * 15.0, value)
+        g.update(i * 15.0, value)
+    assert g.forecast() == pytest.approx(f.forecast())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.floats(0, 100), st.floats(-1e6, 1e6)),
+            st.tuples(st.just("expire"), st.floats(0, 100), st.just(0.0)),
+        ),
+        max_size=300,
+    )
+)
+def test_timed_window_behaves_like_a_deque_of_pairs(ops: list[tuple[str, float, float]]) -> None:
+    window, reference = _TimedWindow(), deque[tuple[float, float]]()
+    t = 0.0
+    for op, step, value in ops:
+        if op == "append":
+            t += step
+            window.append(t, value)
+            reference.append((t, value))
+        else:
+            cutoff = t - step
+            expected = []
+            while reference and reference[0][0] < cutoff:
+                expected.append(reference.popleft()[1])
+            assert window.expire_before(cutoff) == expected
+        assert len(window) == len(reference)
+        assert list(window) == list(reference)
