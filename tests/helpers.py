@@ -61,7 +61,7 @@ class ScriptedSource:
 
 
 class ServerThread:
-    """Runs the scaler's aio gRPC server in a background thread on a free loopback port."""
+    """Runs the scaler's gRPC server, its event loop in a background thread, on a free loopback port."""
 
     def __init__(
         self,

@@ -134,6 +134,27 @@ def test_concurrent_first_calls_register_a_target_once() -> None:
         assert server.service.rpc_counts[("GetMetrics", "OK")] == 200
 
 
+def test_a_busy_event_loop_delays_only_new_targets_and_never_fails_with_internal() -> None:
+    """Registration happens on the event loop; polls of known targets never wait for it."""
+    with ServerThread(options=ServerOptions(register_timeout_s=0.3)) as server:
+        stub = server.stub()
+        known = pb.GetMetricsRequest(scaledObjectRef=ref(name="known", minReplicas="2"))
+        fresh = pb.GetMetricsRequest(scaledObjectRef=ref(name="fresh", minReplicas="3"))
+        assert stub.GetMetrics(known, timeout=5).metricValues[0].metricValue == 2
+        server.loop.call_soon_threadsafe(time.sleep, 1.5)  # the loop is stuck for 1.5 s
+        time.sleep(0.1)
+        started = time.monotonic()
+        assert stub.GetMetrics(known, timeout=5).metricValues[0].metricValue == 2
+        assert time.monotonic() - started < 0.3
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.GetMetrics(fresh, timeout=5)
+        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert "event loop did not answer within 0.3 s" in (caught.value.details() or "")
+        time.sleep(1.5)
+        assert stub.GetMetrics(fresh, timeout=5).metricValues[0].metricValue == 3
+        assert ("GetMetrics", "INTERNAL") not in server.service.rpc_counts
+
+
 def test_stream_metric_spec_is_unimplemented(server: ServerThread) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         next(server.stub().StreamMetricSpec(ref()))

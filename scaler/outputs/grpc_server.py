@@ -77,6 +77,9 @@ class ServerOptions:
     # StreamIsActive streams held open at once (each parks one thread; beyond: RESOURCE_EXHAUSTED).
     # KEDA opens them only for `external-push` triggers; `external` polls IsActive instead.
     max_streams: int = 16
+    # How long an RPC for a new target (or changed metadata) waits for the event loop to
+    # register it; beyond, UNAVAILABLE (KEDA retries) rather than a thread held forever.
+    register_timeout_s: float = 10.0
 
 
 class ExternalScalerService(pb_grpc.ExternalScalerServicer):
@@ -125,7 +128,13 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
 
         self.loop.call_soon_threadsafe(run)
         with self._waiting():
-            return result.result(timeout_s)
+            try:
+                return result.result(timeout_s)
+            except concurrent.futures.TimeoutError:
+                raise RpcError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"the scaler's event loop did not answer within {timeout_s:g} s",
+                ) from None
 
     def _register(self, key: TargetKey, metadata: dict[str, str], now: float) -> Target:
         """On the loop: register or update the target (parsing its metadata once)."""
@@ -153,7 +162,7 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
         if target is not None:  # the common case: a known target polled again, read-only
             return target
         try:
-            return self._on_loop(lambda: self._register(key, metadata, now), 10.0)
+            return self._on_loop(lambda: self._register(key, metadata, now), self.options.register_timeout_s)
         except MetadataError as exc:
             raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"{key}: {exc}") from None
 
