@@ -59,6 +59,7 @@ class Observation:
     starting_replicas: int = 0
     ttft_p95_seconds: float | None = None
     ttft_p99_seconds: float | None = None
+    ttft_over_objective: float | None = None  # share of the rate window's first tokens over the objective
     kv_cache_usage: float | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
 
@@ -72,6 +73,7 @@ class Observation:
             "generation_tokens_per_s",
             "ttft_p95_seconds",
             "ttft_p99_seconds",
+            "ttft_over_objective",
             "kv_cache_usage",
         ):
             value = getattr(self, name)

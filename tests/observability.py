@@ -57,6 +57,7 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "gpu_schedulable_replicas": 2,
         "ttft_p95_seconds": 0.9,
         "ttft_p99_seconds": 2.4,
+        "ttft_over_objective": 0.03,
         "kv_cache_usage": 0.6,
     },
     QWEN: {
@@ -71,6 +72,7 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "gpu_schedulable_replicas": 1,
         "ttft_p95_seconds": 0.3,
         "ttft_p99_seconds": 0.7,
+        "ttft_over_objective": 0.0,
         "kv_cache_usage": 0.2,
     },
 }

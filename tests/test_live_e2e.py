@@ -196,3 +196,30 @@ def test_no_gpu_that_fits_holds_the_target_at_current_replicas(
                     time.sleep(0.1)
         finally:
             inventory.stop()
+
+
+def test_share_over_each_objective_comes_from_the_histogram(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, live_server: ServerThread
+) -> None:
+    """Two ScaledObjects on one fleet, one query: each gets the share over its own TTFT objective."""
+    fleet.set_fleet_load(PodLoad(requests_per_s=20, ttft_seconds=3.0, prompt_tokens_per_s=1000))
+    assert prometheus.wait_for("sum(rate(vllm:time_to_first_token_seconds_count[5s])) > 10")
+    strict = {"labelSelector": MODEL, "ttftObjectiveSeconds": "2"}
+    loose = {"labelSelector": MODEL, "ttftObjectiveSeconds": "10"}
+    for name, md in (("strict", strict), ("loose", loose)):
+        request = pb.GetMetricsRequest(scaledObjectRef=ref(name, **md))
+        live_server.stub().GetMetrics(request, timeout=5)
+
+    def shares() -> dict[float, float | None]:
+        return {
+            t.policy.ttft_objective_seconds: t.latest.observation.ttft_over_objective
+            for t in live_server.runtime.registry.targets()
+            if t.latest is not None
+        }
+
+    deadline = time.monotonic() + 10
+    while any(v is None for v in shares().values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    got = shares()
+    assert got[2.0] == pytest.approx(1.0)  # every first token took 3 s: all over 2 s
+    assert got[10.0] == pytest.approx(0.0)  # and none over 10 s

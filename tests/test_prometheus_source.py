@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from scaler.config import parse_metadata
+from scaler.histogram import histogram_quantile, share_above
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
 from scaler.sources.presets import PRESETS
-from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery, histogram_quantile
+from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 from tests.conftest import require_prometheus
 
 pytestmark = pytest.mark.prometheus
@@ -128,6 +129,10 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
         # every request at 0.3 s falls in the (0.25, 0.5] bucket: p95 interpolates to 0.4875
         assert got.values["ttft_p95_seconds"] == pytest.approx(0.4875, rel=1e-6)
         assert got.values["ttft_p99_seconds"] == pytest.approx(0.4975, rel=1e-6)
+        # the buckets themselves travel too, for the share over each target's objective
+        assert got.ttft_buckets is not None
+        assert share_above(2.0, got.ttft_buckets) == 0.0
+        assert share_above(0.2, got.ttft_buckets) == pytest.approx(1.0)
     else:
         assert "exports no metric" in got.missing["ttft_p95_seconds"]
 

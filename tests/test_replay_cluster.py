@@ -123,3 +123,43 @@ def test_config_from_mapping_rejects_unknown_keys() -> None:
     with pytest.raises(ClusterError, match="unknown cluster keys"):
         ClusterConfig.from_mapping({"gpus": 4})
     assert ClusterConfig.from_mapping({"gpus_free": 8}).gpus_free == 8
+
+
+@pytest.mark.parametrize(
+    ("physics", "decode_end"),
+    [
+        # shared: prefill of 1 s on a 10 s busy window slows decoding by 10%: 100 tokens at 9/s
+        ("shared", 1.0 + 100 / (10.0 * 0.9)),
+        # separate: decoding runs at its own rate whatever prefill does
+        ("separate", 1.0 + 100 / 10.0),
+    ],
+    ids=["shared", "separate"],
+)
+def test_physics_decides_whether_prefill_slows_decode(physics: str, decode_end: float) -> None:
+    """Shared physics adds prefill and decode as GPU time; separate keeps them apart."""
+    cluster = Cluster(CFG.with_overrides(physics=physics), initial_ready=1)
+    first, end = cluster.assign(0.0, prompt_tokens=1000, output_tokens=101)
+    assert first == pytest.approx(1.0)
+    assert end == pytest.approx(decode_end)
+
+
+@pytest.mark.parametrize(
+    ("physics", "prompt", "generation", "expected"),
+    [
+        ("shared", 500.0, 10.0, 0.5 + 0.5),  # 500/1000 + 10/(2 * 10): added
+        ("separate", 500.0, 10.0, 0.5),  # the tighter of the two
+        ("separate", 100.0, 16.0, 0.8),
+    ],
+    ids=["shared-adds", "separate-max-prefill", "separate-max-decode"],
+)
+def test_busy_fraction_follows_the_physics(
+    physics: str, prompt: float, generation: float, expected: float
+) -> None:
+    """What a replica's capacity is, in each physics, as the baseline's GPU utilisation reads it."""
+    assert CFG.with_overrides(physics=physics).busy_fraction(prompt, generation) == pytest.approx(expected)
+
+
+def test_unknown_physics_is_refused() -> None:
+    """A typo in the cluster YAML is an error naming the choices, not a silent default."""
+    with pytest.raises(ClusterError, match="physics must be one of shared, separate"):
+        ClusterConfig.from_mapping({"physics": "disaggregated"})

@@ -118,3 +118,16 @@ def test_cli_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str
     )
     assert code == 2
     assert "holds rates only" in capsys.readouterr().err
+
+
+def test_clairvoyant_need_in_separate_physics_is_the_tighter_resource() -> None:
+    """Separate physics: a bucket's need is the larger of prefill time and batch-slot time over slots."""
+    from scaler.replay.compare import busy_per_bucket
+    from scaler.replay.trace import Trace
+
+    cfg = ClusterConfig(prefill_tokens_per_s=1000, decode_slots=4, decode_tokens_per_s_per_seq=10)
+    trace = Trace(np.array([0.0, 1.0]), np.array([3000, 3000]), np.array([101, 101]), "t")
+    shared = busy_per_bucket(trace, cfg.with_overrides(physics="shared"), 60.0)
+    separate = busy_per_bucket(trace, cfg.with_overrides(physics="separate"), 60.0)
+    assert shared[0] == pytest.approx((2 * 3.0 + 2 * 101 / 40) / 60)  # prefill s + decode at a full batch
+    assert separate[0] == pytest.approx(max(2 * 3.0, 2 * (3.0 + 10.0) / 4) / 60)  # slots bind: 6.5 s

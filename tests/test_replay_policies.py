@@ -88,3 +88,28 @@ def test_external_trigger_is_this_scalers_engine() -> None:
     assert policy.tick(tick(now, waiting=50)) == 5
     assert policy.latest is not None and policy.latest.replicas == 5
     assert policy.latest.observation.queue_waiting == 50
+
+
+def test_the_scaler_sees_ttft_quantiles_and_its_share_over_objective_from_the_histogram() -> None:
+    """The replay's TTFT histogram reaches the engine as a live source would deliver it."""
+    import math
+
+    from scaler.histogram import histogram_quantile, share_above
+
+    so = scaledobject_model(
+        {
+            "kind": "ScaledObject",
+            "spec": {
+                "triggers": [{"type": "external", "metadata": {"ttftObjectiveSeconds": "2"}}],
+            },
+        }
+    )
+    policy = KedaPolicy("scaler", so)
+    buckets = {0.5: 900.0, 1.0: 980.0, 2.5: 998.0, math.inf: 1000.0}
+    obs = policy.observation(tick(datetime.fromisoformat("2026-12-07T00:00:00+08:00"), ttft_buckets=buckets))
+    assert obs.ttft_p95_seconds == histogram_quantile(0.95, buckets)
+    assert obs.ttft_p99_seconds == histogram_quantile(0.99, buckets)
+    assert obs.ttft_over_objective == share_above(2.0, buckets)
+    quiet = policy.observation(tick(datetime.fromisoformat("2026-12-07T00:00:00+08:00")))
+    assert quiet.ttft_over_objective is None
+    assert quiet.missing["ttft_over_objective"] == "no requests in the rate window"

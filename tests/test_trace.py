@@ -85,6 +85,7 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
                 "gpu_schedulable_replicas": "llm_scaler_input_gpu_schedulable_replicas",
                 "ttft_p95_seconds": "llm_scaler_input_ttft_p95_seconds",
                 "ttft_p99_seconds": "llm_scaler_input_ttft_p99_seconds",
+                "ttft_over_objective": "llm_scaler_input_ttft_over_objective_ratio",
                 "kv_cache_usage": "llm_scaler_input_kv_cache_usage_ratio",
             }[field]
             assert value_for(samples, series, key) == value, series

@@ -93,6 +93,10 @@ INPUT_SERIES: dict[str, tuple[str, str]] = {
     ),
     "ttft_p95_seconds": ("llm_scaler_input_ttft_p95_seconds", "Time to first token, 95th percentile."),
     "ttft_p99_seconds": ("llm_scaler_input_ttft_p99_seconds", "Time to first token, 99th percentile."),
+    "ttft_over_objective": (
+        "llm_scaler_input_ttft_over_objective_ratio",
+        "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
+    ),
     "kv_cache_usage": ("llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1."),
     "current_replicas": ("llm_scaler_input_current_replicas", "Replicas of the workload (pods that exist)."),
     "ready_replicas": ("llm_scaler_input_ready_replicas", "Replicas whose pods are Ready."),

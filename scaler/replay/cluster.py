@@ -12,11 +12,22 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
   (ties: the one whose prefill queue frees first, then the oldest pod).
 * **Serving**: a pod prefills one request at a time, first come first served, at
   ``prefill_tokens_per_s``; a request needs one of ``decode_slots`` batch slots from the
-  start of its prefill to its last token. Prefill has priority on the GPU (vLLM schedules
-  waiting prefill chunks every step), so decoding runs in the GPU time prefill leaves:
-  each sequence decodes at ``decode_tokens_per_s_per_seq * (1 - f)`` where ``f`` is the
-  pod's recent prefill busy fraction (an exponential average over ``busy_time_constant_s``).
-  The pod's capacity is then additive GPU time, ``prompt/P + generation/(slots * r) <= 1``.
+  start of its prefill to its last token. How decoding shares the GPU with prefill is the
+  ``physics``:
+
+  - ``shared`` (default): prefill has priority on the GPU (vLLM schedules waiting prefill
+    chunks every step), so decoding runs in the GPU time prefill leaves: each sequence
+    decodes at ``decode_tokens_per_s_per_seq * (1 - f)`` where ``f`` is the pod's recent
+    prefill busy fraction (an exponential average over ``busy_time_constant_s``). The
+    pod's capacity is additive GPU time, ``prompt/P + generation/(slots * r) <= 1``.
+  - ``separate``: prefill and decode are separate resources. Each sequence decodes at
+    ``decode_tokens_per_s_per_seq`` whatever prefill does, limited only by the batch
+    slots, and decoding never slows prefill (decode is memory-bound at small batch, and a
+    chunked-prefill step carries the decode tokens almost for free). The pod's capacity
+    is the tighter of two limits, ``prompt/P <= 1`` and ``slots busy <= decode_slots``.
+
+  Real vLLM lies between the two (docs/replay.md cites why); the scaler is not told which
+  one it runs in.
 * **TTFT** = waiting for a slot and for the prefill queue + the prompt's prefill time.
 """
 
@@ -29,9 +40,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+
+Physics = Literal["shared", "separate"]
+PHYSICS: tuple[Physics, ...] = ("shared", "separate")
 
 
 class ClusterError(ValueError):
@@ -49,9 +63,12 @@ class ClusterConfig:
     gpus_per_replica: int = 1
     gpus_free: int = 16  # GPUs this workload may use in the pool
     busy_time_constant_s: float = 10.0  # window of the prefill busy fraction that slows decode
+    physics: Physics = "shared"  # how prefill and decode share a replica's GPU (module docstring)
 
     def __post_init__(self) -> None:
         problems = []
+        if self.physics not in PHYSICS:
+            problems.append(f"physics must be one of {', '.join(PHYSICS)}, got {self.physics!r}")
         for name in (
             "prefill_tokens_per_s",
             "decode_tokens_per_s_per_seq",
@@ -79,9 +96,15 @@ class ClusterConfig:
     def max_replicas_on_gpus(self) -> int:
         return self.gpus_free // self.gpus_per_replica
 
-    def busy_seconds(self, prompt_tokens: float, output_tokens: float) -> float:
-        """GPU seconds of one replica that a request of these sizes takes."""
-        return prompt_tokens / self.prefill_tokens_per_s + output_tokens / self.decode_tokens_per_s
+    def busy_fraction(self, prompt_tokens_per_s: float, generation_tokens_per_s: float) -> float:
+        """Replicas' worth of capacity these token rates use, under this physics.
+
+        ``shared``: prefill and decode add as GPU time. ``separate``: the tighter of the
+        two resources binds (decode counted against a full batch of slots).
+        """
+        prefill = prompt_tokens_per_s / self.prefill_tokens_per_s
+        decode = generation_tokens_per_s / self.decode_tokens_per_s
+        return prefill + decode if self.physics == "shared" else max(prefill, decode)
 
     def with_overrides(self, **changes: Any) -> ClusterConfig:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -205,6 +228,7 @@ class Cluster:
         self._p = config.prefill_tokens_per_s
         self._r = config.decode_tokens_per_s_per_seq
         self._tau = config.busy_time_constant_s
+        self._shared = config.physics == "shared"
 
     # ---- bookkeeping -----------------------------------------------------------------
 
@@ -320,14 +344,17 @@ class Cluster:
         start = max(now, pod.free_at, pod.ready_at, slot_free)
         prefill = prompt_tokens / self._p
         first = start + prefill
-        # Prefill busy fraction (exponential average), which slows decoding on this pod.
-        dt = start - pod.pf_t
-        if dt > 0:
-            pod.pf_load *= math.exp(-dt / self._tau)
-            pod.pf_t = start
-        pod.pf_load += prefill / self._tau
-        share = min(0.9, pod.pf_load)
-        end = first + max(0.0, output_tokens - 1) / (self._r * (1.0 - share))
+        if self._shared:
+            # Prefill busy fraction (exponential average), which slows decoding on this pod.
+            dt = start - pod.pf_t
+            if dt > 0:
+                pod.pf_load *= math.exp(-dt / self._tau)
+                pod.pf_t = start
+            pod.pf_load += prefill / self._tau
+            share = min(0.9, pod.pf_load)
+            end = first + max(0.0, output_tokens - 1) / (self._r * (1.0 - share))
+        else:
+            end = first + max(0.0, output_tokens - 1) / self._r
         heapq.heappush(pod.slots, end)
         heapq.heappush(pod.ends, end)
         if start > now:

@@ -40,13 +40,24 @@ class ClairvoyantSearch:
 
 
 def busy_per_bucket(trace: Trace, cfg: ClusterConfig, bucket_s: float = BUCKET_S) -> np.ndarray:
-    """Replicas of GPU time the requests arriving in each bucket take (fractional)."""
+    """Replicas the requests arriving in each bucket keep busy (fractional), under the physics.
+
+    ``shared``: GPU seconds, prefill plus decode at a full batch. ``separate``: the tighter
+    of prefill seconds and batch-slot seconds (prefill plus decode at the sequence's own
+    rate) over ``decode_slots``. Queueing is left out, so it is a lower bound on the need.
+    """
     if len(trace) == 0:
         return np.zeros(1)
     buckets = (trace.arrivals // bucket_s).astype(np.int64)
-    work = trace.prompt_tokens / cfg.prefill_tokens_per_s + trace.output_tokens / cfg.decode_tokens_per_s
     size = int(buckets[-1]) + 1
-    return np.bincount(buckets, weights=work, minlength=size) / bucket_s
+    prefill = trace.prompt_tokens / cfg.prefill_tokens_per_s
+    if cfg.physics == "shared":
+        work = prefill + trace.output_tokens / cfg.decode_tokens_per_s
+        return np.bincount(buckets, weights=work, minlength=size) / bucket_s
+    slot_seconds = prefill + np.maximum(0, trace.output_tokens - 1) / cfg.decode_tokens_per_s_per_seq
+    prefill_busy = np.bincount(buckets, weights=prefill, minlength=size)
+    slots_busy = np.bincount(buckets, weights=slot_seconds, minlength=size) / cfg.decode_slots
+    return np.maximum(prefill_busy, slots_busy) / bucket_s
 
 
 def within(ttft: np.ndarray, objective_s: float) -> np.ndarray:

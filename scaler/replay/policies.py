@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from scaler.engine import Engine
+from scaler.histogram import histogram_quantile, share_above
 from scaler.model import Decision, Observation
 from scaler.replay.hpa import Hpa, HpaStep, MetricType
 from scaler.replay.keda import (
@@ -49,6 +50,8 @@ class TickInputs:
     prompt_tokens_per_s: float | None
     generation_tokens_per_s: float | None
     pods: PodSeries
+    ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative)
+    kv_cache_usage: float | None = None  # the fullest serving pod's share of batch slots in use
 
 
 class KedaPolicy:
@@ -66,6 +69,7 @@ class KedaPolicy:
         self.hpa = Hpa(scaledobject.min_replicas, scaledobject.max_replicas, scaledobject.behavior)
         external = scaledobject.external
         self.engine = Engine.from_metadata(external.metadata) if external else None
+        self.objective_s = self.engine.policy.ttft_objective_seconds if self.engine else 2.0
         self.refresh_s = refresh_s
         self.hpa_sync_s = hpa_sync_s
         # Ticks may start before the trace's second 0 (the warm-up): the first one acts.
@@ -84,6 +88,15 @@ class KedaPolicy:
                 "prompt_tokens_per_s": "no rate() window yet",
                 "generation_tokens_per_s": "no rate() window yet",
             }
+        buckets = tick.ttft_buckets
+        ttft: dict[str, float | None] = {
+            "ttft_p95_seconds": histogram_quantile(0.95, buckets) if buckets else None,
+            "ttft_p99_seconds": histogram_quantile(0.99, buckets) if buckets else None,
+            "ttft_over_objective": share_above(self.objective_s, buckets) if buckets else None,
+        }
+        for name, value in ttft.items():
+            if value is None:
+                missing[name] = "no requests in the rate window"
         return Observation(
             now=tick.now,
             queue_waiting=float(tick.waiting),
@@ -95,6 +108,10 @@ class KedaPolicy:
             gpu_schedulable_replicas=tick.gpu_schedulable_replicas,
             pending_replicas=tick.pending,
             starting_replicas=tick.starting,
+            ttft_p95_seconds=ttft["ttft_p95_seconds"],
+            ttft_p99_seconds=ttft["ttft_p99_seconds"],
+            ttft_over_objective=ttft["ttft_over_objective"],
+            kv_cache_usage=tick.kv_cache_usage,
             missing=missing,
         )
 

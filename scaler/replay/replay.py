@@ -4,11 +4,14 @@ Requests are assigned in arrival order; between arrivals, control ticks (every
 ``tick_s``) show the policy what Kubernetes and Prometheus would show, and apply the
 replica count it sets. Token counters advance when tokens are produced (prompt tokens
 when a prefill completes, generated tokens spread over each request's decode), and
-rates are read as Prometheus' ``rate(counter[1m])`` would read them.
+rates are read as Prometheus' ``rate(counter[1m])`` would read them. Each first token is
+observed into a histogram with vLLM's ``time_to_first_token_seconds`` buckets, and its
+p95 and p99 are read as ``histogram_quantile`` over the last minute's bucket rates.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Callable
@@ -26,6 +29,17 @@ from scaler.replay.trace import Trace
 
 RATE_WINDOW_S = 60  # rate(...[1m])
 WARMUP_S = 600.0
+# vLLM's vllm:time_to_first_token_seconds buckets (vllm/v1/metrics/loggers.py), +Inf last.
+TTFT_BUCKETS = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+    2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0, math.inf,
+)  # fmt: skip
+HIST_BIN_S = 5  # time resolution of the simulated TTFT histogram
+
+
+def cumulative_buckets(counts: NDArray[np.int64]) -> dict[float, float]:
+    """Per-bucket counts over a window as a Prometheus histogram's cumulative ``le`` counts."""
+    return dict(zip(TTFT_BUCKETS, np.cumsum(counts).astype(float).tolist(), strict=True))
 
 
 class Policy(Protocol):
@@ -53,10 +67,6 @@ class RunResult:
     tick_pending: NDArray[np.int64]
     tick_gpus: NDArray[np.int64]
     extra: dict[str, float] = field(default_factory=dict)
-
-
-def _busy_per_bin(cfg: ClusterConfig) -> tuple[float, float]:
-    return 1.0 / cfg.prefill_tokens_per_s, 1.0 / cfg.decode_tokens_per_s
 
 
 def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for speed
@@ -102,7 +112,10 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     gen_cum = [0.0] * (nbins + 1)
     done_bins = 0
     gen_rate_now = 0.0
-    inv_p, inv_g = _busy_per_bin(cfg)
+    # First tokens per HIST_BIN_S and TTFT bucket: the histogram's increments over time.
+    ttft_hist = np.zeros((nbins // HIST_BIN_S + 2, len(TTFT_BUCKETS)), dtype=np.int64)
+    last_hist = len(ttft_hist) - 1
+    bucket_of = bisect.bisect_left
 
     ticks_t: list[float] = []
     ticks_spec: list[int] = []
@@ -137,7 +150,11 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         serving = cluster.ready + cluster.draining
         waiting = [p.waiting(t) for p in serving]
         running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
-        busy = prompt_rate * inv_p + gen_rate * inv_g
+        busy = cfg.busy_fraction(prompt_rate, gen_rate)
+        hist_end = min(second // HIST_BIN_S, last_hist)
+        window_counts = ttft_hist[max(0, hist_end - RATE_WINDOW_S // HIST_BIN_S) : hist_end].sum(axis=0)
+        ttft_window = cumulative_buckets(window_counts) if window_counts.any() else None
+        kv = max(running, default=0) / cfg.decode_slots if serving else None
         inputs = TickInputs(
             now_s=t - w,
             now=start + timedelta(seconds=t - w),
@@ -151,6 +168,8 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             running=view.running,
             prompt_tokens_per_s=prompt_rate,
             generation_tokens_per_s=gen_rate,
+            ttft_buckets=ttft_window,
+            kv_cache_usage=None if kv is None else min(1.0, kv),
             pods=PodSeries(waiting, running, busy, view.ready, cfg.gpus_per_replica, cfg.decode_slots),
         )
         wanted = policy.tick(inputs)
@@ -184,7 +203,9 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             control(next_tick)
             next_tick += tick_s
         first, end = assign(t, prompts[i], outputs[i])
-        ttft_all[i] = first - t
+        ttft = first - t
+        ttft_all[i] = ttft
+        ttft_hist[min(int(first) // HIST_BIN_S, last_hist), bucket_of(TTFT_BUCKETS, ttft)] += 1
         b = int(first)
         if b < last_bin:
             prompt_bin[b] += prompts[i]

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from scaler.histogram import share_above
 from scaler.model import Observation
 from scaler.registry import Target, TargetKey
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
@@ -24,6 +25,7 @@ PROMETHEUS_FIELDS = (
     "kv_cache_usage",
     "ttft_p95_seconds",
     "ttft_p99_seconds",
+    "ttft_over_objective",
 )
 WORKLOAD_FIELDS = ("current_replicas", "ready_replicas", "gpu_schedulable_replicas")
 
@@ -84,6 +86,15 @@ class LiveSource:
             got = inputs.get(t.key) or TargetInputs()
             values: dict[str, Any] = {k: v for k, v in got.values.items() if k in PROMETHEUS_FIELDS}
             missing = {k: v for k, v in got.missing.items() if k in PROMETHEUS_FIELDS}
+            over = (
+                share_above(t.policy.ttft_objective_seconds, got.ttft_buckets) if got.ttft_buckets else None
+            )
+            if over is not None:
+                values["ttft_over_objective"] = over
+            else:
+                missing["ttft_over_objective"] = missing.get(
+                    "ttft_p99_seconds", "no TTFT histogram buckets (custom queries give quantiles only)"
+                )
             if t.key in unaddressed:
                 missing.update(dict.fromkeys(PROMETHEUS_FIELDS, unaddressed[t.key]))
             values.update(self._workload(t, got, missing))

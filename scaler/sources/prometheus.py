@@ -28,6 +28,7 @@ from urllib3.util.retry import Retry
 
 from scaler.config import TargetPolicy
 from scaler.engine import HistoryPoint
+from scaler.histogram import histogram_quantile
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.sources.presets import Combine, Family, preset_for
 
@@ -74,36 +75,7 @@ class TargetInputs:
 
     values: dict[str, float] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
-
-
-def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None:  # noqa: PLR0911 - one return per case Prometheus defines
-    """Prometheus' histogram_quantile over cumulative bucket counts keyed by upper bound.
-
-    Linear interpolation inside the bucket, the lowest bucket starting at 0, and the
-    +Inf bucket answered with the largest finite bound, as Prometheus does.
-    """
-    if not buckets or not 0 <= q <= 1:
-        return None
-    bounds = sorted(buckets)
-    if not math.isinf(bounds[-1]):
-        return None
-    total = buckets[bounds[-1]]
-    if total <= 0 or math.isnan(total):
-        return None
-    rank = q * total
-    previous_bound, previous_count = 0.0, 0.0
-    for bound in bounds:
-        count = buckets[bound]
-        if count >= rank:
-            if math.isinf(bound):
-                return previous_bound if len(bounds) > 1 else None
-            if count == previous_count:
-                return bound
-            return previous_bound + (bound - previous_bound) * (rank - previous_count) / (
-                count - previous_count
-            )
-        previous_bound, previous_count = bound, count
-    return bounds[-2] if len(bounds) > 1 else None
+    ttft_buckets: dict[float, float] | None = None  # summed per-bucket rates of the TTFT histogram
 
 
 def group_labels(selectors: Iterable[Sequence[LabelMatcher]]) -> tuple[str, ...]:
@@ -283,6 +255,8 @@ class PrometheusReader:
                     _apply(family, samples, selector, part)
                 out[t.key].values.update(part.values)
                 out[t.key].missing.update(part.missing)
+                if part.ttft_buckets is not None:
+                    out[t.key].ttft_buckets = part.ttft_buckets
 
     def _read_custom(
         self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
@@ -380,6 +354,7 @@ def _apply(
                 buckets[float(s.labels.get("le", "nan")) * family.le_scale] += s.value
             except ValueError:
                 continue
+        into.ttft_buckets = dict(buckets)
         for name, q in (("ttft_p95_seconds", 0.95), ("ttft_p99_seconds", 0.99)):
             value = histogram_quantile(q, buckets)
             if value is None or not math.isfinite(value):
