@@ -16,10 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scaler.calibration import CalibrationParams, CapacityCalibration
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.model import Decision, Observation, Proposal, Signal
-from scaler.policy import combine
-from scaler.signals import floor, prewarm, queue, tokens
+from scaler.policy import combine, landing_step_down
+from scaler.signals import ceil_replicas, floor, prewarm, queue, tokens
 from scaler.signals.forecast import ForecastParams, SeriesForecaster
 
 __all__ = ["Decision", "Engine", "HistoryPoint", "Observation"]
@@ -37,14 +38,21 @@ class HistoryPoint:
 
 
 class Engine:
-    def __init__(self, policy: TargetPolicy, params: ForecastParams | None = None) -> None:
+    def __init__(
+        self,
+        policy: TargetPolicy,
+        params: ForecastParams | None = None,
+        calibration: CalibrationParams | None = None,
+    ) -> None:
         self.params = params or ForecastParams()
         self._policy = policy
+        self.calibration = CapacityCalibration(policy, calibration)
         self._prompt = SeriesForecaster(policy.cold_start_seconds, self.params)
         self._generation = SeriesForecaster(policy.cold_start_seconds, self.params)
         self._last: Decision | None = None
         self._last_demand: int | None = None
         self._last_fresh: float | None = None
+        self._last_queue: tuple[float, float] | None = None  # (time, waiting) at the previous refresh
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, str], params: ForecastParams | None = None) -> Engine:
@@ -65,6 +73,7 @@ class Engine:
             for f in (self._prompt, self._generation):
                 f.horizon_s = policy.cold_start_seconds
         self._policy = policy
+        self.calibration.configure(policy)
 
     def warm(self, history: Iterable[HistoryPoint]) -> int:
         """Feed past token rates (oldest first) so a new process does not forget the trend."""
@@ -77,44 +86,56 @@ class Engine:
             count += 1
         return count
 
-    def _missing_inputs(self, obs: Observation) -> list[str]:
-        policy = self._policy
+    def _missing_inputs(self, obs: Observation, token_signal_on: bool) -> list[str]:
         missing: list[str] = []
         if obs.queue_waiting is None:
             missing.append("queue_waiting")
-        if policy.prompt_tokens_per_second_per_replica and obs.prompt_tokens_per_s is None:
+        if token_signal_on and self.calibration.uses_prompt and obs.prompt_tokens_per_s is None:
             missing.append("prompt_tokens_per_s")
-        if policy.generation_tokens_per_second_per_replica and obs.generation_tokens_per_s is None:
+        if token_signal_on and self.calibration.uses_generation and obs.generation_tokens_per_s is None:
             missing.append("generation_tokens_per_s")
         return missing
 
     def decide(self, obs: Observation) -> Decision:
         policy = self._policy
         t = obs.timestamp
+        # Saturated (a request waits per Ready replica): the rates are throughput, not demand.
+        saturated = (
+            obs.queue_waiting is not None
+            and obs.ready_replicas is not None
+            and obs.queue_waiting >= max(1, obs.ready_replicas)
+        )
         if obs.prompt_tokens_per_s is not None:
-            self._prompt.update(t, obs.prompt_tokens_per_s)
+            self._prompt.update(t, obs.prompt_tokens_per_s, demand=not saturated)
         if obs.generation_tokens_per_s is not None:
-            self._generation.update(t, obs.generation_tokens_per_s)
+            self._generation.update(t, obs.generation_tokens_per_s, demand=not saturated)
 
-        missing = self._missing_inputs(obs)
+        self.calibration.observe(obs)
+        capacity = self.calibration.capacity()
+        missing = self._missing_inputs(obs, capacity.known)
         if not missing:
             self._last_fresh = t
         prompt_f = self._prompt.forecast()
         generation_f = self._generation.forecast()
         token_missing = any(m != "queue_waiting" for m in missing)
+        horizon = policy.cold_start_seconds
         # A stale forecast is not a proposal: while a token rate is missing the token
         # signals abstain and last_known holds the last complete demand instead.
-        token_demand = None if token_missing else tokens.demand(prompt_f, generation_f, policy)
+        token_demand = None if token_missing else tokens.demand(prompt_f, generation_f, capacity, horizon)
         unknown = "; ".join(f"{m}: {obs.missing.get(m, 'no data')}" for m in missing) or "no data yet"
 
         proposals: list[Proposal] = [
             floor.propose_floor(policy),
             prewarm.propose(policy.windows, obs.now, policy.cold_start_seconds),
             queue.propose(
-                obs.queue_waiting, policy.target_queue_per_replica, obs.missing.get("queue_waiting")
+                obs.queue_waiting,
+                policy.target_queue_per_replica,
+                obs.missing.get("queue_waiting"),
+                None if self._last_queue is None else (t - self._last_queue[0], self._last_queue[1]),
+                policy.cold_start_seconds,
             ),
-            tokens.propose(token_demand, policy, unknown),
-            floor.propose_hold(token_demand, policy),
+            tokens.propose(token_demand, capacity, horizon, unknown),
+            floor.propose_hold(token_demand, policy, self._learning(obs), self._earned_floor(obs)),
             floor.propose_last_known(self._last_demand, missing),
         ]
         notes: list[str] = []
@@ -132,12 +153,54 @@ class Engine:
             forecast["busy_replicas_now"] = token_demand.now
             forecast["busy_replicas_at_horizon"] = token_demand.horizon
 
-        decision = combine(proposals, obs, policy, notes, forecast)
+        if obs.queue_waiting is not None:
+            self._last_queue = (t, obs.queue_waiting)
+        decision = combine(proposals, obs, policy, notes, forecast, capacity)
         demand = [p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None]
         if demand and not missing:
             self._last_demand = max(demand)
         self._last = decision
         return decision
+
+    def _learning(self, obs: Observation) -> str | None:
+        """Why the engine does not trust its forecast or capacity yet, or None once it does.
+
+        Only while there is something to learn from: token rates (and, for the capacity,
+        Ready replicas). A target that is given neither keeps today's behaviour.
+        """
+        needed = self.params.min_error_checks
+        fed = [f.samples_checked for f in (self._prompt, self._generation) if f.level is not None]
+        if not fed:
+            return None
+        if min(fed) < needed:
+            return f"learning the traffic: {min(fed)} of {needed} forecasts checked"
+        if obs.ready_replicas is None:
+            return None
+        if not self.calibration.capacity().known:
+            return "learning the capacity: not configured, and no saturated minute measured yet"
+        if not self.calibration.settled:
+            return "learning the capacity: too few refreshes near the plan"
+        return None
+
+    def _earned_floor(self, obs: Observation) -> int | None:
+        """While learning, the replicas to keep: the fleet earns its way down one at a time.
+
+        One step down (one replica, or the smallest step the HPA's tolerance lets land)
+        once the current count has served a whole rate window within the TTFT objective,
+        and never more than one below what the largest per-replica load so served says
+        the load needs: ``max(step down, ceil(load / proven) - 1)``; otherwise the
+        current count.
+        """
+        current = obs.current_replicas
+        if current is None or not self.calibration.steady_within_objective:
+            return current
+        floor_now = landing_step_down(current)
+        proven = self.calibration.proven_load
+        prompt, generation = obs.prompt_tokens_per_s, obs.generation_tokens_per_s
+        if proven is not None and (prompt is not None or generation is not None):
+            load = self.calibration.load(prompt or 0.0, generation or 0.0)
+            floor_now = max(floor_now, ceil_replicas(load / proven) - 1)
+        return max(1, min(current, floor_now))
 
     def data_age_seconds(self, now_timestamp: float) -> float | None:
         """Seconds since every demand input was present, or None if they never were."""

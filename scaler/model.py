@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 
 class Signal(StrEnum):
@@ -33,6 +33,57 @@ class ClampKind(StrEnum):
     GPU_INVENTORY = "gpu_inventory"
     FLOOR_OVER_GPU = "floor_over_gpu"
     GPU_UNKNOWN_HOLD = "gpu_unknown_hold"
+
+
+CapacitySource = Literal["configured", "calibrated", "uncalibrated"]
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """The capacities the token signal used, and where they came from."""
+
+    prompt_tokens_per_s: float | None  # per Ready replica at its limit; None: not counted
+    generation_tokens_per_s: float | None
+    usable_fraction: float  # of that limit, the share the fleet may run at
+    source: CapacitySource
+    samples: int = 0  # refreshes that moved the usable load
+    overloads: int = 0  # overloaded refreshes that measured the capacity
+
+    @property
+    def known(self) -> bool:
+        return self.source != "uncalibrated"
+
+    def busy(self, prompt_rate: float, generation_rate: float) -> float:
+        """Replicas kept fully busy by these token rates (before the usable fraction)."""
+        busy = 0.0
+        if self.prompt_tokens_per_s:
+            busy += prompt_rate / self.prompt_tokens_per_s
+        if self.generation_tokens_per_s:
+            busy += generation_rate / self.generation_tokens_per_s
+        return busy
+
+    def describe(self) -> str:
+        if not self.known:
+            return "capacity not configured and not yet measured (needs an overloaded minute)"
+        parts = []
+        if self.prompt_tokens_per_s:
+            parts.append(f"{self.prompt_tokens_per_s:,.0f} prompt")
+        if self.generation_tokens_per_s:
+            parts.append(f"{self.generation_tokens_per_s:,.0f} generated")
+        where = "configured" if self.source == "configured" else f"calibrated over {self.samples} refreshes"
+        if self.overloads:
+            where += f", {self.overloads} overloaded"
+        return f"{' + '.join(parts)} tokens/s per replica at {self.usable_fraction:.2f} usable ({where})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens_per_s": self.prompt_tokens_per_s,
+            "generation_tokens_per_s": self.generation_tokens_per_s,
+            "usable_fraction": self.usable_fraction,
+            "source": self.source,
+            "samples": self.samples,
+            "overloads": self.overloads,
+        }
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -59,7 +110,9 @@ class Observation:
     starting_replicas: int = 0
     ttft_p95_seconds: float | None = None
     ttft_p99_seconds: float | None = None
-    ttft_over_objective: float | None = None  # share of the rate window's first tokens over the objective
+    ttft_over_objective: float | None = (
+        None  # share of the rate window's first tokens over ttftObjectiveSeconds
+    )
     kv_cache_usage: float | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
 
@@ -155,6 +208,7 @@ class Decision:
     reason: str
     observation: Observation
     forecast: Mapping[str, float] = field(default_factory=dict)
+    capacity: Capacity | None = None  # what the token signal used (scaler.calibration)
 
     def __post_init__(self) -> None:
         if self.replicas < 1:
@@ -186,6 +240,7 @@ class Decision:
             ],
             "notes": list(self.notes),
             "forecast": dict(self.forecast),
+            "capacity": None if self.capacity is None else self.capacity.to_json(),
             "reason": self.reason,
             "inputs": self.observation.to_json(),
         }

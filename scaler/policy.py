@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scaler.config import TargetPolicy
-from scaler.model import Clamp, ClampKind, Decision, Observation, Proposal, Signal
+from scaler.model import Capacity, Clamp, ClampKind, Decision, Observation, Proposal, Signal
 from scaler.signals.gpu import capacity
 
 _ORDER = {signal: index for index, signal in enumerate(Signal)}
@@ -27,6 +27,7 @@ def combine(
     policy: TargetPolicy,
     notes: Sequence[str] = (),
     forecast: dict[str, float] | None = None,
+    token_capacity: Capacity | None = None,
 ) -> Decision:
     asking = [p for p in proposals if p.replicas is not None]
     if not any(p.signal is Signal.FLOOR for p in asking):
@@ -101,6 +102,7 @@ def combine(
         reason=_sentence(target, winner, clamps),
         observation=obs,
         forecast=forecast or {},
+        capacity=token_capacity,
     )
 
 
@@ -116,6 +118,19 @@ def within_hpa_tolerance(target: int, current: int | None) -> bool:
     if not current or target == current:
         return False
     return abs(target / current - 1.0) <= HPA_TOLERANCE + 1e-12
+
+
+def landing_step_down(current: int, tolerance: float = HPA_TOLERANCE) -> int:
+    """The largest replica count below ``current`` that the HPA acts on (outside its tolerance).
+
+    The HPA ignores a target within ``tolerance`` of the current replicas, so from 10
+    replicas up a step of one never lands. *Example*: from 13, 12 is within 10% (12/13 =
+    0.92) and 11 is not (0.85): the smallest step down that lands is to 11.
+    """
+    target = current - 1
+    while target > 1 and within_hpa_tolerance(target, current):
+        target -= 1
+    return max(1, target)
 
 
 def _sentence(target: int, winner: Proposal, clamps: list[Clamp]) -> str:

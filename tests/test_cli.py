@@ -49,21 +49,25 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
                 "current_replicas": 2,
                 "gpu_schedulable_replicas": 4,
             },
-            {
-                "now": "2026-12-01T03:00:15Z",
-                "queue_waiting": 400,
-                "prompt_tokens_per_s": 40000,
-                "generation_tokens_per_s": 8000,
-                "current_replicas": 2,
-                "gpu_schedulable_replicas": 4,
-            },
+            *(
+                {
+                    "now": f"2026-12-01T03:00:{second}Z",
+                    "queue_waiting": 400,
+                    "prompt_tokens_per_s": 0,
+                    "generation_tokens_per_s": 0,
+                    "current_replicas": 2,
+                    "gpu_schedulable_replicas": 4,
+                }
+                for second in (15, 30)
+            ),
         ],
     )
     out = run("dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(obs)).stdout.splitlines()
-    assert len(out) == 2
+    assert len(out) == 3
     assert out[0].startswith("2026-12-01T03:00:00Z target=6 binding=prewarm")  # 11:00 in Shanghai
-    assert "target=6" in out[1] and "queue=40*" in out[1]
-    assert "gpu_inventory" in out[1] and "max 40->16" in out[1]
+    assert "queue=0" in out[1]  # 400 waiting at one refresh only: not yet a backlog
+    assert "target=6" in out[2] and "queue=40*" in out[2]  # at two in a row: 400 / 10
+    assert "gpu_inventory" in out[2] and "max 40->16" in out[2]
 
 
 def test_dry_run_json_output(tmp_path: Path) -> None:

@@ -207,6 +207,8 @@ def test_decision_series_follow_a_change_in_load(stand: Stand) -> None:
     # More waiting requests, and free GPUs appear: the queue asks more and nothing is held back.
     stand.source.per_target[LLAMA].update(queue_waiting=1000.0, gpu_schedulable_replicas=12)
     assert wait_until(lambda: value(f"llm_scaler_input_waiting_requests{{{selector}}}") == 1000.0)
+    # A queue counts once it has been seen at two refreshes in a row.
+    assert wait_until(lambda: stand.latest(LLAMA).proposals["queue"] == 100)
     after = stand.latest(LLAMA)
     assert after.replicas != before.replicas
     assert after.proposals["queue"] == 100  # ceil(1000 / targetQueuePerReplica 10)

@@ -143,8 +143,12 @@ def test_burst_and_decay() -> None:
     # ...then released as the forecast falls, keeping a margin learned from the miss
     assert decay[-1].replicas < min(d.replicas for d in first_minute)
     assert decay[-1].replicas <= 5
-    # never a step up while the load falls
-    assert all(b.replicas <= a.replicas for a, b in itertools.pairwise(decay))
+    # never a step up while the load falls (the first cold start after the burst); later, at a
+    # steady 3 requests/s, Holt's level recovers from undershooting the drop and its misses
+    # widen the margin by at most one replica
+    falling = decay[: 180 // 15]
+    assert all(b.replicas <= a.replicas for a, b in itertools.pairwise(falling))
+    assert max(d.replicas for d in decay[len(falling) :]) <= min(d.replicas for d in falling) + 1
 
 
 def test_ramp_is_served_ahead_of_time() -> None:
@@ -257,3 +261,26 @@ def test_hpa_tolerance_is_noted_when_it_will_swallow_the_change(
     engine = Engine.from_metadata({"maxReplicas": "100", "targetQueuePerReplica": "10"})
     d = engine.decide(obs(T0, waiting=target_waiting, current=current, schedulable=100))
     assert any("HPA tolerance" in n for n in d.notes) is noted, (d.replicas, d.notes)
+
+
+def test_a_one_poll_queue_spike_buys_no_replica_but_a_sustained_one_does() -> None:
+    """315 waiting at one poll (30x the per-replica target) is gone at the next: nothing ordered."""
+    engine = Engine.from_metadata({**LLAMA, "maxReplicas": "40"})
+    t = T0
+    for _ in range(40):
+        engine.decide(obs(t, rate=3, current=2, schedulable=40))
+        t += timedelta(seconds=15)
+    quiet = engine.decide(obs(t, rate=3, current=2, schedulable=40)).replicas
+    t += timedelta(seconds=15)
+    spike = engine.decide(obs(t, rate=3, waiting=315, current=2, schedulable=40))
+    t += timedelta(seconds=15)
+    after = engine.decide(obs(t, rate=3, waiting=0, current=2, schedulable=40))
+    assert spike.replicas == quiet and after.replicas == quiet
+    assert spike.proposals["queue"] == 0
+    sustained = []
+    for _ in range(3):
+        t += timedelta(seconds=15)
+        sustained.append(engine.decide(obs(t, rate=3, waiting=315, current=2, schedulable=40)))
+    assert sustained[0].proposals["queue"] == 0  # the first poll of it: not yet a backlog
+    assert sustained[1].replicas == 32  # 315 at two polls in a row, 10 per replica
+    assert sustained[1].binding is Signal.QUEUE

@@ -225,6 +225,9 @@ def test_refresh_updates_decisions_from_the_source() -> None:
         assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 2
         source.values["queue_waiting"] = 300.0
         clock.advance(15)
+        server.refresh()  # one refresh with a queue: a spike until the next one shows it too
+        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 2
+        clock.advance(15)
         server.refresh()
         assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 12  # 2 + 10 GPUs
 

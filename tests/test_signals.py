@@ -6,13 +6,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scaler.config import parse_metadata
-from scaler.model import Observation, Signal
+from scaler.calibration import CapacityCalibration
+from scaler.config import TargetPolicy, parse_metadata
+from scaler.model import Capacity, Observation, Signal
 from scaler.signals import ceil_replicas, floor, gpu, queue, tokens
 from scaler.signals.forecast import Forecast
 from scaler.signals.tokens import TokenDemand
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def _capacity(policy: TargetPolicy) -> Capacity:
+    """The capacity a new engine starts from: the configured prior, not yet calibrated."""
+    return CapacityCalibration(policy).capacity()
 
 
 @pytest.mark.parametrize(
@@ -74,8 +80,9 @@ def _flat(value: float) -> Forecast:
 )
 def test_token_table(prompt: float, generation: float, metadata: dict[str, str], expected: int) -> None:
     policy = parse_metadata(metadata)
-    demand = tokens.demand(_flat(prompt), _flat(generation), policy)
-    assert tokens.propose(demand, policy, "").replicas == expected
+    capacity = _capacity(policy)
+    demand = tokens.demand(_flat(prompt), _flat(generation), capacity, policy.cold_start_seconds)
+    assert tokens.propose(demand, capacity, policy.cold_start_seconds, "").replicas == expected
 
 
 def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
@@ -83,19 +90,21 @@ def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
         {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": "1", "coldStartSeconds": "300"}
     )
     rising = Forecast(level=1000, trend=10.0, margin=0.0, peak=0.0, last_value=1000)  # +10 tok/s each second
-    demand = tokens.demand(rising, None, policy)
+    capacity = _capacity(policy)
+    demand = tokens.demand(rising, None, capacity, policy.cold_start_seconds)
     assert demand is not None
     assert demand.now == pytest.approx(1.0)
     assert demand.horizon == pytest.approx(4.0)  # 1000 + 10 * 300 = 4000 tok/s
-    assert tokens.propose(demand, policy, "").replicas == 4
+    assert tokens.propose(demand, capacity, policy.cold_start_seconds, "").replicas == 4
 
 
 def test_tokens_off_without_capacity_and_unknown_without_rates() -> None:
-    off = tokens.propose(None, parse_metadata({}), "")
+    off = tokens.propose(None, _capacity(parse_metadata({})), 180, "")
     assert off.replicas is None and "promptTokensPerSecondPerReplica" in off.reason
     policy = parse_metadata({"promptTokensPerSecondPerReplica": "1000"})
-    assert tokens.demand(None, None, policy) is None
-    assert tokens.propose(None, policy, "prometheus down").replicas is None
+    capacity = _capacity(policy)
+    assert tokens.demand(None, None, capacity, 180) is None
+    assert tokens.propose(None, capacity, 180, "prometheus down").replicas is None
 
 
 @pytest.mark.parametrize(
@@ -108,8 +117,13 @@ def test_hold_keeps_the_largest_need_within_one_cold_start(
     policy = parse_metadata(
         {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": str(utilisation)}
     )
-    demand = TokenDemand(now=now_busy, horizon=horizon_busy, peak_within_horizon=max(now_busy, horizon_busy))
-    assert floor.propose_hold(demand, policy).replicas == expected
+    demand = TokenDemand(
+        now=now_busy,
+        horizon=horizon_busy,
+        peak_within_horizon=max(now_busy, horizon_busy),
+        usable_fraction=policy.target_utilization,
+    )
+    assert floor.propose_hold(demand, policy, None, None).replicas == expected
 
 
 def test_floor_is_min_replicas() -> None:
@@ -151,3 +165,24 @@ def test_gpu_capacity_unknown_without_inventory_or_current() -> None:
         Observation(now=NOW, gpu_schedulable_replicas=3, missing={"current_replicas": "api down"}), policy
     )
     assert unknown.replicas is None and "api down" in unknown.reason
+
+
+@pytest.mark.parametrize(
+    ("waiting", "previous", "expected"),
+    [
+        (315, (15.0, 0.0), 0),  # seen at one refresh only: a spike buys nothing
+        (300, (15.0, 300.0), 30),  # at two refreshes in a row: 300 / 10
+        (400, (15.0, 300.0), 30),  # growing: what persisted, 300
+        (700, (15.0, 810.0), 0),  # draining 7.3/s: gone in 96 s, before a replica could be Ready
+        (800, (15.0, 810.0), 68),  # draining 0.67/s: 680 left after the 180 s cold start
+        (300, None, 30),  # no previous refresh: counted as it is
+        (0, (15.0, 500.0), 0),
+    ],
+    ids=["spike", "sustained", "growing", "drains-in-time", "drains-slowly", "first-refresh", "empty"],
+)
+def test_queue_counts_the_backlog_as_work(
+    waiting: float, previous: tuple[float, float] | None, expected: int
+) -> None:
+    """Only a backlog that persists, and what of it a cold start would not see drained, buys replicas."""
+    proposal = queue.propose(waiting, 10, previous=previous, horizon_s=180)
+    assert proposal.replicas == expected

@@ -96,6 +96,16 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
             value_for(samples, "llm_scaler_ttft_objective_seconds", key)
             == targets[key].policy.ttft_objective_seconds
         )
+        capacity = decision.capacity
+        assert capacity is not None
+        assert value_for(samples, "llm_scaler_capacity_prompt_tokens_per_second", key) == pytest.approx(
+            capacity.prompt_tokens_per_s
+        )
+        assert value_for(samples, "llm_scaler_capacity_usable_ratio", key) == pytest.approx(
+            capacity.usable_fraction
+        )
+        source = samples_for(samples, "llm_scaler_capacity_source_info", key)
+        assert [labels["source"] for labels, _ in source] == [capacity.source]
     # The scenario: llama is queue-bound, clamped to max then to what the GPUs fit; qwen pre-warms.
     assert value_for(samples, "llm_scaler_prewarm_active", LLAMA) == 0
     assert value_for(samples, "llm_scaler_prewarm_active", QWEN) == 1

@@ -133,6 +133,33 @@ FORECAST_SERIES: dict[str, tuple[str, str]] = {
     ),
 }
 
+# Decision.capacity field -> (series, help): the capacities the token signal used.
+CAPACITY_SERIES: dict[str, tuple[str, str]] = {
+    "prompt_tokens_per_s": (
+        "llm_scaler_capacity_prompt_tokens_per_second",
+        "Prompt tokens per second one Ready replica serves at its limit, as the token signal used it"
+        " (configured, or calibrated from what the fleet served).",
+    ),
+    "generation_tokens_per_s": (
+        "llm_scaler_capacity_generation_tokens_per_second",
+        "Generated tokens per second one Ready replica serves at its limit, as the token signal used it.",
+    ),
+    "usable_fraction": (
+        "llm_scaler_capacity_usable_ratio",
+        "Share of that capacity the fleet may run at and still meet ttftObjectiveSeconds"
+        " (targetUtilization at first, then calibrated against the TTFT).",
+    ),
+    "samples": (
+        "llm_scaler_capacity_calibration_refreshes",
+        "Refreshes that moved the calibrated usable load since the capacity prior last changed.",
+    ),
+    "overloads": (
+        "llm_scaler_capacity_saturated_refreshes",
+        "Saturated refreshes (a request waiting per Ready replica for a whole rate window) that"
+        " measured the capacity.",
+    ),
+}
+
 SERIES: tuple[SeriesSpec, ...] = (
     # The decision
     _gauge("llm_scaler_desired_replicas", "Replica target of the latest decision (what GetMetrics answers)."),
@@ -163,6 +190,14 @@ SERIES: tuple[SeriesSpec, ...] = (
     *(_gauge(name, help_) for name, help_ in INPUT_SERIES.values()),
     *(_gauge(name, help_) for name, help_ in REPLICA_STATE_SERIES.values()),
     *(_gauge(name, help_) for name, help_ in FORECAST_SERIES.values()),
+    # The capacities the token signal used, and where they came from
+    *(_gauge(name, help_) for name, help_ in CAPACITY_SERIES.values()),
+    SeriesSpec(
+        "llm_scaler_capacity_source_info",
+        "info",
+        "Where the capacities came from: configured, calibrated or uncalibrated (value 1).",
+        ("source",),
+    ),
     # The policy the ScaledObject's metadata configured
     _gauge(
         "llm_scaler_forecast_horizon_seconds", "How far ahead the token forecast looks (coldStartSeconds)."
@@ -337,6 +372,13 @@ def _decision_rows(
     for key, (name, _) in FORECAST_SERIES.items():
         if key in decision.forecast:
             put(name, labels, decision.forecast[key])
+    capacity = decision.capacity
+    if capacity is not None:
+        for key, (name, _) in CAPACITY_SERIES.items():
+            value = getattr(capacity, key)
+            if value is not None:
+                put(name, labels, value)
+        put("llm_scaler_capacity_source_info", [*labels, capacity.source], 1)
 
 
 def install(

@@ -4,10 +4,19 @@ Holt's linear smoothing in continuous time (level and trend with time constants,
 so a missed refresh does not change the model), plus two guards:
 
 * an uncertainty margin learned from the forecaster's own misses: every forecast
-  made for ``t + horizon`` is checked when that time comes, and the margin is
-  ``margin_multiplier`` times the root mean square of the under-forecasts
-  (over-forecasts count as zero) in the last ``error_window_s``. Until enough
-  checks exist, it starts conservatively at ``initial_margin_fraction`` of the level;
+  made for ``t + horizon`` (the larger of the level and the trend's value there: what
+  the scaler sizes for, before the margin) is checked when that time comes, as a miss relative to
+  what was forecast, ``(actual - forecast) / forecast`` (at most 1: a surge to twice the
+  forecast or more counts as 100%). The margin is ``margin_multiplier`` times the root
+  mean square of the relative under-forecasts (over-forecasts count as zero) in the
+  last ``error_window_s``, times the level, so it shrinks with the load instead of
+  carrying a burst's absolute misses into a lull. Until ``min_error_checks`` checks
+  exist it is ``initial_margin_fraction`` of the level: a new series starts
+  conservatively and earns its way down. Forecasts made in the series' first
+  ``warmup_s`` are not scored: rate windows that are still filling make a ramp that
+  is not in the traffic; nor are forecasts made while the fleet is saturated (its rates
+  are then what it could serve, not what was asked, and the catch-up that follows would
+  count as misses for an hour);
 * a recent-peak guard: the forecast never falls below the largest value seen in
   the last ``peak_window_s``, so a burst is not smoothed away while it is happening.
 
@@ -31,10 +40,11 @@ class ForecastParams:
     level_time_constant_s: float = 60.0
     trend_time_constant_s: float = 300.0
     error_window_s: float = 3600.0
-    margin_multiplier: float = 2.0
+    margin_multiplier: float = 4.0  # 4 semi-RMS = 2.8 sigma: 99.7% one-sided cover of a Gaussian miss
     min_error_checks: int = 8
     initial_margin_fraction: float = 0.3
     peak_window_s: float = 60.0
+    warmup_s: float = 120.0  # the rate window (60 s) and one level time constant
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +60,13 @@ class Forecast:
     def point(self, horizon_s: float) -> float:
         return max(0.0, self.level + self.trend * horizon_s)
 
-    def at(self, horizon_s: float) -> float:
-        """Point forecast plus margin, never below the recent peak."""
-        return max(self.point(horizon_s) + self.margin, self.peak)
+    def at(self, horizon_s: float, margin_scale: float = 1.0) -> float:
+        """Point forecast plus (scaled) margin, never below the recent peak."""
+        return max(self.point(horizon_s) + margin_scale * self.margin, self.peak)
 
-    def max_over(self, horizon_s: float) -> float:
+    def max_over(self, horizon_s: float, margin_scale: float = 1.0) -> float:
         """The largest value forecast anywhere in [0, horizon]: linear, so an end point."""
-        return max(self.at(0.0), self.at(horizon_s))
+        return max(self.at(0.0, margin_scale), self.at(horizon_s, margin_scale))
 
 
 class _TimedWindow:
@@ -123,19 +133,24 @@ class SeriesForecaster:
         self.last_value = 0.0
         self._peaks: deque[tuple[float, float]] = deque()
         self._checks: deque[tuple[float, float]] = deque()  # (due time, forecast) awaiting the actual
-        self._errors = _TimedWindow()  # (time, actual - forecast)
-        self._under_sq = 0.0  # running sum of squared under-forecasts in _errors
+        self._errors = _TimedWindow()  # (time, (actual - forecast) / forecast, at most 1)
+        self._under_sq = 0.0  # running sum of squared relative under-forecasts in _errors
+        self.first_t: float | None = None
 
     @property
     def samples_checked(self) -> int:
         return len(self._errors)
 
-    def update(self, t: float, value: float) -> None:
+    def update(self, t: float, value: float, demand: bool = True) -> None:
+        """Feed one sample. ``demand=False``: the value is what a saturated fleet could serve,
+        not what was asked, so a forecast made from it is not checked against what follows."""
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"forecaster needs finite values >= 0, got {value!r}")
         if self.last_t is not None and t <= self.last_t:
             return  # out of order or repeated: ignore, never rewrite history
         self._check_due(t, value)
+        if self.first_t is None:
+            self.first_t = t
         if self.level is None or self.last_t is None:
             self.level = value
         else:
@@ -151,7 +166,11 @@ class SeriesForecaster:
         self._peaks.append((t, value))
         while self._peaks and self._peaks[0][0] < t - self.params.peak_window_s:
             self._peaks.popleft()
-        self._checks.append((t + self.horizon_s, self._point(self.horizon_s)))
+        if t - self.first_t >= self.params.warmup_s and demand:
+            # Checked is what the scaler sizes for, before the margin: the largest point
+            # forecast over the horizon (the hold keeps the level while the trend points down).
+            assert self.level is not None
+            self._checks.append((t + self.horizon_s, max(self.level, self._point(self.horizon_s))))
 
     def _point(self, horizon_s: float) -> float:
         assert self.level is not None
@@ -164,7 +183,7 @@ class SeriesForecaster:
         while self._checks and self._checks[0][0] <= t:
             due, predicted = self._checks.popleft()
             if t - due <= tolerance:
-                error = actual - predicted
+                error = min(1.0, (actual - predicted) / predicted) if predicted > 0 else float(actual > 0)
                 self._errors.append(t, error)
                 self._under_sq += max(error, 0.0) ** 2
         for old in self._errors.expire_before(t - self.params.error_window_s):
@@ -177,7 +196,7 @@ class SeriesForecaster:
         if not self._errors:
             return self.params.initial_margin_fraction * level
         semi_rms = math.sqrt(max(self._under_sq, 0.0) / len(self._errors))
-        learned = self.params.margin_multiplier * semi_rms
+        learned = self.params.margin_multiplier * semi_rms * level
         if len(self._errors) < self.params.min_error_checks:
             return max(learned, self.params.initial_margin_fraction * level)
         return learned
@@ -197,9 +216,11 @@ class SeriesForecaster:
             "trend": self.trend,
             "last_t": self.last_t,
             "last_value": self.last_value,
+            "first_t": self.first_t,
             "peaks": list(self._peaks),
             "checks": list(self._checks),
             "errors": list(self._errors),
+            "under_sq": self._under_sq,
         }
 
     @classmethod
@@ -209,8 +230,10 @@ class SeriesForecaster:
         f.trend = float(data["trend"])
         f.last_t = data["last_t"]
         f.last_value = float(data["last_value"])
+        f.first_t = data.get("first_t")
         f._peaks = deque((float(a), float(b)) for a, b in data["peaks"])
         f._checks = deque((float(a), float(b)) for a, b in data["checks"])
         f._errors = _TimedWindow((a, b) for a, b in data["errors"])
-        f._under_sq = sum(max(e, 0.0) ** 2 for _, e in f._errors)
+        # The running sum as it was, not summed again: a different order rounds differently.
+        f._under_sq = float(data.get("under_sq", sum(max(e, 0.0) ** 2 for _, e in f._errors)))
         return f

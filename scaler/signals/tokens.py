@@ -1,82 +1,95 @@
-"""Token signal: forecast token load one cold start ahead, in replicas of GPU time.
+"""Token signal: forecast token load one cold start ahead, in replicas.
 
-Prompt (prefill) and generation (decode) work share one GPU, so they add as GPU
-time, not as independent maxima:
+    busy(t)  = prompt_rate(t) / P + generation_rate(t) / G
+    tokens   = ceil(busy(now + coldStartSeconds) / usable)
 
-    busy(t)  = prompt_rate(t) / promptTokensPerSecondPerReplica
-             + generation_rate(t) / generationTokensPerSecondPerReplica
-    tokens   = ceil(busy(now + coldStartSeconds) / targetUtilization)
+where the rates are forecasts (scaler.signals.forecast) read at the horizon, because a
+replica ordered now serves only after its cold start, and ``P``, ``G`` and ``usable`` are
+the per-replica capacities and the usable fraction of them that the capacity calibration
+(scaler.calibration) holds: the configured ``promptTokensPerSecondPerReplica``,
+``generationTokensPerSecondPerReplica`` and ``targetUtilization`` at first, then what the
+fleet showed it serves within the TTFT objective. Prefill and decode are added as GPU
+time here; where they do not compete that overstates the need, and the calibration's
+usable load, learned along the traffic's own token mix, takes it back.
 
-where the rates are forecasts (scaler.signals.forecast) read at the horizon: a
-replica ordered now serves only after its cold start.
+*Example*: forecast 27,000 prompt and 5,400 generated tokens/s against 9,000 and 1,800 per
+replica is 3 + 3 = 6 replicas of capacity; at a usable fraction of 0.75 that asks for 8.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scaler.config import TargetPolicy
-from scaler.model import Proposal, Signal
+from scaler.model import Capacity, Proposal, Signal
 from scaler.signals import ceil_replicas
 from scaler.signals.forecast import Forecast
 
 
 @dataclass(frozen=True, slots=True)
 class TokenDemand:
-    """Replicas of GPU time (fractional, before utilisation) now and at the horizon."""
+    """Replicas of capacity (fractional, before the usable fraction) now and at the horizon."""
 
     now: float
     horizon: float
     peak_within_horizon: float
+    usable_fraction: float
+
+    @property
+    def replicas_at_horizon(self) -> float:
+        return self.horizon / self.usable_fraction
+
+    @property
+    def replicas_peak(self) -> float:
+        return self.peak_within_horizon / self.usable_fraction
 
 
-def busy_replicas(prompt_rate: float, generation_rate: float, policy: TargetPolicy) -> float:
-    """GPU time needed per second, in replicas, for the given token rates."""
-    busy = 0.0
-    if policy.prompt_tokens_per_second_per_replica:
-        busy += prompt_rate / policy.prompt_tokens_per_second_per_replica
-    if policy.generation_tokens_per_second_per_replica:
-        busy += generation_rate / policy.generation_tokens_per_second_per_replica
-    return busy
-
-
-def demand(prompt: Forecast | None, generation: Forecast | None, policy: TargetPolicy) -> TokenDemand | None:
-    """Token demand from the forecasts the policy needs; None when one of them is unknown."""
-    if not policy.token_capacity_known:
+def demand(
+    prompt: Forecast | None,
+    generation: Forecast | None,
+    capacity: Capacity,
+    horizon_s: float,
+    margin_scale: float = 1.0,
+) -> TokenDemand | None:
+    """Token demand from the forecasts the capacity needs; None when one of them is unknown."""
+    if not capacity.known:
         return None
-    if policy.prompt_tokens_per_second_per_replica and prompt is None:
+    if capacity.prompt_tokens_per_s and prompt is None:
         return None
-    if policy.generation_tokens_per_second_per_replica and generation is None:
+    if capacity.generation_tokens_per_s and generation is None:
         return None
-    horizon = policy.cold_start_seconds
 
     def ends(f: Forecast | None) -> tuple[float, float]:
         # The forecast is linear in the horizon: its largest value over [0, horizon] is at an end.
-        return (f.at(0.0), f.at(horizon)) if f else (0.0, 0.0)
+        return (f.at(0.0, margin_scale), f.at(horizon_s, margin_scale)) if f else (0.0, 0.0)
 
     p_now, p_later = ends(prompt)
     g_now, g_later = ends(generation)
     return TokenDemand(
-        now=busy_replicas(p_now, g_now, policy),
-        horizon=busy_replicas(p_later, g_later, policy),
-        peak_within_horizon=busy_replicas(max(p_now, p_later), max(g_now, g_later), policy),
+        now=capacity.busy(p_now, g_now),
+        horizon=capacity.busy(p_later, g_later),
+        peak_within_horizon=capacity.busy(max(p_now, p_later), max(g_now, g_later)),
+        usable_fraction=capacity.usable_fraction,
     )
 
 
-def propose(token_demand: TokenDemand | None, policy: TargetPolicy, unknown_reason: str) -> Proposal:
-    if not policy.token_capacity_known:
+def propose(
+    token_demand: TokenDemand | None, capacity: Capacity, horizon_s: float, unknown_reason: str
+) -> Proposal:
+    if not capacity.known:
         return Proposal(
             Signal.TOKENS,
             None,
-            "off: set promptTokensPerSecondPerReplica and/or generationTokensPerSecondPerReplica",
+            "off: no capacity configured (promptTokensPerSecondPerReplica,"
+            " generationTokensPerSecondPerReplica) and none measured yet; it is measured"
+            " from the first minute in which requests queue",
         )
     if token_demand is None:
         return Proposal(Signal.TOKENS, None, f"token rates unknown ({unknown_reason})")
-    replicas = ceil_replicas(token_demand.horizon / policy.target_utilization)
+    replicas = ceil_replicas(token_demand.replicas_at_horizon)
     return Proposal(
         Signal.TOKENS,
         replicas,
-        f"forecast {token_demand.horizon:.2f} replicas of GPU time at now+{policy.cold_start_seconds:g}s"
-        f" / {policy.target_utilization:g} utilisation",
+        f"forecast {token_demand.horizon:.2f} replicas of capacity at now+{horizon_s:g}s"
+        f" / {token_demand.usable_fraction:.2f} usable; {capacity.describe()}",
         {"busy_replicas_at_horizon": token_demand.horizon},
     )
