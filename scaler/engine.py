@@ -105,10 +105,11 @@ class Engine:
             and obs.ready_replicas is not None
             and obs.queue_waiting >= max(1, obs.ready_replicas)
         )
+        arrivals = self._arrival_factor(obs, t)
         if obs.prompt_tokens_per_s is not None:
-            self._prompt.update(t, obs.prompt_tokens_per_s, demand=not saturated)
+            self._prompt.update(t, obs.prompt_tokens_per_s * arrivals, demand=not saturated)
         if obs.generation_tokens_per_s is not None:
-            self._generation.update(t, obs.generation_tokens_per_s, demand=not saturated)
+            self._generation.update(t, obs.generation_tokens_per_s * arrivals, demand=not saturated)
 
         self.calibration.observe(obs)
         capacity = self.calibration.capacity()
@@ -161,6 +162,24 @@ class Engine:
             self._last_demand = max(demand)
         self._last = decision
         return decision
+
+    def _arrival_factor(self, obs: Observation, t: float) -> float:
+        """Arrivals over service: ``(served + queue growth) / served``, from requests per second.
+
+        The token rates count what was served. Requests that arrive and wait are demand too,
+        and requests drained from a backlog are not: arrivals = served + d(waiting)/dt
+        (conservation). *Example*: 5 requests/s served while the queue grew from 100 to 250
+        in 15 s: 10 more arrived each second than were served, so the demand is 3 times the
+        served token rates. 1 when a count is unknown or the queue did not change.
+        """
+        served = obs.requests_per_s
+        if served is None or served <= 0 or obs.queue_waiting is None or self._last_queue is None:
+            return 1.0
+        dt = t - self._last_queue[0]
+        if dt <= 0:
+            return 1.0
+        growth = (obs.queue_waiting - self._last_queue[1]) / dt
+        return max(0.0, (served + growth) / served)
 
     def _learning(self, obs: Observation) -> str | None:
         """Why the engine does not trust its forecast or capacity yet, or None once it does.

@@ -41,6 +41,11 @@ def histogram_quantile(q: float, buckets: Mapping[float, float]) -> float | None
     return bounds[-2] if len(bounds) > 1 else None
 
 
+def total(buckets: Mapping[float, float]) -> float | None:
+    """The count of observations (the ``+Inf`` bucket); from bucket rates, the rate of them."""
+    return next((v for k, v in buckets.items() if math.isinf(k)), None)
+
+
 def share_above(value: float, buckets: Mapping[float, float]) -> float | None:  # noqa: PLR0911 - one per case
     """The share of observations above ``value``, from cumulative counts keyed by upper bound.
 

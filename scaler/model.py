@@ -113,6 +113,7 @@ class Observation:
     ttft_over_objective: float | None = (
         None  # share of the rate window's first tokens over ttftObjectiveSeconds
     )
+    requests_per_s: float | None = None  # first tokens per second over the rate window
     kv_cache_usage: float | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
 
@@ -127,6 +128,7 @@ class Observation:
             "ttft_p95_seconds",
             "ttft_p99_seconds",
             "ttft_over_objective",
+            "requests_per_s",
             "kv_cache_usage",
         ):
             value = getattr(self, name)

@@ -58,6 +58,7 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "ttft_p95_seconds": 0.9,
         "ttft_p99_seconds": 2.4,
         "ttft_over_objective": 0.03,
+        "requests_per_s": 24.0,
         "kv_cache_usage": 0.6,
     },
     QWEN: {
@@ -73,6 +74,7 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "ttft_p95_seconds": 0.3,
         "ttft_p99_seconds": 0.7,
         "ttft_over_objective": 0.0,
+        "requests_per_s": 3.0,
         "kv_cache_usage": 0.2,
     },
 }

@@ -284,3 +284,21 @@ def test_a_one_poll_queue_spike_buys_no_replica_but_a_sustained_one_does() -> No
     assert sustained[0].proposals["queue"] == 0  # the first poll of it: not yet a backlog
     assert sustained[1].replicas == 32  # 315 at two polls in a row, 10 per replica
     assert sustained[1].binding is Signal.QUEUE
+
+
+def test_a_growing_queue_counts_as_demand_the_served_rates_do_not_show() -> None:
+    """Saturated, the token rates are what was served; arrivals = served + the queue's growth."""
+    engine = Engine.from_metadata(LLAMA)
+    t = T0
+    for _ in range(40):
+        engine.decide(obs(t, rate=3, current=4, requests_per_s=3.0))
+        t += timedelta(seconds=15)
+    base = engine._prompt.level  # the served prompt rate: 3 requests/s x 1,100 tokens
+    assert base == pytest.approx(3300, rel=0.01)
+    waiting = 0.0
+    for _ in range(8):  # served stays at 3 requests/s while 6 more arrive each second and wait
+        waiting += 6 * 15
+        engine.decide(obs(t, rate=3, waiting=waiting, current=4, requests_per_s=3.0))
+        t += timedelta(seconds=15)
+    # demand is 9 requests/s: the forecaster follows it although the served rate did not move
+    assert engine._prompt.level > 2.5 * base

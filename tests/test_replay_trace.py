@@ -51,3 +51,20 @@ def test_poisson_expansion_is_seeded_and_follows_the_rates() -> None:
 def test_window_rebases() -> None:
     trace = load_requests(AZURE).window(600, 1200)
     assert trace.arrivals.min() >= 0 and trace.arrivals.max() < 600
+
+
+def test_bursty_rates_keep_the_mean_and_burst_above_three_times_it() -> None:
+    """The synthetic bursty trace: its mean is the one asked, its bursts short and at 3.5x that mean."""
+    import numpy as np
+
+    from scaler.replay.trace import bursty_rates
+
+    rates = bursty_rates(6 * 3600, 5.5, seed=1)
+    assert float(rates.rates.mean()) == pytest.approx(5.5)
+    high = rates.rates > 5.5
+    assert float(rates.rates.max()) == pytest.approx(3.5 * 5.5)
+    # bursts are runs of windows above the mean, each shorter than a 180 s cold start
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], high.astype(int), [0]])))
+    lengths = (edges[1::2] - edges[::2]) * rates.window_s
+    assert len(lengths) >= 10 and lengths.max() <= 150 and lengths[:-1].min() >= 60  # the last may be cut
+    assert bursty_rates(6 * 3600, 5.5, seed=1).rates.tolist() == rates.rates.tolist()  # seeded

@@ -93,6 +93,10 @@ INPUT_SERIES: dict[str, tuple[str, str]] = {
     ),
     "ttft_p95_seconds": ("llm_scaler_input_ttft_p95_seconds", "Time to first token, 95th percentile."),
     "ttft_p99_seconds": ("llm_scaler_input_ttft_p99_seconds", "Time to first token, 99th percentile."),
+    "requests_per_s": (
+        "llm_scaler_input_requests_per_second",
+        "Requests per second whose first token came in the rate window (the TTFT histogram's count).",
+    ),
     "ttft_over_objective": (
         "llm_scaler_input_ttft_over_objective_ratio",
         "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",

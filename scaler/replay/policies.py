@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from scaler.engine import Engine
-from scaler.histogram import histogram_quantile, share_above
+from scaler.histogram import histogram_quantile, share_above, total
 from scaler.model import Decision, Observation
 from scaler.replay.hpa import Hpa, HpaStep, MetricType
 from scaler.replay.keda import (
@@ -50,7 +50,7 @@ class TickInputs:
     prompt_tokens_per_s: float | None
     generation_tokens_per_s: float | None
     pods: PodSeries
-    ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative)
+    ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative rates)
     kv_cache_usage: float | None = None  # the fullest serving pod's share of batch slots in use
 
 
@@ -93,6 +93,7 @@ class KedaPolicy:
             "ttft_p95_seconds": histogram_quantile(0.95, buckets) if buckets else None,
             "ttft_p99_seconds": histogram_quantile(0.99, buckets) if buckets else None,
             "ttft_over_objective": share_above(self.objective_s, buckets) if buckets else None,
+            "requests_per_s": total(buckets) if buckets else None,
         }
         for name, value in ttft.items():
             if value is None:
@@ -111,6 +112,7 @@ class KedaPolicy:
             ttft_p95_seconds=ttft["ttft_p95_seconds"],
             ttft_p99_seconds=ttft["ttft_p99_seconds"],
             ttft_over_objective=ttft["ttft_over_objective"],
+            requests_per_s=ttft["requests_per_s"],
             kv_cache_usage=tick.kv_cache_usage,
             missing=missing,
         )

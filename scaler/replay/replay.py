@@ -37,9 +37,10 @@ TTFT_BUCKETS = (
 HIST_BIN_S = 5  # time resolution of the simulated TTFT histogram
 
 
-def cumulative_buckets(counts: NDArray[np.int64]) -> dict[float, float]:
-    """Per-bucket counts over a window as a Prometheus histogram's cumulative ``le`` counts."""
-    return dict(zip(TTFT_BUCKETS, np.cumsum(counts).astype(float).tolist(), strict=True))
+def cumulative_buckets(counts: NDArray[np.int64], window_s: float) -> dict[float, float]:
+    """Per-bucket counts over a window as ``sum(rate(..._bucket[window]))`` reads them: cumulative
+    ``le`` rates, per second."""
+    return dict(zip(TTFT_BUCKETS, (np.cumsum(counts) / window_s).tolist(), strict=True))
 
 
 class Policy(Protocol):
@@ -153,7 +154,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         busy = cfg.busy_fraction(prompt_rate, gen_rate)
         hist_end = min(second // HIST_BIN_S, last_hist)
         window_counts = ttft_hist[max(0, hist_end - RATE_WINDOW_S // HIST_BIN_S) : hist_end].sum(axis=0)
-        ttft_window = cumulative_buckets(window_counts) if window_counts.any() else None
+        ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S) if window_counts.any() else None
         kv = max(running, default=0) / cfg.decode_slots if serving else None
         inputs = TickInputs(
             now_s=t - w,

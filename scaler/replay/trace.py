@@ -188,3 +188,39 @@ def load_trace(path: str | Path, sizes_from: str | Path | None, seed: int, rate_
             trace.note + f"; rates scaled by {rate_scale:g}",
         )
     return trace
+
+
+def bursty_rates(
+    duration_s: float,
+    mean_rate: float,
+    seed: int,
+    burst_factor: float = 3.5,
+    burst_s: tuple[float, float] = (60.0, 150.0),
+    gap_s: tuple[float, float] = (420.0, 1380.0),
+    window_s: float = 5.0,
+) -> RateTrace:
+    """A synthetic bursty load: short bursts at ``burst_factor`` times the mean, on a calm base.
+
+    Bursts last ``burst_s`` (uniform; shorter than a typical cold start, so no replica
+    ordered when one begins is Ready before it ends) and start after calm gaps of
+    ``gap_s`` (uniform), both drawn from ``seed``. The calm base is set so that the mean
+    over the whole trace is ``mean_rate``, and each burst runs at ``burst_factor`` times
+    that mean. The rates come in windows of ``window_s``, to be expanded into requests
+    with ``expand_rates`` (Poisson arrivals, sizes from a request trace).
+    """
+    if not (duration_s > 0 and mean_rate > 0 and burst_factor > 1):
+        raise TraceError("bursty_rates needs a duration, a mean rate > 0 and a burst factor > 1")
+    rng = np.random.default_rng(seed)
+    starts = np.arange(0.0, duration_s, window_s)
+    in_burst = np.zeros(len(starts), dtype=bool)
+    t = float(rng.uniform(*gap_s))
+    while t < duration_s:
+        length = float(rng.uniform(*burst_s))
+        in_burst |= (starts >= t) & (starts < t + length)
+        t += length + float(rng.uniform(*gap_s))
+    share = float(in_burst.mean())
+    if share * burst_factor >= 1:
+        raise TraceError("bursts this long and this high leave no load for the calm base")
+    base = mean_rate * (1 - share * burst_factor) / (1 - share)
+    rates = np.where(in_burst, burst_factor * mean_rate, base)
+    return RateTrace(starts, rates, window_s, f"bursty (seed {seed})")

@@ -6,8 +6,9 @@ so a missed refresh does not change the model), plus two guards:
 * an uncertainty margin learned from the forecaster's own misses: every forecast
   made for ``t + horizon`` (the larger of the level and the trend's value there: what
   the scaler sizes for, before the margin) is checked when that time comes, as a miss relative to
-  what was forecast, ``(actual - forecast) / forecast`` (at most 1: a surge to twice the
-  forecast or more counts as 100%). The margin is ``margin_multiplier`` times the root
+  what was forecast, ``(actual - forecast) / forecast`` (at most ``max_relative_miss``, 4:
+  a surge to five times the forecast or more counts as 400%, so one surge from near idle
+  cannot dominate the hour). The margin is ``margin_multiplier`` times the root
   mean square of the relative under-forecasts (over-forecasts count as zero) in the
   last ``error_window_s``, times the level, so it shrinks with the load instead of
   carrying a burst's absolute misses into a lull. Until ``min_error_checks`` checks
@@ -45,6 +46,7 @@ class ForecastParams:
     initial_margin_fraction: float = 0.3
     peak_window_s: float = 60.0
     warmup_s: float = 120.0  # the rate window (60 s) and one level time constant
+    max_relative_miss: float = 4.0  # a surge to 5x the forecast or more counts as 400%
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +185,8 @@ class SeriesForecaster:
         while self._checks and self._checks[0][0] <= t:
             due, predicted = self._checks.popleft()
             if t - due <= tolerance:
-                error = min(1.0, (actual - predicted) / predicted) if predicted > 0 else float(actual > 0)
+                cap = self.params.max_relative_miss
+                error = min(cap, (actual - predicted) / predicted) if predicted > 0 else cap * (actual > 0)
                 self._errors.append(t, error)
                 self._under_sq += max(error, 0.0) ** 2
         for old in self._errors.expire_before(t - self.params.error_window_s):

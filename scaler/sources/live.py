@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from scaler.histogram import share_above
+from scaler.histogram import share_above, total
 from scaler.model import Observation
 from scaler.registry import Target, TargetKey
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
@@ -26,6 +26,7 @@ PROMETHEUS_FIELDS = (
     "ttft_p95_seconds",
     "ttft_p99_seconds",
     "ttft_over_objective",
+    "requests_per_s",
 )
 WORKLOAD_FIELDS = ("current_replicas", "ready_replicas", "gpu_schedulable_replicas")
 
@@ -89,12 +90,14 @@ class LiveSource:
             over = (
                 share_above(t.policy.ttft_objective_seconds, got.ttft_buckets) if got.ttft_buckets else None
             )
-            if over is not None:
-                values["ttft_over_objective"] = over
-            else:
-                missing["ttft_over_objective"] = missing.get(
-                    "ttft_p99_seconds", "no TTFT histogram buckets (custom queries give quantiles only)"
-                )
+            served = total(got.ttft_buckets) if got.ttft_buckets else None
+            for name, value in (("ttft_over_objective", over), ("requests_per_s", served)):
+                if value is not None:
+                    values[name] = value
+                else:
+                    missing[name] = missing.get(
+                        "ttft_p99_seconds", "no TTFT histogram buckets (custom queries give quantiles only)"
+                    )
             if t.key in unaddressed:
                 missing.update(dict.fromkeys(PROMETHEUS_FIELDS, unaddressed[t.key]))
             values.update(self._workload(t, got, missing))
