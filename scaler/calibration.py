@@ -90,6 +90,7 @@ class CalibrationParams:
     doubling_time_s: float = 3600.0  # fastest rise of the usable load (towards less headroom)
     max_down_ratio: float = 30.0  # a miss may move u this many times faster than a pass
     window_s: float = 60.0  # the rate window: Ready replicas must be steady this long
+    saturation_s: float = 30.0  # how long a queue per replica must last to count as saturation
     max_step_s: float = 60.0  # a refresh after a gap counts at most this long
     overload_weight: float = 0.2  # EWMA weight of an overloaded refresh in the capacity scale
     min_usable_fraction: float = 0.2  # u never falls below this share of the capacity scale
@@ -282,7 +283,7 @@ class CapacityCalibration:
         if self._overload_since is None:
             self._overload_since, self._overload_waiting = t, waiting
             return
-        if t - self._overload_since < self.params.window_s or waiting < self._overload_waiting:
+        if t - self._overload_since < self.params.saturation_s or waiting < self._overload_waiting:
             return
         ln_x = math.log(x)
         self._overloads += 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from scaler.calibration import CalibrationParams, CapacityCalibration
@@ -30,11 +31,32 @@ _DEMAND_SIGNALS = (Signal.QUEUE, Signal.TOKENS, Signal.HOLD)
 
 @dataclass(frozen=True, slots=True)
 class HistoryPoint:
-    """A past sample of the token rates, used to warm the forecasters."""
+    """A past sample of what the engine learns from, used to warm it after a start.
+
+    The token rates warm the forecasters; the queue, the replicas and the TTFT (when the
+    history has them) warm the capacity calibration, so a restarted process holds what a
+    running one learned over the same history.
+    """
 
     timestamp: float
     prompt_tokens_per_s: float | None
     generation_tokens_per_s: float | None
+    queue_waiting: float | None = None
+    ready_replicas: int | None = None
+    ttft_over_objective: float | None = None
+    requests_per_s: float | None = None
+
+    def observation(self) -> Observation:
+        return Observation(
+            now=datetime.fromtimestamp(self.timestamp, tz=UTC),
+            queue_waiting=self.queue_waiting,
+            prompt_tokens_per_s=self.prompt_tokens_per_s,
+            generation_tokens_per_s=self.generation_tokens_per_s,
+            current_replicas=self.ready_replicas,
+            ready_replicas=self.ready_replicas,
+            ttft_over_objective=self.ttft_over_objective,
+            requests_per_s=self.requests_per_s,
+        )
 
 
 class Engine:
@@ -76,15 +98,34 @@ class Engine:
         self.calibration.configure(policy)
 
     def warm(self, history: Iterable[HistoryPoint]) -> int:
-        """Feed past token rates (oldest first) so a new process does not forget the trend."""
+        """Feed past samples (oldest first) so a new process does not forget what was learned.
+
+        Each point goes through the same learning a decision does (forecasters, capacity
+        calibration, the queue's history), without deciding.
+        """
         count = 0
         for point in history:
-            if point.prompt_tokens_per_s is not None:
-                self._prompt.update(point.timestamp, point.prompt_tokens_per_s)
-            if point.generation_tokens_per_s is not None:
-                self._generation.update(point.timestamp, point.generation_tokens_per_s)
+            self._learn(point.observation())
             count += 1
         return count
+
+    def _learn(self, obs: Observation) -> None:
+        """What every observation teaches, decided on or not: forecasts and calibration."""
+        t = obs.timestamp
+        # Saturated (a request waits per Ready replica): the rates are throughput, not demand.
+        saturated = (
+            obs.queue_waiting is not None
+            and obs.ready_replicas is not None
+            and obs.queue_waiting >= max(1, obs.ready_replicas)
+        )
+        arrivals = self._arrival_factor(obs, t)
+        if obs.prompt_tokens_per_s is not None:
+            self._prompt.update(t, obs.prompt_tokens_per_s * arrivals, demand=not saturated)
+        if obs.generation_tokens_per_s is not None:
+            self._generation.update(t, obs.generation_tokens_per_s * arrivals, demand=not saturated)
+        self.calibration.observe(obs)
+        if obs.queue_waiting is not None:
+            self._last_queue = (t, obs.queue_waiting)
 
     def _missing_inputs(self, obs: Observation, token_signal_on: bool) -> list[str]:
         missing: list[str] = []
@@ -99,19 +140,8 @@ class Engine:
     def decide(self, obs: Observation) -> Decision:
         policy = self._policy
         t = obs.timestamp
-        # Saturated (a request waits per Ready replica): the rates are throughput, not demand.
-        saturated = (
-            obs.queue_waiting is not None
-            and obs.ready_replicas is not None
-            and obs.queue_waiting >= max(1, obs.ready_replicas)
-        )
-        arrivals = self._arrival_factor(obs, t)
-        if obs.prompt_tokens_per_s is not None:
-            self._prompt.update(t, obs.prompt_tokens_per_s * arrivals, demand=not saturated)
-        if obs.generation_tokens_per_s is not None:
-            self._generation.update(t, obs.generation_tokens_per_s * arrivals, demand=not saturated)
-
-        self.calibration.observe(obs)
+        previous_queue = self._last_queue
+        self._learn(obs)
         capacity = self.calibration.capacity()
         missing = self._missing_inputs(obs, capacity.known)
         if not missing:
@@ -132,7 +162,7 @@ class Engine:
                 obs.queue_waiting,
                 policy.target_queue_per_replica,
                 obs.missing.get("queue_waiting"),
-                None if self._last_queue is None else (t - self._last_queue[0], self._last_queue[1]),
+                None if previous_queue is None else (t - previous_queue[0], previous_queue[1]),
                 policy.cold_start_seconds,
             ),
             tokens.propose(token_demand, capacity, horizon, unknown),
@@ -154,8 +184,6 @@ class Engine:
             forecast["busy_replicas_now"] = token_demand.now
             forecast["busy_replicas_at_horizon"] = token_demand.horizon
 
-        if obs.queue_waiting is not None:
-            self._last_queue = (t, obs.queue_waiting)
         decision = combine(proposals, obs, policy, notes, forecast, capacity)
         demand = [p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None]
         if demand and not missing:

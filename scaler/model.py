@@ -64,7 +64,7 @@ class Capacity:
 
     def describe(self) -> str:
         if not self.known:
-            return "capacity not configured and not yet measured (needs an overloaded minute)"
+            return "not configured, not yet measured (a saturated minute measures it)"
         parts = []
         if self.prompt_tokens_per_s:
             parts.append(f"{self.prompt_tokens_per_s:,.0f} prompt")
@@ -72,7 +72,7 @@ class Capacity:
             parts.append(f"{self.generation_tokens_per_s:,.0f} generated")
         where = "configured" if self.source == "configured" else f"calibrated over {self.samples} refreshes"
         if self.overloads:
-            where += f", {self.overloads} overloaded"
+            where += f", {self.overloads} saturated"
         return f"{' + '.join(parts)} tokens/s per replica at {self.usable_fraction:.2f} usable ({where})"
 
     def to_json(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from scaler.calibration import CapacityCalibration, share_over_objective
 from scaler.config import parse_metadata
-from scaler.engine import Engine
+from scaler.engine import Engine, HistoryPoint
 from scaler.model import Capacity, Observation, Signal
 
 T0 = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
@@ -268,3 +268,48 @@ def test_the_usable_load_rises_slowly_with_room_and_falls_fast_on_misses() -> No
         capacity = calibration.capacity()
         assert capacity.samples == 1  # only the refresh at 60 s: the window had filled
         assert math.log(capacity.usable_fraction / 0.8) == pytest.approx(expected)
+
+
+def _point(obs: Observation) -> HistoryPoint:
+    """What Prometheus keeps of a refresh: the rates, the queue, the pods, the TTFT."""
+    return HistoryPoint(
+        obs.timestamp,
+        obs.prompt_tokens_per_s,
+        obs.generation_tokens_per_s,
+        queue_waiting=obs.queue_waiting,
+        ready_replicas=obs.ready_replicas,
+        ttft_over_objective=obs.ttft_over_objective,
+        requests_per_s=obs.requests_per_s,
+    )
+
+
+def test_a_restart_warmed_from_history_decides_within_one_replica_of_the_old_process() -> None:
+    """Two hours of calibration on capacities twice too high; a new process warmed from the
+    last hour of history holds the calibrated capacity and decides within one replica.
+
+    A process that is not warmed, given the same next observation, trusts the prior and
+    asks for fewer replicas than the fleet needs: the warm-up is what closes the gap.
+    """
+    metadata = {
+        "promptTokensPerSecondPerReplica": str(TRUE_PROMPT * 2),
+        "generationTokensPerSecondPerReplica": str(TRUE_GENERATION * 2),
+        "minReplicas": "1",
+    }
+    old = Engine.from_metadata(metadata)
+    fleet = ToyFleet(ready=4)
+    history: list[HistoryPoint] = []
+    for step in range(8 * 60):  # two hours
+        now = T0 + timedelta(seconds=15 * step)
+        obs = fleet.observe(now, saturated_and_calm(step / 4))
+        old.decide(obs)
+        history.append(_point(obs))
+    restarted, cold = Engine.from_metadata(metadata), Engine.from_metadata(metadata)
+    restarted.warm(history[-4 * 60 :])  # Prometheus' last hour
+    fleet.waiting = 0.0  # a calm minute: the token signal, not the queue, sets the target
+    probe = fleet.observe(T0 + timedelta(seconds=15 * 8 * 60), 0.6 * 4 * REQUESTS_PER_REPLICA)
+    want, got, naive = old.decide(probe), restarted.decide(probe), cold.decide(probe)
+    assert got.capacity is not None and got.capacity.source == "calibrated"
+    assert want.capacity is not None
+    assert got.capacity.prompt_tokens_per_s == pytest.approx(want.capacity.prompt_tokens_per_s, rel=0.15)
+    assert abs(got.replicas - want.replicas) <= 1
+    assert naive.replicas < want.replicas - 1  # without the history it would be off by more

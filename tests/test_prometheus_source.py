@@ -303,17 +303,39 @@ def test_histogram_quantile_table(q: float, buckets: dict[float, float], expecte
 
 
 def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
+    """Token rates, the queue, the pods reporting and the TTFT histogram come back as history."""
     require_prometheus()
     now = int(time.time())
-    lines = ["# TYPE vllm:prompt_tokens counter", "# TYPE vllm:generation_tokens counter"]
-    prompt = generation = 0.0
-    labels = f'{{model_name="{MODEL_A}",pod="a-0"}}'
+    ttft = "vllm:time_to_first_token_seconds"
+    lines = [
+        "# TYPE vllm:prompt_tokens counter",
+        "# TYPE vllm:generation_tokens counter",
+        "# TYPE vllm:num_requests_waiting gauge",
+        "# TYPE vllm:num_requests_running gauge",
+        f"# TYPE {ttft} histogram",
+    ]
+    prompt = generation = first_tokens = 0.0
+    labels = f'model_name="{MODEL_A}",pod="a-0"'
     for t in range(now - 1800, now - 5, 5):  # 30 minutes, rising from 1,000 to about 4,000 tokens/s
         rate = 1000 + (t - (now - 1800)) * (3000 / 1800)
         prompt += rate * 5
         generation += rate * 0.2 * 5
-        lines.append(f"vllm:prompt_tokens_total{labels} {prompt:.1f} {t}")
-        lines.append(f"vllm:generation_tokens_total{labels} {generation:.1f} {t}")
+        first_tokens += 20  # 4 requests/s; one in twenty at 3 s, the others at 0.3 s
+        lines.append(f"vllm:prompt_tokens_total{{{labels}}} {prompt:.1f} {t}")
+        lines.append(f"vllm:generation_tokens_total{{{labels}}} {generation:.1f} {t}")
+        lines.append(f"vllm:num_requests_waiting{{{labels}}} 7 {t}")
+        lines.append(f"vllm:num_requests_running{{{labels}}} 12 {t}")
+        for le, share in (
+            ("0.25", 0.0),
+            ("0.5", 0.95),
+            ("1.0", 0.95),
+            ("2.5", 0.95),
+            ("5.0", 1.0),
+            ("+Inf", 1.0),
+        ):
+            lines.append(f'{ttft}_bucket{{{labels},le="{le}"}} {first_tokens * share:.1f} {t}')
+        lines.append(f"{ttft}_count{{{labels}}} {first_tokens:.1f} {t}")
+        lines.append(f"{ttft}_sum{{{labels}}} {first_tokens * (0.95 * 0.3 + 0.05 * 3.0):.1f} {t}")
     prom = LocalPrometheus()
     try:
         prom.import_openmetrics("\n".join(lines) + "\n")
@@ -331,6 +353,11 @@ def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
     assert point.prompt_tokens_per_s == pytest.approx(3800, rel=0.05)
     assert point.generation_tokens_per_s == pytest.approx(point.prompt_tokens_per_s * 0.2, rel=0.01)
     assert [p.timestamp for p in history] == sorted(p.timestamp for p in history)
+    # what the capacity calibration warms from
+    assert point.queue_waiting == 7
+    assert point.ready_replicas == 1  # one pod reporting
+    assert point.requests_per_s == pytest.approx(4.0, rel=0.05)
+    assert point.ttft_over_objective == pytest.approx(0.05, rel=0.05)  # the default 2 s objective
 
 
 def test_credentials_in_addresses_never_reach_reasons_or_logs() -> None:

@@ -28,7 +28,7 @@ from urllib3.util.retry import Retry
 
 from scaler.config import TargetPolicy
 from scaler.engine import HistoryPoint
-from scaler.histogram import histogram_quantile
+from scaler.histogram import histogram_quantile, share_above, total
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.sources.presets import Combine, Family, preset_for
 
@@ -290,10 +290,14 @@ class PrometheusReader:
     def history(
         self, targets: Sequence[TargetQuery], now: datetime, step_s: float | None = None
     ) -> dict[Any, list[HistoryPoint]]:
-        """Past token rates per target (oldest first), from range queries over ``history_seconds``.
+        """Past inputs per target (oldest first), from range queries over ``history_seconds``.
 
         The range ends at ``now`` and steps back by ``step_s`` (default ``history_step_s``),
         so with ``now`` on the refresh grid the points are the ones a running replica saw.
+        Token rates warm the forecasters; the queue, the pods reporting (standing in for
+        Ready replicas, which Prometheus does not hold) and the TTFT histogram warm the
+        capacity calibration. A family whose range query fails is left out of the points;
+        only the token rates' failure fails the warm-up.
         """
         out: dict[Any, list[HistoryPoint]] = {t.key: [] for t in targets}
         step = step_s or self.history_step_s
@@ -307,29 +311,105 @@ class PrometheusReader:
                 continue
             selectors = {t.key: t.policy.matchers for t in members}
             by = group_labels(selectors.values())
+            client = self.client(address)
             series: dict[str, dict[Any, dict[float, float]]] = {}
-            for name in ("prompt_tokens_per_s", "generation_tokens_per_s"):
+            for name in HISTORY_FIELDS:
                 family = preset.family(name)
                 if family is None:
                     continue
-                rows = self.client(address).range(family.render(by, self.rate_window), start, now, step)
-                per_target: dict[Any, dict[float, float]] = {t.key: {} for t in members}
-                for labels, values in rows:
-                    for t in members:
-                        if matches_all(selectors[t.key], labels):
-                            acc = per_target[t.key]
-                            for ts, v in values:
-                                if math.isfinite(v):
-                                    acc[ts] = acc.get(ts, 0.0) + v
-                series[name] = per_target
+                try:
+                    rows = client.range(family.render(by, self.rate_window), start, now, step)
+                except PrometheusQueryError:
+                    if name in ("prompt_tokens_per_s", "generation_tokens_per_s"):
+                        raise
+                    continue
+                series[name] = _sum_per_target(rows, members, selectors)
+            ttft = preset.family("ttft")
+            buckets = self._bucket_history(client, ttft, by, start, now, step, members, selectors)
             for t in members:
-                prompt = series.get("prompt_tokens_per_s", {}).get(t.key, {})
-                generation = series.get("generation_tokens_per_s", {}).get(t.key, {})
-                out[t.key] = [
-                    HistoryPoint(ts, prompt.get(ts), generation.get(ts))
-                    for ts in sorted(set(prompt) | set(generation))
-                ]
+                out[t.key] = _points(t, series, buckets.get(t.key, {}))
         return out
+
+    def _bucket_history(
+        self,
+        client: PrometheusClient,
+        family: Family | None,
+        by: tuple[str, ...],
+        start: datetime,
+        now: datetime,
+        step: float,
+        members: Sequence[TargetQuery],
+        selectors: Mapping[Any, Sequence[LabelMatcher]],
+    ) -> dict[Any, dict[float, dict[float, float]]]:
+        """Per target, per time, the TTFT histogram's summed bucket rates (empty if unavailable)."""
+        if family is None:
+            return {}
+        try:
+            rows = client.range(family.render(by, self.rate_window), start, now, step)
+        except PrometheusQueryError:
+            return {}
+        out: dict[Any, dict[float, dict[float, float]]] = {t.key: defaultdict(dict) for t in members}
+        for labels, values in rows:
+            try:
+                le = float(labels.get("le", "nan")) * family.le_scale
+            except ValueError:
+                continue
+            for t in members:
+                if matches_all(tuple(selectors[t.key]), labels):
+                    acc = out[t.key]
+                    for ts, v in values:
+                        if math.isfinite(v):
+                            acc[ts][le] = acc[ts].get(le, 0.0) + v
+        return out
+
+
+# What the warm-up reads, besides the TTFT histogram.
+HISTORY_FIELDS = ("prompt_tokens_per_s", "generation_tokens_per_s", "queue_waiting", "replicas_reporting")
+
+
+def _sum_per_target(
+    rows: list[tuple[Labels, list[tuple[float, float]]]],
+    members: Sequence[TargetQuery],
+    selectors: Mapping[Any, Sequence[LabelMatcher]],
+) -> dict[Any, dict[float, float]]:
+    per_target: dict[Any, dict[float, float]] = {t.key: {} for t in members}
+    for labels, values in rows:
+        for t in members:
+            if matches_all(tuple(selectors[t.key]), labels):
+                acc = per_target[t.key]
+                for ts, v in values:
+                    if math.isfinite(v):
+                        acc[ts] = acc.get(ts, 0.0) + v
+    return per_target
+
+
+def _points(
+    target: TargetQuery,
+    series: Mapping[str, Mapping[Any, Mapping[float, float]]],
+    buckets: Mapping[float, Mapping[float, float]],
+) -> list[HistoryPoint]:
+    def get(name: str) -> Mapping[float, float]:
+        return series.get(name, {}).get(target.key, {})
+
+    prompt, generation = get("prompt_tokens_per_s"), get("generation_tokens_per_s")
+    waiting, reporting = get("queue_waiting"), get("replicas_reporting")
+    objective = target.policy.ttft_objective_seconds
+    points = []
+    for ts in sorted(set(prompt) | set(generation)):
+        hist = buckets.get(ts)
+        ready = reporting.get(ts)
+        points.append(
+            HistoryPoint(
+                ts,
+                prompt.get(ts),
+                generation.get(ts),
+                queue_waiting=waiting.get(ts),
+                ready_replicas=None if ready is None else round(ready),
+                ttft_over_objective=share_above(objective, hist) if hist else None,
+                requests_per_s=total(hist) if hist else None,
+            )
+        )
+    return points
 
 
 def _fields_of(family: Family) -> tuple[str, ...]:
