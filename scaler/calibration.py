@@ -54,13 +54,21 @@ waits per Ready replica: saturation is measured as such (below), and its misses 
 otherwise count twice.
 
 **Saturation measures the capacity.** While at least one request waits per Ready replica
-through a whole rate window, and the queue has not shrunk over it, every replica serves at
-its limit, so ``x`` is the capacity: ``ln s`` moves 20% of the way to ``ln x`` per such
-refresh, and ``u`` keeps its fraction of ``s`` (or falls to it). A backlog that drains is
+for 30 s, and the queue has not shrunk over it, every replica serves at its limit, so
+``x`` is the capacity: ``ln s`` moves 20% of the way to ``ln x`` per such refresh, and
+``u`` keeps its fraction of ``s`` (or falls to it). A backlog that drains is
 no proof: it was queued on the replicas that were Ready when it arrived, while newer ones
 may idle beside it. With no capacity configured, the first saturated refresh sets ``s``
 and ``u = s * targetUtilization`` and the token signal turns on; until then the queue, the
 floor and the last known demand hold.
+
+**The KV cache measures it without saturation.** ``kv_cache_usage`` is how full a
+replica's batch memory is, the resource decode runs out of; so, on a steady fleet without
+a queue, ``x / kv_cache_usage`` is what one replica would serve with it full. From a usage
+of 25% up, ``ln s`` moves 5% of the way there per refresh, ``u`` with it (its fraction of
+``s`` is the TTFT's to set). vLLM's preset reads the fullest replica's usage, so with
+uneven load this reads low: the conservative side. A replica bound by prefill rather than
+memory reads high, and the misses that follow bring ``u`` back down.
 
 *Example.* Configured 5,000 prompt and 432 generated tokens/s, ``targetUtilization`` 0.8,
 and a replica that in truth serves half again as much at this token mix: ``u`` starts at
@@ -96,6 +104,8 @@ class CalibrationParams:
     min_usable_fraction: float = 0.2  # u never falls below this share of the capacity scale
     first_doubling_time_s: float = 900.0  # the rise while the estimate rests on few refreshes
     settle_samples: int = 240  # refreshes over which the doubling time lengthens to its full value
+    kv_weight: float = 0.05  # EWMA weight of a KV-usage reading in the capacity scale
+    kv_min: float = 0.25  # the least KV usage a reading counts from (below, a few sequences are noise)
     min_samples: int = 8  # refreshes of evidence before the capacity is trusted to scale down on
     beyond_plan_weight: float = 0.5  # share of the way to x a refresh beyond plan and within it moves u
     enabled: bool = True
@@ -150,6 +160,7 @@ class CapacityCalibration:
         self._overload_since: float | None = None
         self._overload_waiting = 0.0
         self._proven = 0.0
+        self._kv_samples = 0
 
     @property
     def uses_prompt(self) -> bool:
@@ -223,6 +234,8 @@ class CapacityCalibration:
         steady = self._steady_ready(t, ready)
         x = self.load(obs.prompt_tokens_per_s or 0.0, obs.generation_tokens_per_s or 0.0) / ready
         self._saturation(t, steady, waiting >= ready, waiting, x)
+        if steady and waiting < ready and obs.kv_cache_usage is not None:
+            self._kv_measure(x, obs.kv_cache_usage)
         over = obs.ttft_over_objective
         if over is None and obs.ttft_p95_seconds is not None and obs.ttft_p99_seconds is not None:
             over = share_over_objective(self._objective, obs.ttft_p95_seconds, obs.ttft_p99_seconds)
@@ -274,6 +287,21 @@ class CapacityCalibration:
         self._ln_usable = max(floor, self._ln_usable + step)
         # The fleet served u per replica within the objective: the capacity is at least that.
         self._ln_scale = max(self._ln_scale, self._ln_usable)
+
+    def _kv_measure(self, x: float, kv: float) -> None:
+        """The KV cache's usage is how full the binding batch resource is: capacity ~ x / usage."""
+        p = self.params
+        if p.kv_weight <= 0 or kv < p.kv_min or x <= 0:
+            return
+        ln_s = math.log(x / kv)
+        if self._ln_scale is None or self._ln_usable is None:
+            self._ln_scale, self._ln_usable = ln_s, ln_s + math.log(self._u0)
+            self._kv_samples += 1
+            return
+        step = p.kv_weight * (ln_s - self._ln_scale)
+        self._ln_scale += step
+        self._ln_usable += step  # the usable fraction stays what the TTFT made it
+        self._kv_samples += 1
 
     def _saturation(self, t: float, steady: bool, queued: bool, waiting: float, x: float) -> None:
         """Measure the capacity once every Ready replica has had a queue for a whole rate window."""

@@ -9,6 +9,7 @@ over the objective rises steeply past 90% of capacity.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -313,3 +314,23 @@ def test_a_restart_warmed_from_history_decides_within_one_replica_of_the_old_pro
     assert got.capacity.prompt_tokens_per_s == pytest.approx(want.capacity.prompt_tokens_per_s, rel=0.15)
     assert abs(got.replicas - want.replicas) <= 1
     assert naive.replicas < want.replicas - 1  # without the history it would be off by more
+
+
+def test_kv_cache_usage_measures_the_capacity_without_saturation() -> None:
+    """Calm traffic only, capacities configured at half the truth: the KV cache's usage says
+    how full each replica is, and the capacity ends within 15% of the truth in an hour."""
+    engine = Engine.from_metadata(
+        {
+            "promptTokensPerSecondPerReplica": str(TRUE_PROMPT / 2),
+            "generationTokensPerSecondPerReplica": str(TRUE_GENERATION / 2),
+        }
+    )
+    fleet = ToyFleet(ready=4)
+    rate = 0.55 * 4 * REQUESTS_PER_REPLICA
+    decision = None
+    for step in range(4 * 60):
+        obs = fleet.observe(T0 + timedelta(seconds=15 * step), rate)
+        decision = engine.decide(dataclasses.replace(obs, kv_cache_usage=0.55, ttft_over_objective=0.0))
+    assert decision is not None and decision.capacity is not None
+    assert decision.capacity.overloads == 0  # never saturated
+    assert decision.capacity.prompt_tokens_per_s == pytest.approx(TRUE_PROMPT, rel=0.15)
