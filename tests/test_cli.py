@@ -68,6 +68,10 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
     assert "queue=0" in out[1]  # 400 waiting at one refresh only: not yet a backlog
     assert "target=6" in out[2] and "queue=40*" in out[2]  # at two in a row: 400 / 10
     assert "gpu_inventory" in out[2] and "max 40->16" in out[2]
+    # each line says which capacities the token signal used and where they came from
+    assert (
+        "capacity: 9,000 prompt + 1,800 generated tokens/s per replica at 0.75 usable (configured)" in out[0]
+    )
 
 
 def test_dry_run_json_output(tmp_path: Path) -> None:
@@ -92,6 +96,14 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
     assert decision["replicas"] == 2 and decision["binding"] == "floor"
     assert set(decision["proposals"]) >= {"floor", "queue", "tokens", "hold"}
     assert decision["clamps"] == []
+    assert decision["capacity"] == {
+        "prompt_tokens_per_s": 9000.0,
+        "generation_tokens_per_s": 1800.0,
+        "usable_fraction": 0.75,
+        "source": "configured",
+        "samples": 0,
+        "overloads": 0,
+    }
 
 
 def test_dry_run_reports_bad_metadata_and_bad_lines(tmp_path: Path) -> None:
