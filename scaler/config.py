@@ -146,7 +146,8 @@ class TargetPolicy(BaseModel):
         None, alias="generationTokensPerSecondPerReplica", gt=0, le=1e9
     )
     target_utilization: float = Field(0.8, alias="targetUtilization", gt=0, le=1)
-    cold_start_seconds: float = Field(180.0, alias="coldStartSeconds", gt=0, le=MAX_COLD_START_SECONDS)
+    # None (unset, or "auto"): measured from the Deployment's pods, 180 s until measured.
+    cold_start_seconds: float | None = Field(None, alias="coldStartSeconds", gt=0, le=MAX_COLD_START_SECONDS)
     min_replicas: int = Field(1, alias="minReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
     max_replicas: int = Field(100, alias="maxReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
     prewarm_start: Cron | None = Field(None, alias="prewarmStart")
@@ -189,6 +190,13 @@ class TargetPolicy(BaseModel):
             if len(parsed) > MAX_WINDOWS:
                 raise ValueError(f"at most {MAX_WINDOWS} windows")
             return parsed
+        return value
+
+    @field_validator("cold_start_seconds", mode="before")
+    @classmethod
+    def _auto_cold_start(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return None
         return value
 
     @field_validator("label_selector")

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from scaler import coldstart
 from scaler.calibration import CalibrationParams, CapacityCalibration
 from scaler.config import TargetPolicy, parse_metadata
-from scaler.model import Decision, Observation, Proposal, Signal
+from scaler.model import Decision, Lead, Observation, Proposal, Signal
 from scaler.policy import combine, landing_step_down
 from scaler.signals import ceil_replicas, floor, prewarm, queue, tokens
 from scaler.signals.forecast import ForecastParams, SeriesForecaster
@@ -69,8 +70,9 @@ class Engine:
         self.params = params or ForecastParams()
         self._policy = policy
         self.calibration = CapacityCalibration(policy, calibration)
-        self._prompt = SeriesForecaster(policy.cold_start_seconds, self.params)
-        self._generation = SeriesForecaster(policy.cold_start_seconds, self.params)
+        lead, _ = coldstart.lead(policy.cold_start_seconds, None)
+        self._prompt = SeriesForecaster(lead, self.params)
+        self._generation = SeriesForecaster(lead, self.params)
         self._last: Decision | None = None
         self._last_demand: int | None = None
         self._last_fresh: float | None = None
@@ -91,9 +93,6 @@ class Engine:
 
     def update_policy(self, policy: TargetPolicy) -> None:
         """Apply changed metadata, keeping what was learned about the traffic."""
-        if policy.cold_start_seconds != self._policy.cold_start_seconds:
-            for f in (self._prompt, self._generation):
-                f.horizon_s = policy.cold_start_seconds
         self._policy = policy
         self.calibration.configure(policy)
 
@@ -109,9 +108,17 @@ class Engine:
             count += 1
         return count
 
+    def lead(self, obs: Observation) -> tuple[float, str]:
+        """The cold start this observation's decision orders ahead by, and where it came from."""
+        measured = coldstart.ColdStart(obs.cold_start_samples, obs.cold_start_seconds, None, None)
+        return coldstart.lead(self._policy.cold_start_seconds, measured)
+
     def _learn(self, obs: Observation) -> None:
         """What every observation teaches, decided on or not: forecasts and calibration."""
         t = obs.timestamp
+        lead, _ = self.lead(obs)
+        for f in (self._prompt, self._generation):
+            f.horizon_s = lead
         # Saturated (a request waits per Ready replica): the rates are throughput, not demand.
         saturated = (
             obs.queue_waiting is not None
@@ -149,7 +156,7 @@ class Engine:
         prompt_f = self._prompt.forecast()
         generation_f = self._generation.forecast()
         token_missing = any(m != "queue_waiting" for m in missing)
-        horizon = policy.cold_start_seconds
+        horizon, lead_source = self.lead(obs)
         # A stale forecast is not a proposal: while a token rate is missing the token
         # signals abstain and last_known holds the last complete demand instead.
         token_demand = None if token_missing else tokens.demand(prompt_f, generation_f, capacity, horizon)
@@ -157,16 +164,16 @@ class Engine:
 
         proposals: list[Proposal] = [
             floor.propose_floor(policy),
-            prewarm.propose(policy.windows, obs.now, policy.cold_start_seconds),
+            prewarm.propose(policy.windows, obs.now, horizon),
             queue.propose(
                 obs.queue_waiting,
                 policy.target_queue_per_replica,
                 obs.missing.get("queue_waiting"),
                 None if previous_queue is None else (t - previous_queue[0], previous_queue[1]),
-                policy.cold_start_seconds,
+                horizon,
             ),
             tokens.propose(token_demand, capacity, horizon, unknown),
-            floor.propose_hold(token_demand, policy, self._learning(obs), self._earned_floor(obs)),
+            floor.propose_hold(token_demand, horizon, self._learning(obs), self._earned_floor(obs)),
             floor.propose_last_known(self._last_demand, missing),
         ]
         notes: list[str] = []
@@ -177,14 +184,14 @@ class Engine:
 
         forecast: dict[str, float] = {}
         if prompt_f:
-            forecast["prompt_tokens_per_s"] = prompt_f.at(policy.cold_start_seconds)
+            forecast["prompt_tokens_per_s"] = prompt_f.at(horizon)
         if generation_f:
-            forecast["generation_tokens_per_s"] = generation_f.at(policy.cold_start_seconds)
+            forecast["generation_tokens_per_s"] = generation_f.at(horizon)
         if token_demand:
             forecast["busy_replicas_now"] = token_demand.now
             forecast["busy_replicas_at_horizon"] = token_demand.horizon
 
-        decision = combine(proposals, obs, policy, notes, forecast, capacity)
+        decision = combine(proposals, obs, policy, notes, forecast, capacity, Lead(horizon, lead_source))
         demand = [p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None]
         if demand and not missing:
             self._last_demand = max(demand)

@@ -21,10 +21,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from fnmatch import fnmatchcase
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
+
+from scaler.coldstart import NONE as NO_COLD_START
+from scaler.coldstart import ColdStart, PodTimes
+from scaler.coldstart import measure as measure_cold_start
 
 # Resource names read as GPUs (fnmatch patterns). Time-sliced GPUs renamed by the NVIDIA
 # device plugin (``nvidia.com/gpu.shared``) and every MIG profile are included.
@@ -284,6 +289,9 @@ class Pod:
     ready: bool = False
     deleting: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
+    created_at: float | None = None  # metadata.creationTimestamp, Unix seconds
+    scheduled_at: float | None = None  # PodScheduled became True
+    ready_at: float | None = None  # Ready became True (None while not Ready)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "requests", _freeze(self.requests))
@@ -298,12 +306,28 @@ class Pod:
         return bool(self.node_name)
 
 
+def _timestamp(value: Any) -> float | None:
+    """An RFC 3339 time as the API writes it (``2026-12-01T08:00:00Z``), in Unix seconds."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
+
+
+def _became_true(conditions: list[Mapping[str, Any]], kind: str) -> float | None:
+    for c in conditions:
+        if _str(c.get("type")) == kind and _str(c.get("status")) == "True":
+            return _timestamp(c.get("lastTransitionTime"))
+    return None
+
+
 def pod_from_json(obj: Mapping[str, Any]) -> Pod:
     meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
-    ready = any(
-        _str(c.get("type")) == "Ready" and _str(c.get("status")) == "True"
-        for c in _items(status.get("conditions"))
-    )
+    conditions = _items(status.get("conditions"))
+    ready = any(_str(c.get("type")) == "Ready" and _str(c.get("status")) == "True" for c in conditions)
     return Pod(
         name=_str(meta.get("name")),
         namespace=_str(meta.get("namespace")),
@@ -313,6 +337,9 @@ def pod_from_json(obj: Mapping[str, Any]) -> Pod:
         ready=ready,
         deleting=meta.get("deletionTimestamp") is not None,
         labels=_labels(meta.get("labels")),
+        created_at=_timestamp(meta.get("creationTimestamp")),
+        scheduled_at=_became_true(conditions, "PodScheduled"),
+        ready_at=_became_true(conditions, "Ready"),
     )
 
 
@@ -741,6 +768,8 @@ class WorkloadState:
     gpu_schedulable_replicas: int | None
     explanation: str
     nodes: tuple[NodeFit, ...] = ()
+    cold_start: ColdStart = NO_COLD_START
+    pod_times: tuple[PodTimes, ...] = ()  # the measured pods, for the caller to remember
 
 
 def workload_state(
@@ -751,13 +780,16 @@ def workload_state(
     gpu_pods: Iterable[Pod],
     gpus_per_replica_override: int | None = None,
     default_gpu_resource: str = DEFAULT_GPU_RESOURCE,
+    remembered: Iterable[PodTimes] = (),
 ) -> WorkloadState | Unknown:
     """Count the Deployment's replicas among ``pods`` (its namespace) and fit more on ``nodes``.
 
     ``gpu_pods`` are the pods holding extended resources anywhere in the cluster (any
     superset works; pods without requests are ignored). ``gpus_per_replica_override``
     replaces the template's GPU count (on ``default_gpu_resource`` when the template
-    requests none).
+    requests none). The cold start is measured over the Deployment's pods that became
+    Ready, and ``remembered`` ones (pods measured earlier and gone since; a pod present
+    now wins over its remembered times), per ``scaler.coldstart``.
     """
     if gpus_per_replica_override is not None and gpus_per_replica_override < 1:
         raise ValueError(f"gpus_per_replica_override must be >= 1, got {gpus_per_replica_override}")
@@ -773,6 +805,13 @@ def workload_state(
         and not p.terminal
         and deployment.selector.matches(p.labels)
     ]
+    times = {t.name: t for t in remembered}
+    for p in pods:
+        mine = p.namespace == deployment.namespace and deployment.selector.matches(p.labels)
+        if mine and p.ready_at is not None:
+            times[p.name] = PodTimes(p.name, p.created_at, p.scheduled_at, p.ready_at)
+    measured = tuple(times.values())
+    cold_start = measure_cold_start(measured)
     ready = sum(1 for p in live if p.ready)
     starting = sum(1 for p in live if p.bound and not p.ready)
     unbound = sum(1 for p in live if not p.bound and not p.ready)
@@ -807,6 +846,8 @@ def workload_state(
             gpu_schedulable_replicas=None,
             explanation=f"{counts}; GPU room unknown: the pod template requests no GPU"
             " and gpusPerReplica is not set",
+            cold_start=cold_start,
+            pod_times=measured,
         )
     fit = schedulable_replicas(nodes, gpu_pods, requirement)
     return WorkloadState(
@@ -819,4 +860,6 @@ def workload_state(
         gpu_schedulable_replicas=fit.replicas,
         explanation=f"{counts}{note}; {fit.explanation}",
         nodes=fit.nodes,
+        cold_start=cold_start,
+        pod_times=measured,
     )

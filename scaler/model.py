@@ -86,6 +86,15 @@ class Capacity:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """How far ahead a decision orders replicas (the cold start) and where that came from:
+    ``configured``, ``measured p90 over N pods`` or ``default`` (scaler.coldstart)."""
+
+    seconds: float
+    source: str
+
+
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping or {}))
 
@@ -115,6 +124,9 @@ class Observation:
     )
     requests_per_s: float | None = None  # first tokens per second over the rate window
     kv_cache_usage: float | None = None
+    cold_start_seconds: float | None = None  # measured: p90 of pod creation to Ready (scaler.coldstart)
+    cold_start_pending_seconds: float | None = None  # measured: p90 of creation to scheduled
+    cold_start_samples: int = 0  # pods the measurement rests on
     missing: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -130,6 +142,8 @@ class Observation:
             "ttft_over_objective",
             "requests_per_s",
             "kv_cache_usage",
+            "cold_start_seconds",
+            "cold_start_pending_seconds",
         ):
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value < 0):
@@ -140,6 +154,7 @@ class Observation:
             "gpu_schedulable_replicas",
             "pending_replicas",
             "starting_replicas",
+            "cold_start_samples",
         ):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -211,6 +226,7 @@ class Decision:
     observation: Observation
     forecast: Mapping[str, float] = field(default_factory=dict)
     capacity: Capacity | None = None  # what the token signal used (scaler.calibration)
+    lead: Lead | None = None  # the cold start it ordered ahead by (scaler.coldstart)
 
     def __post_init__(self) -> None:
         if self.replicas < 1:
@@ -243,6 +259,7 @@ class Decision:
             "notes": list(self.notes),
             "forecast": dict(self.forecast),
             "capacity": None if self.capacity is None else self.capacity.to_json(),
+            "lead": None if self.lead is None else {"seconds": self.lead.seconds, "source": self.lead.source},
             "reason": self.reason,
             "inputs": self.observation.to_json(),
         }

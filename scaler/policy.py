@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scaler.config import TargetPolicy
-from scaler.model import Capacity, Clamp, ClampKind, Decision, Observation, Proposal, Signal
+from scaler.model import Capacity, Clamp, ClampKind, Decision, Lead, Observation, Proposal, Signal
 from scaler.signals.gpu import capacity
 
 _ORDER = {signal: index for index, signal in enumerate(Signal)}
@@ -28,6 +28,7 @@ def combine(
     notes: Sequence[str] = (),
     forecast: dict[str, float] | None = None,
     token_capacity: Capacity | None = None,
+    lead: Lead | None = None,
 ) -> Decision:
     asking = [p for p in proposals if p.replicas is not None]
     if not any(p.signal is Signal.FLOOR for p in asking):
@@ -103,6 +104,7 @@ def combine(
         observation=obs,
         forecast=forecast or {},
         capacity=token_capacity,
+        lead=lead,
     )
 
 

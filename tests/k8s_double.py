@@ -744,12 +744,23 @@ def pod(
     deleting: bool = False,
     limits_only: bool = False,
     owner: str | None = None,
+    created: str | None = None,
+    scheduled_at: str | None = None,
+    ready_at: str | None = None,
 ) -> dict[str, Any]:
-    """A pod; bound when ``node`` is given; phase Running when bound, else Pending."""
+    """A pod; bound when ``node`` is given; phase Running when bound, else Pending.
+
+    ``created``, ``scheduled_at`` and ``ready_at`` set the creation time and when the
+    PodScheduled and Ready conditions turned True (RFC 3339; all ``CREATED`` by default).
+    """
     spec = pod_spec(gpus, resource, limits_only=limits_only)
     phase = phase or ("Running" if node else "Pending")
     conditions = [
-        {"type": "PodScheduled", "status": "True" if node else "False", "lastTransitionTime": CREATED}
+        {
+            "type": "PodScheduled",
+            "status": "True" if node else "False",
+            "lastTransitionTime": scheduled_at or created or CREATED,
+        }
     ]
     if not node:
         conditions[0].update(
@@ -764,13 +775,19 @@ def pod(
                 "status": "True" if ready else "False",
                 "lastTransitionTime": CREATED,
             },
-            {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": CREATED},
+            {
+                "type": "Ready",
+                "status": "True" if ready else "False",
+                "lastTransitionTime": ready_at or created or CREATED,
+            },
         ]
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
         "labels": dict(labels or {}),
     }
+    if created:
+        metadata["creationTimestamp"] = created
     if owner:
         metadata["ownerReferences"] = [
             {

@@ -59,6 +59,9 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "ttft_p99_seconds": 2.4,
         "ttft_over_objective": 0.03,
         "requests_per_s": 24.0,
+        "cold_start_seconds": 210.0,
+        "cold_start_pending_seconds": 3.0,
+        "cold_start_samples": 12,
         "kv_cache_usage": 0.6,
     },
     QWEN: {
@@ -75,6 +78,9 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "ttft_p99_seconds": 0.7,
         "ttft_over_objective": 0.0,
         "requests_per_s": 3.0,
+        "cold_start_seconds": 95.0,
+        "cold_start_pending_seconds": 1.0,
+        "cold_start_samples": 3,
         "kv_cache_usage": 0.2,
     },
 }

@@ -7,13 +7,19 @@ import pytest
 from scaler.config import ALIASES, CUSTOM_QUERY_KEYS, KEDA_KEYS, MetadataError, parse_metadata
 
 
+def test_cold_start_auto_is_unset() -> None:
+    """``coldStartSeconds: auto`` means the same as leaving it out: measure it."""
+    assert parse_metadata({"coldStartSeconds": "auto"}).cold_start_seconds is None
+    assert parse_metadata({"coldStartSeconds": " AUTO "}).cold_start_seconds is None
+
+
 def test_defaults_from_empty_metadata() -> None:
     policy = parse_metadata({})
     assert policy.engine == "vllm"
     assert policy.min_replicas == 1
     assert policy.max_replicas == 100
     assert policy.target_utilization == 0.8
-    assert policy.cold_start_seconds == 180
+    assert policy.cold_start_seconds is None  # unset: measured from the pods, 180 s until then
     assert policy.gpu_check is True
     assert policy.max_pending_replicas == 0
     assert policy.gpus_per_replica is None

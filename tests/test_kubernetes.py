@@ -9,6 +9,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 from kubernetes import client, watch
 
+from scaler.registry import Target, TargetKey
 from scaler.sources import kubernetes as source
 from scaler.sources.kubernetes import (
     InventoryOptions,
@@ -733,3 +735,64 @@ def test_reads_are_consistent_while_watches_write(
     assert all(
         s.current_replicas == s.ready_replicas + s.starting_replicas + s.pending_replicas for s in states
     )
+
+
+def test_cold_start_is_measured_from_the_pods_timestamps(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    """Seven Ready pods that took 180-300 s from creation to Ready (2 s of it Pending): p90 288 s."""
+    seed(double, replicas=7)
+    for i, seconds in enumerate((180, 200, 210, 240, 260, 280, 300)):
+        double.apply(
+            llama_pod(
+                f"llama-{i}",
+                node="gpu-a" if i < 4 else "gpu-b",
+                ready=True,
+                created=f"2026-12-01T08:{10 + i:02d}:00Z",
+                scheduled_at=f"2026-12-01T08:{10 + i:02d}:02Z",
+                ready_at=f"2026-12-01T08:{10 + i + seconds // 60:02d}:{seconds % 60:02d}Z",
+            )
+        )
+    double.apply(llama_pod("llama-new", node="gpu-b", created="2026-12-01T09:00:00Z"))  # not Ready yet
+    inventory = start()
+    state = wait_state(inventory, lambda s: s.cold_start.samples == 7)
+    assert state.cold_start.lead_p90_s == pytest.approx(288.0)
+    assert state.cold_start.pending_p90_s == pytest.approx(2.0)
+    assert state.cold_start.startup_p90_s == pytest.approx(286.0)
+    # scaled down: the measurement remembers the pods that are gone
+    for i in range(5):
+        double.delete("Pod", NS, f"llama-{i}")
+    state = wait_state(inventory, lambda s: s.ready_replicas == 2)
+    assert state.cold_start.samples == 7 and state.cold_start.lead_p90_s == pytest.approx(288.0)
+
+
+def test_too_few_measured_pods_keep_the_configured_or_default_lead(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    """Three measured pods are not enough: the decision keeps the configured lead, or 180 s."""
+    from scaler.engine import Engine
+    from scaler.sources.live import LiveSource
+    from scaler.sources.prometheus import PrometheusReader
+
+    seed(double, replicas=3)
+    for i in range(3):
+        double.apply(
+            llama_pod(
+                f"llama-{i}",
+                node="gpu-a",
+                ready=True,
+                created="2026-12-01T08:00:00Z",
+                ready_at="2026-12-01T08:07:00Z",
+            )
+        )
+    inventory = start()
+    state = wait_state(inventory, lambda s: s.cold_start.samples == 3)
+    assert state.cold_start.lead_p90_s == pytest.approx(420.0)
+    source = LiveSource(PrometheusReader(None), inventory)
+    for metadata, lead in (({}, (180.0, "default")), ({"coldStartSeconds": "240"}, (240.0, "configured"))):
+        engine = Engine.from_metadata(metadata)
+        target = Target(TargetKey(NS, "llama"), "fp", engine, 0.0, 0.0)
+        obs = source._observe([target], datetime(2026, 12, 1, 9, 0, tzinfo=UTC))[TargetKey(NS, "llama")]
+        assert obs.cold_start_samples == 3 and obs.cold_start_seconds == pytest.approx(420.0)
+        decision = engine.decide(obs)
+        assert decision.lead is not None and (decision.lead.seconds, decision.lead.source) == lead

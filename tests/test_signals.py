@@ -16,6 +16,9 @@ from scaler.signals.tokens import TokenDemand
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
+LEAD_S = 180.0  # coldStartSeconds unset and nothing measured: the default lead
+
+
 def _capacity(policy: TargetPolicy) -> Capacity:
     """The capacity a new engine starts from: the configured prior, not yet calibrated."""
     return CapacityCalibration(policy).capacity()
@@ -81,8 +84,8 @@ def _flat(value: float) -> Forecast:
 def test_token_table(prompt: float, generation: float, metadata: dict[str, str], expected: int) -> None:
     policy = parse_metadata(metadata)
     capacity = _capacity(policy)
-    demand = tokens.demand(_flat(prompt), _flat(generation), capacity, policy.cold_start_seconds)
-    assert tokens.propose(demand, capacity, policy.cold_start_seconds, "").replicas == expected
+    demand = tokens.demand(_flat(prompt), _flat(generation), capacity, LEAD_S)
+    assert tokens.propose(demand, capacity, LEAD_S, "").replicas == expected
 
 
 def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
@@ -91,6 +94,7 @@ def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
     )
     rising = Forecast(level=1000, trend=10.0, margin=0.0, peak=0.0, last_value=1000)  # +10 tok/s each second
     capacity = _capacity(policy)
+    assert policy.cold_start_seconds == 300
     demand = tokens.demand(rising, None, capacity, policy.cold_start_seconds)
     assert demand is not None
     assert demand.now == pytest.approx(1.0)
@@ -123,7 +127,7 @@ def test_hold_keeps_the_largest_need_within_one_cold_start(
         peak_within_horizon=max(now_busy, horizon_busy),
         usable_fraction=policy.target_utilization,
     )
-    assert floor.propose_hold(demand, policy, None, None).replicas == expected
+    assert floor.propose_hold(demand, LEAD_S, None, None).replicas == expected
 
 
 def test_floor_is_min_replicas() -> None:

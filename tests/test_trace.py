@@ -87,6 +87,9 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
                 "ttft_p99_seconds": "llm_scaler_input_ttft_p99_seconds",
                 "ttft_over_objective": "llm_scaler_input_ttft_over_objective_ratio",
                 "requests_per_s": "llm_scaler_input_requests_per_second",
+                "cold_start_seconds": "llm_scaler_input_cold_start_seconds",
+                "cold_start_pending_seconds": "llm_scaler_input_cold_start_pending_seconds",
+                "cold_start_samples": "llm_scaler_input_cold_start_samples",
                 "kv_cache_usage": "llm_scaler_input_kv_cache_usage_ratio",
             }[field]
             assert value_for(samples, series, key) == value, series

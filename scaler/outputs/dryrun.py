@@ -21,6 +21,8 @@ def format_line(decision: Decision, name: str | None = None) -> str:
     clamps = "; ".join(f"{c.kind.value} {c.before}->{c.after}: {c.reason}" for c in changed) or "none"
     head = f"{when} " + (f"{name} " if name else "")
     line = f"{head}target={decision.replicas} binding={decision.binding.value} [{proposals}] clamps: {clamps}"
+    if decision.lead is not None:
+        line += f" | lead {decision.lead.seconds:.0f}s ({decision.lead.source})"
     if decision.capacity is not None:
         line += f" | capacity: {decision.capacity.describe()}"
     if decision.notes:

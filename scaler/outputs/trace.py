@@ -102,6 +102,18 @@ INPUT_SERIES: dict[str, tuple[str, str]] = {
         "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
     ),
     "kv_cache_usage": ("llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1."),
+    "cold_start_seconds": (
+        "llm_scaler_input_cold_start_seconds",
+        "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",
+    ),
+    "cold_start_pending_seconds": (
+        "llm_scaler_input_cold_start_pending_seconds",
+        "Measured time Pending: p90 of the recent pods' creation to scheduled (near 0 with the GPU check).",
+    ),
+    "cold_start_samples": (
+        "llm_scaler_input_cold_start_samples",
+        "Recent pods the measured cold start rests on.",
+    ),
     "current_replicas": ("llm_scaler_input_current_replicas", "Replicas of the workload (pods that exist)."),
     "ready_replicas": ("llm_scaler_input_ready_replicas", "Replicas whose pods are Ready."),
     "gpu_schedulable_replicas": (
@@ -204,7 +216,14 @@ SERIES: tuple[SeriesSpec, ...] = (
     ),
     # The policy the ScaledObject's metadata configured
     _gauge(
-        "llm_scaler_forecast_horizon_seconds", "How far ahead the token forecast looks (coldStartSeconds)."
+        "llm_scaler_forecast_horizon_seconds",
+        "How far ahead the decision ordered (the cold start: coldStartSeconds, or measured from the pods).",
+    ),
+    SeriesSpec(
+        "llm_scaler_cold_start_source_info",
+        "info",
+        "Where the cold start came from: configured, measured (p90 of the pods') or default (value 1).",
+        ("source",),
     ),
     _gauge("llm_scaler_min_replicas", "minReplicas from the trigger metadata."),
     _gauge(
@@ -310,7 +329,6 @@ class DecisionTrace:
             labels = [target.key.namespace, target.key.name]
             live.add((target.key.namespace, target.key.name))
             policy = target.policy
-            put("llm_scaler_forecast_horizon_seconds", labels, policy.cold_start_seconds)
             put("llm_scaler_min_replicas", labels, policy.min_replicas)
             put("llm_scaler_max_replicas", labels, policy.max_replicas)
             put("llm_scaler_ttft_objective_seconds", labels, policy.ttft_objective_seconds)
@@ -376,6 +394,17 @@ def _decision_rows(
     for key, (name, _) in FORECAST_SERIES.items():
         if key in decision.forecast:
             put(name, labels, decision.forecast[key])
+    _learned_rows(put, labels, decision)
+
+
+def _learned_rows(
+    put: Callable[[str, list[str], float], None], labels: list[str], decision: Decision
+) -> None:
+    """What the decision used of what the engine learns: the cold start and the capacity."""
+    if decision.lead is not None:
+        put("llm_scaler_forecast_horizon_seconds", labels, decision.lead.seconds)
+        source = decision.lead.source.split(" ", 1)[0]  # "measured p90 over 12 pods" -> "measured"
+        put("llm_scaler_cold_start_source_info", [*labels, source], 1)
     capacity = decision.capacity
     if capacity is not None:
         for key, (name, _) in CAPACITY_SERIES.items():

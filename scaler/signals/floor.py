@@ -27,7 +27,7 @@ def propose_floor(policy: TargetPolicy) -> Proposal:
 
 
 def propose_hold(
-    token_demand: TokenDemand | None, policy: TargetPolicy, learning: str | None, earned: int | None
+    token_demand: TokenDemand | None, lead_s: float, learning: str | None, earned: int | None
 ) -> Proposal:
     """``learning``: why the engine is still learning (None once it is not); ``earned``: the
     replicas it keeps meanwhile (the engine's earned floor)."""
@@ -39,7 +39,7 @@ def propose_hold(
     replicas = ceil_replicas(token_demand.replicas_peak)
     reason = (
         f"forecast need peaks at {token_demand.peak_within_horizon:.2f} replicas of capacity"
-        f" within the next {policy.cold_start_seconds:g}s"
+        f" within the next {lead_s:g}s"
     )
     if keep is not None and keep > replicas:
         replicas, reason = keep, f"{learning}: keeping {keep} replicas ({reason})"

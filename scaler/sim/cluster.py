@@ -12,17 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class SimWorkload:
-    current_replicas: int
-    ready_replicas: int
-    starting_replicas: int
-    pending_replicas: int
-    gpus_per_replica: int
-    gpu_resource: str
-    gpu_schedulable_replicas: int
-    explanation: str
+from scaler.coldstart import PodTimes, measure
+from scaler.inventory import WorkloadState
 
 
 @dataclass
@@ -89,7 +80,7 @@ class SimulatedCluster:
 
     def workload(
         self, namespace: str, scaledobject_name: str, gpus_per_replica_override: int | None = None
-    ) -> SimWorkload:
+    ) -> WorkloadState:
         with self._lock:
             self._tick()
             now = self.clock()
@@ -101,7 +92,12 @@ class SimulatedCluster:
             starting = bound - ready
             free = self.gpus_total - bound * self.gpus_per_replica
             fits = max(0, free // self.gpus_per_replica)
-            return SimWorkload(
+            times = [
+                PodTimes(p.name, p.created, p.started, p.started + self.cold_start_s)
+                for p in self._pods
+                if p.started is not None and now - p.started >= self.cold_start_s
+            ]
+            return WorkloadState(
                 current_replicas=len(self._pods),
                 ready_replicas=ready,
                 starting_replicas=starting,
@@ -110,4 +106,6 @@ class SimulatedCluster:
                 gpu_resource="nvidia.com/gpu",
                 gpu_schedulable_replicas=fits,
                 explanation=f"simulated pool: {free} of {self.gpus_total} GPUs free, {fits} more fit",
+                cold_start=measure(times),
+                pod_times=tuple(times),
             )

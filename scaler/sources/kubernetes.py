@@ -38,6 +38,8 @@ from kubernetes import client
 from kubernetes import config as _config
 from kubernetes.client.exceptions import ApiException
 
+from scaler.coldstart import WINDOW as COLD_START_WINDOW
+from scaler.coldstart import PodTimes
 from scaler.inventory import (
     DEFAULT_GPU_RESOURCE,
     GPU_RESOURCE_PATTERNS,
@@ -485,6 +487,10 @@ class KubernetesInventory:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._started = False
+        # Cold-start samples of pods measured earlier, per Deployment, so that a scale-down
+        # does not forget them (the most recent WINDOW pods; after a restart, the pods that
+        # still exist: their timestamps are in the API).
+        self._pod_times: dict[tuple[str, str], tuple[PodTimes, ...]] = {}
         patterns = self._options.gpu_resource_patterns
         self._nodes: _Store[Node] = _Store("nodes", self._lock, node_from_json, log)
         self._pods = _PodStore(self._lock, log)
@@ -605,7 +611,8 @@ class KubernetesInventory:
             pods = list(self._pods.by_namespace.get(namespace, {}).values())
             nodes = list(self._nodes.items.values())
             holding = list(self._pods.holding.values())
-        return workload_state(
+            remembered = self._pod_times.get((namespace, deployment.name), ())
+        state = workload_state(
             scaledobject,
             deployment,
             pods,
@@ -613,4 +620,10 @@ class KubernetesInventory:
             holding,
             gpus_per_replica_override,
             self._options.default_gpu_resource,
+            remembered,
         )
+        if isinstance(state, WorkloadState):
+            recent = sorted(state.pod_times, key=lambda p: (p.created_at or 0.0, p.name))[-COLD_START_WINDOW:]
+            with self._lock:
+                self._pod_times[(namespace, deployment.name)] = tuple(recent)
+        return state

@@ -120,12 +120,17 @@ class LiveSource:
             for name in WORKLOAD_FIELDS:
                 missing[name] = f"kubernetes: {reason}"
             return {}
-        values = {
+        values: dict[str, Any] = {
             "current_replicas": state.current_replicas,
             "ready_replicas": state.ready_replicas,
             "pending_replicas": min(state.pending_replicas, state.current_replicas),
             "starting_replicas": state.starting_replicas,
+            "cold_start_samples": state.cold_start.samples,
         }
+        if state.cold_start.lead_p90_s is not None:
+            values["cold_start_seconds"] = state.cold_start.lead_p90_s
+        if state.cold_start.pending_p90_s is not None:
+            values["cold_start_pending_seconds"] = state.cold_start.pending_p90_s
         if state.gpu_schedulable_replicas is None:
             missing["gpu_schedulable_replicas"] = f"kubernetes: {state.explanation}"
         else:
