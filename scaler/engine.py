@@ -20,6 +20,7 @@ from typing import Any
 from scaler import coldstart
 from scaler.calibration import CalibrationParams, CapacityCalibration
 from scaler.config import TargetPolicy, parse_metadata
+from scaler.landing import LandingMonitor
 from scaler.model import Decision, Lead, Observation, Proposal, Signal
 from scaler.policy import combine, landing_step_down
 from scaler.signals import ceil_replicas, floor, prewarm, queue, tokens
@@ -77,6 +78,7 @@ class Engine:
         self._last_demand: int | None = None
         self._last_fresh: float | None = None
         self._last_queue: tuple[float, float] | None = None  # (time, waiting) at the previous refresh
+        self._landing = LandingMonitor()
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, str], params: ForecastParams | None = None) -> Engine:
@@ -191,7 +193,13 @@ class Engine:
             forecast["busy_replicas_now"] = token_demand.now
             forecast["busy_replicas_at_horizon"] = token_demand.horizon
 
-        decision = combine(proposals, obs, policy, notes, forecast, capacity, Lead(horizon, lead_source))
+        landing = self._landing.observe(obs)
+        if landing is not None and landing.reason not in ("landed", "in_flight"):
+            notes.append(f"not landed: {landing.explanation}")
+        decision = combine(
+            proposals, obs, policy, notes, forecast, capacity, Lead(horizon, lead_source), landing
+        )
+        self._landing.remember(decision.replicas)
         demand = [p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None]
         if demand and not missing:
             self._last_demand = max(demand)

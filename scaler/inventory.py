@@ -30,6 +30,7 @@ from typing import Any
 from scaler.coldstart import NONE as NO_COLD_START
 from scaler.coldstart import ColdStart, PodTimes
 from scaler.coldstart import measure as measure_cold_start
+from scaler.model import HpaStatus
 
 # Resource names read as GPUs (fnmatch patterns). Time-sliced GPUs renamed by the NVIDIA
 # device plugin (``nvidia.com/gpu.shared``) and every MIG profile are included.
@@ -670,6 +671,8 @@ class ScaledObject:
     target_kind: str = "Deployment"
     target_name: str = ""
     target_api_version: str = "apps/v1"
+    hpa_name: str = ""  # status.hpaName, or KEDA's default keda-hpa-<name>
+    fallback_active: bool = False  # the Fallback condition is True: KEDA serves fallback replicas
 
     def unsupported_target(self) -> str | None:
         """Why the scale target cannot be read, or None for an apps/v1 Deployment."""
@@ -686,14 +689,22 @@ class ScaledObject:
 
 def scaledobject_from_json(obj: Mapping[str, Any]) -> ScaledObject:
     meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
+    status = _obj(obj.get("status"))
     ref = _obj(spec.get("scaleTargetRef"))
+    name = _str(meta.get("name"))
+    configured_hpa = _str(_obj(_obj(spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get("name"))
     return ScaledObject(
         namespace=_str(meta.get("namespace")),
-        name=_str(meta.get("name")),
+        name=name,
         # KEDA's defaults for scaleTargetRef: kind Deployment, apiVersion apps/v1.
         target_kind=_str(ref.get("kind")) or "Deployment",
         target_name=_str(ref.get("name")),
         target_api_version=_str(ref.get("apiVersion")) or "apps/v1",
+        hpa_name=_str(status.get("hpaName")) or configured_hpa or f"keda-hpa-{name}",
+        fallback_active=any(
+            _str(c.get("type")) == "Fallback" and _str(c.get("status")) == "True"
+            for c in _items(status.get("conditions"))
+        ),
     )
 
 
@@ -770,6 +781,10 @@ class WorkloadState:
     nodes: tuple[NodeFit, ...] = ()
     cold_start: ColdStart = NO_COLD_START
     pod_times: tuple[PodTimes, ...] = ()  # the measured pods, for the caller to remember
+    deployment_replicas: int | None = None  # the Deployment's spec.replicas: what landed
+    hpa: HpaStatus | None = None  # the HPA KEDA created for the ScaledObject, when found
+    hpa_read: bool = False  # the HPAs were read: hpa None then means there is none
+    scaledobject_fallback: bool = False
 
 
 def workload_state(
@@ -781,6 +796,8 @@ def workload_state(
     gpus_per_replica_override: int | None = None,
     default_gpu_resource: str = DEFAULT_GPU_RESOURCE,
     remembered: Iterable[PodTimes] = (),
+    hpa: HpaStatus | None = None,
+    hpa_read: bool = False,
 ) -> WorkloadState | Unknown:
     """Count the Deployment's replicas among ``pods`` (its namespace) and fit more on ``nodes``.
 
@@ -848,6 +865,10 @@ def workload_state(
             " and gpusPerReplica is not set",
             cold_start=cold_start,
             pod_times=measured,
+            deployment_replicas=deployment.replicas,
+            hpa=hpa,
+            hpa_read=hpa_read,
+            scaledobject_fallback=scaledobject.fallback_active,
         )
     fit = schedulable_replicas(nodes, gpu_pods, requirement)
     return WorkloadState(
@@ -862,4 +883,8 @@ def workload_state(
         nodes=fit.nodes,
         cold_start=cold_start,
         pod_times=measured,
+        deployment_replicas=deployment.replicas,
+        hpa=hpa,
+        hpa_read=hpa_read,
+        scaledobject_fallback=scaledobject.fallback_active,
     )

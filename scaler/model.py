@@ -95,6 +95,57 @@ class Lead:
     source: str
 
 
+@dataclass(frozen=True, slots=True)
+class HpaStatus:
+    """The HPA KEDA created for a ScaledObject, as the landing monitor reads it (scaler.landing)."""
+
+    name: str
+    namespace: str
+    lists_metric: bool  # an External metric named ...llm-inference-replicas is among spec.metrics
+    other_metrics: int  # metrics that are not this scaler's (other triggers, or a CPU rewrite)
+    min_replicas: int | None
+    max_replicas: int | None
+    current_replicas: int | None
+    desired_replicas: int | None
+    conditions: tuple[tuple[str, str, str], ...] = ()  # (type, status, reason)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in self.__slots__}
+        out["conditions"] = [list(c) for c in self.conditions]
+        return out
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> HpaStatus:
+        """The inverse of to_json (an observation log read back); TypeError on a wrong shape."""
+        values = dict(row)
+        values["conditions"] = tuple(tuple(str(x) for x in c) for c in values.get("conditions") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """What the Deployment runs against the target the scaler decided one refresh earlier."""
+
+    landed: int  # the Deployment's spec.replicas
+    ready: int | None
+    target: int  # the previous decision's target
+    gap: int  # target - landed
+    reason: str  # "landed", or why not (scaler.landing)
+    since_s: float  # how long the gap has lasted
+    explanation: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "landed": self.landed,
+            "ready": self.ready,
+            "target": self.target,
+            "gap": self.gap,
+            "reason": self.reason,
+            "since_s": self.since_s,
+            "explanation": self.explanation,
+        }
+
+
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping or {}))
 
@@ -127,6 +178,10 @@ class Observation:
     cold_start_seconds: float | None = None  # measured: p90 of pod creation to Ready (scaler.coldstart)
     cold_start_pending_seconds: float | None = None  # measured: p90 of creation to scheduled
     cold_start_samples: int = 0  # pods the measurement rests on
+    deployment_replicas: int | None = None  # the Deployment's spec.replicas: what landed
+    hpa: HpaStatus | None = None  # the HPA KEDA created for the ScaledObject, when found
+    hpa_read: bool = False  # the HPAs were read (a synced watch): hpa None then means there is none
+    scaledobject_fallback: bool | None = None  # the ScaledObject's Fallback condition is True
     missing: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -155,6 +210,7 @@ class Observation:
             "pending_replicas",
             "starting_replicas",
             "cold_start_samples",
+            "deployment_replicas",
         ):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -168,11 +224,13 @@ class Observation:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"now": self.now.isoformat()}
         for name in self.__dataclass_fields__:
-            if name in ("now", "missing"):
+            if name in ("now", "missing", "hpa"):
                 continue
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.hpa is not None:
+            out["hpa"] = self.hpa.to_json()
         if self.missing:
             out["missing"] = dict(self.missing)
         return out
@@ -227,6 +285,7 @@ class Decision:
     forecast: Mapping[str, float] = field(default_factory=dict)
     capacity: Capacity | None = None  # what the token signal used (scaler.calibration)
     lead: Lead | None = None  # the cold start it ordered ahead by (scaler.coldstart)
+    landing: Landing | None = None  # whether the previous target landed (scaler.landing)
 
     def __post_init__(self) -> None:
         if self.replicas < 1:
@@ -260,6 +319,7 @@ class Decision:
             "forecast": dict(self.forecast),
             "capacity": None if self.capacity is None else self.capacity.to_json(),
             "lead": None if self.lead is None else {"seconds": self.lead.seconds, "source": self.lead.source},
+            "landing": None if self.landing is None else self.landing.to_json(),
             "reason": self.reason,
             "inputs": self.observation.to_json(),
         }

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scaler.config import TargetPolicy
-from scaler.model import Capacity, Clamp, ClampKind, Decision, Lead, Observation, Proposal, Signal
+from scaler.model import Capacity, Clamp, ClampKind, Decision, Landing, Lead, Observation, Proposal, Signal
 from scaler.signals.gpu import capacity
 
 _ORDER = {signal: index for index, signal in enumerate(Signal)}
@@ -29,6 +29,7 @@ def combine(
     forecast: dict[str, float] | None = None,
     token_capacity: Capacity | None = None,
     lead: Lead | None = None,
+    landing: Landing | None = None,
 ) -> Decision:
     asking = [p for p in proposals if p.replicas is not None]
     if not any(p.signal is Signal.FLOOR for p in asking):
@@ -105,6 +106,7 @@ def combine(
         forecast=forecast or {},
         capacity=token_capacity,
         lead=lead,
+        landing=landing,
     )
 
 

@@ -2,9 +2,9 @@
 
 It serves, over HTTP/1.1 on a free loopback port, read-only list, get and watch for
 Nodes (``/api/v1/nodes``), Pods (``/api/v1/pods``, ``/api/v1/namespaces/NS/pods``),
-Deployments (``/apis/apps/v1/...``) and KEDA ScaledObjects
-(``/apis/keda.sh/v1alpha1/...``), with the API server's semantics where the scaler
-depends on them:
+Deployments (``/apis/apps/v1/...``), KEDA ScaledObjects (``/apis/keda.sh/v1alpha1/...``)
+and HorizontalPodAutoscalers (``/apis/autoscaling/v2/...``), with the API server's
+semantics where the scaler depends on them:
 
 * one cluster-wide ``resourceVersion`` counter; lists carry it in ``metadata``, every
   object carries its own; items in a list have no ``kind``/``apiVersion``, as on the wire;
@@ -38,6 +38,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -60,6 +61,13 @@ RESOURCES: dict[str, Resource] = {
         Resource("pods", "/api/v1", True, "Pod", "v1"),
         Resource("deployments", "/apis/apps/v1", True, "Deployment", "apps/v1"),
         Resource("scaledobjects", "/apis/keda.sh/v1alpha1", True, "ScaledObject", "keda.sh/v1alpha1"),
+        Resource(
+            "horizontalpodautoscalers",
+            "/apis/autoscaling/v2",
+            True,
+            "HorizontalPodAutoscaler",
+            "autoscaling/v2",
+        ),
     )
 }
 BY_KIND = {r.kind: r for r in RESOURCES.values()}
@@ -861,7 +869,9 @@ def scaledobject(
     target: str | None = None,
     kind: str | None = None,
     api_version: str | None = None,
+    fallback: bool = False,
 ) -> dict[str, Any]:
+    """A ScaledObject with this scaler's trigger; ``fallback`` sets KEDA's Fallback condition True."""
     ref: dict[str, Any] = {"name": target or name}
     if kind:
         ref["kind"] = kind
@@ -887,5 +897,96 @@ def scaledobject(
                 }
             ],
         },
-        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ScaledObjectReady"}]},
+        "status": {
+            "hpaName": f"keda-hpa-{name}",
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "ScaledObjectReady"},
+                {
+                    "type": "Fallback",
+                    "status": "True" if fallback else "False",
+                    "reason": "FallbackExists" if fallback else "NoFallbackFound",
+                },
+            ],
+        },
     }
+
+
+def hpa(
+    scaledobject: str,
+    namespace: str = "default",
+    *,
+    metrics: list[dict[str, Any]] | None = None,
+    min_replicas: int = 2,
+    max_replicas: int = 16,
+    current: int = 2,
+    desired: int = 2,
+    conditions: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The HPA KEDA creates for a ScaledObject (``keda-hpa-<name>``), scaling on this scaler's metric.
+
+    ``metrics`` replaces the spec's metrics, e.g. with a CPU target as KEDA 2.7 writes it
+    while the scaler is unreachable.
+    """
+    external = {
+        "type": "External",
+        "external": {
+            "metric": {
+                "name": "s0-llm-inference-replicas",
+                "selector": {"matchLabels": {"scaledobject.keda.sh/name": scaledobject}},
+            },
+            "target": {"type": "AverageValue", "averageValue": "1"},
+        },
+    }
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": f"keda-hpa-{scaledobject}", "namespace": namespace},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": scaledobject},
+            "minReplicas": min_replicas,
+            "maxReplicas": max_replicas,
+            "metrics": [external] if metrics is None else metrics,
+        },
+        "status": {
+            "currentReplicas": current,
+            "desiredReplicas": desired,
+            "conditions": conditions
+            or [
+                {
+                    "type": "AbleToScale",
+                    "status": "True",
+                    "reason": "ReadyForNewScale",
+                    "lastTransitionTime": CREATED,
+                },
+                {
+                    "type": "ScalingActive",
+                    "status": "True",
+                    "reason": "ValidMetricFound",
+                    "lastTransitionTime": CREATED,
+                },
+                {
+                    "type": "ScalingLimited",
+                    "status": "False",
+                    "reason": "DesiredWithinRange",
+                    "lastTransitionTime": CREATED,
+                },
+            ],
+        },
+    }
+
+
+def kubeconfig(path: Path, server: str, token: str) -> Path:
+    """A kubeconfig file (JSON is YAML) that points the real client at the double with a bearer token."""
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "double", "cluster": {"server": server}}],
+                "users": [{"name": "scaler", "user": {"token": token}}],
+                "contexts": [{"name": "double", "context": {"cluster": "double", "user": "scaler"}}],
+                "current-context": "double",
+            }
+        )
+    )
+    return path

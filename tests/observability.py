@@ -11,6 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from scaler.model import HpaStatus
 from scaler.outputs.grpc_server import METRIC_NAME
 from scaler.outputs.logs import DecisionLogger
 from scaler.outputs.trace import DecisionTrace, MetricsEndpoint, install
@@ -63,6 +64,9 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "cold_start_pending_seconds": 3.0,
         "cold_start_samples": 12,
         "kv_cache_usage": 0.6,
+        "deployment_replicas": 6,
+        "hpa": HpaStatus("keda-hpa-llama", "inference", True, 0, 2, 16, 6, 6),
+        "hpa_read": True,
     },
     QWEN: {
         "queue_waiting": 5.0,
@@ -82,6 +86,8 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "cold_start_pending_seconds": 1.0,
         "cold_start_samples": 3,
         "kv_cache_usage": 0.2,
+        "deployment_replicas": 3,
+        "hpa_read": True,  # and no HPA found
     },
 }
 

@@ -9,12 +9,11 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import yaml
 from kubernetes import client, watch
 
 from scaler.registry import Target, TargetKey
@@ -600,28 +599,12 @@ def test_a_malformed_object_is_skipped_not_fatal(
 # ---- configuration, secrets, lifecycle, threads ------------------------------------------
 
 
-def kubeconfig(path: Path, server: str, token: str) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "double", "cluster": {"server": server}}],
-                "users": [{"name": "scaler", "user": {"token": token}}],
-                "contexts": [{"name": "double", "context": {"cluster": "double", "user": "scaler"}}],
-                "current-context": "double",
-            }
-        )
-    )
-    return path
-
-
 def test_from_kubeconfig_with_a_token_that_is_never_logged(tmp_path: Path, log: CaptureLog) -> None:
     token = "tok-5f2a9c-very-secret"
     with KubeDouble(token=token) as double:
         seed(double)
         inventory = KubernetesInventory.from_config(
-            str(kubeconfig(tmp_path / "config", double.url, token)), log=log, options=FAST
+            str(k8s.kubeconfig(tmp_path / "config", double.url, token)), log=log, options=FAST
         )
         with inventory:
             assert inventory.wait_synced(5)
@@ -634,7 +617,7 @@ def test_from_kubeconfig_with_a_token_that_is_never_logged(tmp_path: Path, log: 
         assert token not in repr(log.records)
 
         wrong = KubernetesInventory.from_config(
-            str(kubeconfig(tmp_path / "wrong", double.url, "not-the-token")), log=log, options=FAST
+            str(k8s.kubeconfig(tmp_path / "wrong", double.url, "not-the-token")), log=log, options=FAST
         )
         with wrong:
             state = eventually(
@@ -649,7 +632,7 @@ def test_from_config_defaults_to_kubeconfig_env_outside_a_cluster(
 ) -> None:
     seed(double)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "config", double.url, "t")))
+    monkeypatch.setenv("KUBECONFIG", str(k8s.kubeconfig(tmp_path / "config", double.url, "t")))
     with KubernetesInventory.from_config(None, options=FAST) as inventory:
         assert inventory.wait_synced(5)
 
@@ -796,3 +779,85 @@ def test_too_few_measured_pods_keep_the_configured_or_default_lead(
         assert obs.cold_start_samples == 3 and obs.cold_start_seconds == pytest.approx(420.0)
         decision = engine.decide(obs)
         assert decision.lead is not None and (decision.lead.seconds, decision.lead.source) == lead
+
+
+# ---- did the decision land? --------------------------------------------------------------
+
+CPU_ONLY = [
+    {
+        "type": "Resource",
+        "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+    }
+]
+
+
+def landing_after_refreshes(inventory: KubernetesInventory, metadata: dict[str, str]) -> Any:
+    """Decide at 0, 60 and 120 s through the live source; the last says whether the targets landed."""
+    from scaler.engine import Engine
+    from scaler.sources.live import LiveSource
+    from scaler.sources.prometheus import PrometheusReader
+
+    source = LiveSource(PrometheusReader(None), inventory)
+    engine = Engine.from_metadata(metadata)
+    target = Target(TargetKey(NS, "llama"), "fp", engine, 0.0, 0.0)
+    decisions = []
+    for second in (0, 60, 120):
+        now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC) + timedelta(seconds=second)
+        decisions.append(engine.decide(source._observe([target], now)[TargetKey(NS, "llama")]))
+    return decisions[-1]
+
+
+@pytest.mark.parametrize(
+    ("hpa", "fallback", "metadata", "reason", "gap"),
+    [
+        # KEDA rewrote the HPA to a CPU target while the scaler was unreachable (KEDA issue #7729)
+        (k8s.hpa("llama", NS, metrics=CPU_ONLY), False, {"minReplicas": "3"}, "metric_missing", 1),
+        # KEDA serves its fallback replicas
+        (k8s.hpa("llama", NS), True, {"minReplicas": "3"}, "fallback", 1),
+        # the scaler asks for more than the HPA's maxReplicas
+        (k8s.hpa("llama", NS, max_replicas=2, current=2, desired=2), False, {"minReplicas": "4"}, "max", 2),
+        # no HPA at all: the ScaledObject is not (yet) scaling
+        (None, False, {"minReplicas": "3"}, "no_hpa", 1),
+    ],
+    ids=["metric-missing", "fallback", "hpa-at-max", "no-hpa"],
+)
+def test_the_landing_reason_read_from_the_hpa_and_the_scaledobject(
+    double: KubeDouble,
+    start: Callable[..., KubernetesInventory],
+    hpa: dict[str, Any] | None,
+    fallback: bool,
+    metadata: dict[str, str],
+    reason: str,
+    gap: int,
+) -> None:
+    """The Deployment runs 2; the scaler asks for more; the API says why it stays at 2."""
+    seed(double, replicas=2)
+    double.apply(k8s.scaledobject("llama", NS, fallback=fallback))
+    for i in range(2):
+        double.apply(llama_pod(f"llama-{i}", node="gpu-a", ready=True))
+    if hpa is not None:
+        double.apply(hpa)
+    inventory = start()
+    state = wait_state(inventory, lambda s: s.ready_replicas == 2)
+    assert state.hpa_read and state.deployment_replicas == 2
+    assert (state.hpa is None) == (hpa is None) and state.scaledobject_fallback == fallback
+    decision = landing_after_refreshes(inventory, metadata)
+    assert decision.landing is not None
+    assert (decision.landing.landed, decision.landing.gap, decision.landing.reason) == (2, gap, reason)
+    assert any(note.startswith("not landed: Deployment at 2") for note in decision.notes)
+
+
+def test_hpas_that_cannot_be_read_leave_the_inventory_standing_and_the_reason_unknown(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> None:
+    """An older ClusterRole without horizontalpodautoscalers: 403 on their list; the GPU check still works."""
+    seed(double, replicas=2)
+    for i in range(2):
+        double.apply(llama_pod(f"llama-{i}", node="gpu-a", ready=True))
+    double.fail(403, resource="horizontalpodautoscalers")
+    inventory = start(sync=False)
+    assert inventory.wait_synced(5), inventory.problem()
+    state = wait_state(inventory, lambda s: s.ready_replicas == 2)
+    assert not state.hpa_read and state.hpa is None and state.gpu_schedulable_replicas > 0
+    decision = landing_after_refreshes(inventory, {"minReplicas": "3"})
+    assert decision.landing is not None and decision.landing.reason == "hpa_unknown"

@@ -295,14 +295,20 @@ def test_example_scaledobject_fits_the_scaler_and_the_workload(
 # ---- the scaler's own objects -------------------------------------------------------------
 
 
-def test_cluster_role_grants_exactly_read_access_to_four_resources(default: list[dict[str, Any]]) -> None:
+def test_cluster_role_grants_exactly_read_access_to_five_resources(default: list[dict[str, Any]]) -> None:
     role = one(default, "ClusterRole")
     granted = set()
     for rule in role["rules"]:
         assert set(rule) == {"apiGroups", "resources", "verbs"}, f"unexpected rule fields: {rule}"
         assert sorted(rule["verbs"]) == ["get", "list", "watch"], rule
         granted |= {(group, resource) for group in rule["apiGroups"] for resource in rule["resources"]}
-    assert granted == {("", "nodes"), ("", "pods"), ("apps", "deployments"), ("keda.sh", "scaledobjects")}
+    assert granted == {
+        ("", "nodes"),
+        ("", "pods"),
+        ("apps", "deployments"),
+        ("keda.sh", "scaledobjects"),
+        ("autoscaling", "horizontalpodautoscalers"),
+    }
     assert not by_kind(default, "Role") and not by_kind(default, "RoleBinding")
     binding = one(default, "ClusterRoleBinding")
     assert binding["roleRef"] == {
@@ -444,6 +450,17 @@ def test_alerts_cover_what_they_must_and_query_real_series(monitoring: list[dict
             assert name in SERIES_BY_NAME, f"{rule['alert']} queries {name}, which the scaler does not export"
         assert rule["labels"]["severity"] in {"warning", "critical"}
         assert {"summary", "description"} <= set(rule["annotations"])
+
+
+def test_the_not_landed_alert_fires_on_exactly_the_reasons_the_hpa_does_not_explain(
+    monitoring: list[dict[str, Any]],
+) -> None:
+    from scaler import landing
+
+    rules = {r.get("alert"): r for group in rule_groups(monitoring)["groups"] for r in group["rules"]}
+    (pattern,) = re.findall(r'reason=~"([^"]+)"', rules["LLMScalerDecisionNotLanded"]["expr"])
+    assert set(pattern.split("|")) == landing.ALERTING
+    assert set(landing.WHY) > landing.ALERTING, "every alerting reason is one the monitor gives"
 
 
 # ---- the image -----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ def json_logger(buffer: io.StringIO) -> object:
 def test_every_series_of_a_full_decision_is_exported_once_per_target() -> None:
     with TracedServer(full_source(), clock=StepClock()) as server:
         server.register(LLAMA, QWEN)
+        server.thread.refresh()  # a second decision: whether the first landed
         samples = server.scrape()
     names = {name for name, _, _ in samples}
     for spec in SERIES:
@@ -73,6 +74,8 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
         binding = samples_for(samples, "llm_scaler_binding_signal_info", key)
         assert [(labels["signal"], value) for labels, value in binding] == [(decision.binding.value, 1.0)]
         for field, value in LOAD[key].items():
+            if field in ("deployment_replicas", "hpa", "hpa_read"):
+                continue  # the landing monitor's: test_landing_series_carry_the_gap_and_its_reason
             series = {
                 "queue_waiting": "llm_scaler_input_waiting_requests",
                 "requests_running": "llm_scaler_input_running_requests",
@@ -369,3 +372,24 @@ def test_decision_log_of_changes_only_skips_repeats() -> None:
     assert len(every.events) == 3
     assert len(changes.events) == 1
     assert changes.events[0]["replicas"] == target.latest.replicas
+
+
+def test_landing_series_carry_the_gap_and_its_reason() -> None:
+    """llama's 7 is on its way to its 6 replicas; qwen has no HPA, so its 6 will not come of its 3."""
+    clock = StepClock()
+    with TracedServer(full_source(), clock=clock) as server:
+        server.register(LLAMA, QWEN)
+        first = server.scrape()
+        for _ in range(2):
+            clock.advance(15)
+            server.thread.refresh()
+        samples = server.scrape()
+        targets = {t.key: t.latest for t in server.thread.runtime.registry.targets()}
+    assert not samples_for(first, "llm_scaler_landing_gap_replicas", LLAMA)  # nothing decided before
+    for key, landed, reason in ((LLAMA, 6, "in_flight"), (QWEN, 3, "no_hpa")):
+        decision = targets[key]
+        assert decision is not None and decision.landing is not None and decision.landing.gap > 0
+        assert value_for(samples, "llm_scaler_landed_replicas", key) == landed
+        gap = samples_for(samples, "llm_scaler_landing_gap_replicas", key)
+        assert [(labels["reason"], value) for labels, value in gap] == [(reason, decision.landing.gap)]
+        assert value_for(samples, "llm_scaler_landing_gap_seconds", key) == 15.0  # first seen one refresh ago

@@ -116,6 +116,9 @@ def decision_fields(decision: Decision) -> dict[str, Any]:
         "gpu_held_back": decision.gpu_held_back,
         "notes": body["notes"],
         "forecast": body["forecast"],
+        "lead": body["lead"],
+        "capacity": body["capacity"],
+        "landing": body["landing"],
         "inputs": body["inputs"],
         "reason": body["reason"],
         "decided_at": body["time"],
@@ -123,16 +126,18 @@ def decision_fields(decision: Decision) -> dict[str, Any]:
 
 
 class DecisionLogger:
-    """A decision sink: logs each decision (or only changes) bound to namespace and scaledobject."""
+    """A decision sink: logs each decision bound to namespace and scaledobject, or only changes
+    (of the target, the binding signal, or whether the previous target landed)."""
 
     def __init__(self, log: Any, only_changes: bool = False) -> None:
         self.log = log
         self.only_changes = only_changes
-        self._last: dict[tuple[str, str], tuple[int, str]] = {}
+        self._last: dict[tuple[str, str], tuple[int, str, str | None]] = {}
 
     def __call__(self, target: Target, decision: Decision) -> None:
         key = (target.key.namespace, target.key.name)
-        state = (decision.replicas, decision.binding.value)
+        landed = None if decision.landing is None else decision.landing.reason
+        state = (decision.replicas, decision.binding.value, landed)
         if self.only_changes and self._last.get(key) == state:
             return
         self._last[key] = state

@@ -206,6 +206,21 @@ SERIES: tuple[SeriesSpec, ...] = (
     *(_gauge(name, help_) for name, help_ in INPUT_SERIES.values()),
     *(_gauge(name, help_) for name, help_ in REPLICA_STATE_SERIES.values()),
     *(_gauge(name, help_) for name, help_ in FORECAST_SERIES.values()),
+    # Whether the previous decision landed
+    _gauge(
+        "llm_scaler_landed_replicas",
+        "The Deployment's spec.replicas: what landed of the scaler's targets (needs Kubernetes).",
+    ),
+    _gauge(
+        "llm_scaler_landing_gap_replicas",
+        "The previous target minus the replicas that landed, with the reason it has not landed"
+        " (scaler.landing; 0 with reason landed).",
+        "reason",
+    ),
+    _gauge(
+        "llm_scaler_landing_gap_seconds",
+        "How long the Deployment has differed from the scaler's target without moving toward it.",
+    ),
     # The capacities the token signal used, and where they came from
     *(_gauge(name, help_) for name, help_ in CAPACITY_SERIES.values()),
     SeriesSpec(
@@ -400,7 +415,12 @@ def _decision_rows(
 def _learned_rows(
     put: Callable[[str, list[str], float], None], labels: list[str], decision: Decision
 ) -> None:
-    """What the decision used of what the engine learns: the cold start and the capacity."""
+    """What the decision used of what the engine learns (cold start, capacity), and what landed."""
+    landing = decision.landing
+    if landing is not None:
+        put("llm_scaler_landed_replicas", labels, landing.landed)
+        put("llm_scaler_landing_gap_replicas", [*labels, landing.reason], landing.gap)
+        put("llm_scaler_landing_gap_seconds", labels, landing.since_s)
     if decision.lead is not None:
         put("llm_scaler_forecast_horizon_seconds", labels, decision.lead.seconds)
         source = decision.lead.source.split(" ", 1)[0]  # "measured p90 over 12 pods" -> "measured"

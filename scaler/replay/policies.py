@@ -18,7 +18,7 @@ from datetime import datetime
 
 from scaler.engine import Engine
 from scaler.histogram import histogram_quantile, share_above, total
-from scaler.model import Decision, Observation
+from scaler.model import Decision, HpaStatus, Observation
 from scaler.replay.hpa import Hpa, HpaStep, MetricType
 from scaler.replay.keda import (
     CronTrigger,
@@ -52,6 +52,15 @@ class TickInputs:
     pods: PodSeries
     ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative rates)
     kv_cache_usage: float | None = None  # the fullest serving pod's share of batch slots in use
+
+
+# HpaStep.limited_by -> the condition the real HPA reports for it
+_CONDITIONS: Mapping[str, tuple[str, str, str]] = {
+    "scale_up_limit": ("ScalingLimited", "True", "ScaleUpLimit"),
+    "scale_down_limit": ("ScalingLimited", "True", "ScaleDownLimit"),
+    "max": ("ScalingLimited", "True", "TooManyReplicas"),
+    "min": ("ScalingLimited", "True", "TooFewReplicas"),
+}
 
 
 class KedaPolicy:
@@ -114,7 +123,32 @@ class KedaPolicy:
             ttft_over_objective=ttft["ttft_over_objective"],
             requests_per_s=ttft["requests_per_s"],
             kv_cache_usage=tick.kv_cache_usage,
+            deployment_replicas=tick.spec_replicas,
+            hpa=self._hpa_status(tick),
+            hpa_read=True,
             missing=missing,
+        )
+
+    def _hpa_status(self, tick: TickInputs) -> HpaStatus:
+        """The replayed HPA as the landing monitor reads a real one."""
+        step = self.last_step
+        conditions: tuple[tuple[str, str, str], ...] = ()
+        if step is not None and step.limited_by == "stabilization":
+            direction = "Down" if step.desired < step.replicas else "Up"
+            conditions = (("AbleToScale", "True", f"Scale{direction}Stabilized"),)
+        elif step is not None and step.limited_by in _CONDITIONS:
+            conditions = (_CONDITIONS[step.limited_by],)
+        externals = sum(isinstance(t, ExternalTrigger) for t in self.so.triggers)
+        return HpaStatus(
+            name=f"keda-hpa-{self.name}",
+            namespace="replay",
+            lists_metric=externals > 0,
+            other_metrics=len(self.so.triggers) - externals,
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            current_replicas=tick.status_replicas,
+            desired_replicas=None if step is None else step.replicas,
+            conditions=conditions,
         )
 
     def _metrics(self, tick: TickInputs) -> list[tuple[float, float, MetricType]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from scaler.coldstart import PodTimes, measure
 from scaler.inventory import WorkloadState
+from scaler.model import HpaStatus
 
 
 @dataclass
@@ -108,4 +109,8 @@ class SimulatedCluster:
                 explanation=f"simulated pool: {free} of {self.gpus_total} GPUs free, {fits} more fit",
                 cold_start=measure(times),
                 pod_times=tuple(times),
+                deployment_replicas=len(self._pods),
+                # set_target applies the target directly: an HPA that always follows it
+                hpa=HpaStatus("simulated", namespace, True, 0, None, None, len(self._pods), len(self._pods)),
+                hpa_read=True,
             )

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from scaler.model import Observation
+from scaler.model import HpaStatus, Observation
 
 OBSERVATION_FIELDS = set(Observation.__dataclass_fields__) - {"now", "missing"}
 
@@ -97,6 +97,8 @@ def observation_from_dict(row: Mapping[str, Any]) -> Observation:
         raise InputFileError("each observation needs 'now' (ISO 8601 with a timezone, or epoch seconds)")
     values = {k: v for k, v in row.items() if k in OBSERVATION_FIELDS}
     try:
+        if isinstance(values.get("hpa"), Mapping):
+            values["hpa"] = HpaStatus.from_json(values["hpa"])
         return Observation(now=parse_time(when), missing=row.get("missing") or {}, **values)
     except (TypeError, ValueError) as exc:
         raise InputFileError(str(exc)) from None

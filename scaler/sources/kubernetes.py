@@ -55,6 +55,8 @@ from scaler.inventory import (
     scaledobject_from_json,
     workload_state,
 )
+from scaler.landing import hpa_from_json
+from scaler.model import HpaStatus
 
 __all__ = [
     "InventoryOptions",
@@ -500,8 +502,12 @@ class KubernetesInventory:
         self._scaledobjects: _Store[ScaledObject] = _Store(
             KEDA_PLURAL, self._lock, scaledobject_from_json, log
         )
+        # The HPAs KEDA creates: read by the landing monitor only, so their watch failing
+        # (an older ClusterRole without them) leaves the rest of the inventory standing.
+        self._hpas: _Store[HpaStatus] = _Store("horizontalpodautoscalers", self._lock, hpa_from_json, log)
         core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
         custom = client.CustomObjectsApi(api_client)
+        autoscaling = client.AutoscalingV2Api(api_client)
         sources: list[tuple[str, Callable[..., Any], _Store[Any]]] = [
             ("nodes", core.list_node, self._nodes),
             ("pods", core.list_pod_for_all_namespaces, self._pods),
@@ -516,6 +522,15 @@ class KubernetesInventory:
             _Reflector(name, call, store, self._options, clock, log, self._stopping)
             for name, call, store in sources
         ]
+        self._hpa_reflector = _Reflector(
+            "horizontalpodautoscalers",
+            autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces,
+            self._hpas,
+            self._options,
+            clock,
+            log,
+            self._stopping,
+        )
 
     @classmethod
     def from_config(
@@ -548,16 +563,16 @@ class KubernetesInventory:
         if self._started:
             raise RuntimeError("KubernetesInventory.start() was already called")
         self._started = True
-        for reflector in self._reflectors:
+        for reflector in self._all_reflectors:
             reflector.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the watches and wait (up to ``timeout`` seconds) for their threads."""
         self._stopping.set()
-        for reflector in self._reflectors:
+        for reflector in self._all_reflectors:
             reflector.interrupt()
         deadline = time.monotonic() + timeout
-        for reflector in self._reflectors:
+        for reflector in self._all_reflectors:
             reflector.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> KubernetesInventory:
@@ -566,6 +581,10 @@ class KubernetesInventory:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def _all_reflectors(self) -> list[_Reflector]:
+        return [*self._reflectors, self._hpa_reflector]
 
     @property
     def synced(self) -> bool:
@@ -612,6 +631,7 @@ class KubernetesInventory:
             nodes = list(self._nodes.items.values())
             holding = list(self._pods.holding.values())
             remembered = self._pod_times.get((namespace, deployment.name), ())
+            hpa = self._hpas.items.get((namespace, scaledobject.hpa_name))
         state = workload_state(
             scaledobject,
             deployment,
@@ -621,6 +641,8 @@ class KubernetesInventory:
             gpus_per_replica_override,
             self._options.default_gpu_resource,
             remembered,
+            hpa,
+            self._hpa_reflector.problem(self._clock()) is None,  # listed, and not failing past the grace
         )
         if isinstance(state, WorkloadState):
             recent = sorted(state.pod_times, key=lambda p: (p.created_at or 0.0, p.name))[-COLD_START_WINDOW:]

@@ -126,6 +126,10 @@ class LiveSource:
             "pending_replicas": min(state.pending_replicas, state.current_replicas),
             "starting_replicas": state.starting_replicas,
             "cold_start_samples": state.cold_start.samples,
+            "deployment_replicas": state.deployment_replicas,
+            "hpa": state.hpa,
+            "hpa_read": state.hpa_read,
+            "scaledobject_fallback": state.scaledobject_fallback,
         }
         if state.cold_start.lead_p90_s is not None:
             values["cold_start_seconds"] = state.cold_start.lead_p90_s

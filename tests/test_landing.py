@@ -1,0 +1,250 @@
+"""The landing monitor: what the Deployment runs against what the scaler asked, and why not."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from scaler import landing
+from scaler.engine import Engine
+from scaler.landing import LandingMonitor, hpa_from_json
+from scaler.model import HpaStatus, Observation
+from scaler.proto import externalscaler_pb2 as pb
+from scaler.proto import externalscaler_pb2_grpc as pb_grpc
+from scaler.sim.fleet import SimulatedFleet
+from scaler.sim.prometheus import LocalPrometheus, free_port
+from tests import k8s_double as k8s
+
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+CPU = [
+    {
+        "type": "Resource",
+        "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+    }
+]
+
+
+def status(**kw: Any) -> HpaStatus:
+    return hpa_from_json(k8s.hpa("llama", "inference", **kw))
+
+
+def obs(
+    seconds: float, landed: int, hpa: HpaStatus | None, *, read: bool = True, fallback: bool = False
+) -> Observation:
+    return Observation(
+        now=T0 + timedelta(seconds=seconds),
+        current_replicas=landed,
+        ready_replicas=landed,
+        deployment_replicas=landed,
+        hpa=hpa,
+        hpa_read=read,
+        scaledobject_fallback=fallback,
+    )
+
+
+def test_keda_s_hpa_is_read_with_its_external_metric_limits_and_conditions() -> None:
+    got = status(min_replicas=2, max_replicas=8, current=3, desired=4)
+    assert (got.name, got.namespace, got.lists_metric, got.other_metrics) == (
+        "keda-hpa-llama",
+        "inference",
+        True,
+        0,
+    )
+    assert (got.min_replicas, got.max_replicas, got.current_replicas, got.desired_replicas) == (2, 8, 3, 4)
+    assert ("AbleToScale", "True", "ReadyForNewScale") in got.conditions
+    rewritten = status(metrics=CPU)  # what KEDA 2.7 left after the scaler was unreachable
+    assert (rewritten.lists_metric, rewritten.other_metrics) == (False, 1)
+    assert hpa_from_json({}) == HpaStatus("", "", False, 0, None, None, None, None, ())
+
+
+def limited(reason: str) -> list[dict[str, Any]]:
+    return [{"type": "ScalingLimited", "status": "True", "reason": reason}]
+
+
+STABILIZED = [{"type": "AbleToScale", "status": "True", "reason": "ScaleDownStabilized"}]
+EXTERNAL = k8s.hpa("x")["spec"]["metrics"]
+
+
+@pytest.mark.parametrize(
+    ("target", "landed", "hpa", "kw", "reason"),
+    [
+        (3, 4, None, {"read": False}, "hpa_unknown"),
+        (3, 4, None, {"read": False, "fallback": True}, "fallback"),
+        (3, 4, None, {}, "no_hpa"),
+        (3, 4, status(metrics=CPU), {}, "metric_missing"),
+        (3, 4, status(), {"fallback": True}, "fallback"),
+        (3, 6, status(metrics=[*EXTERNAL, *CPU], desired=6), {}, "other_trigger"),
+        (20, 16, status(max_replicas=16, current=16, desired=16), {}, "max"),
+        (1, 2, status(min_replicas=2), {}, "min"),
+        (11, 10, status(current=10, desired=10), {}, "tolerance"),
+        (4, 8, status(current=8, desired=8, conditions=STABILIZED), {}, "stabilization"),
+        (12, 4, status(current=4, desired=8, conditions=limited("ScaleUpLimit")), {}, "rate_limit"),
+        (3, 4, status(current=4, desired=4), {}, "unexplained"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_a_lasting_gap_gets_the_first_cause_that_applies(
+    target: int, landed: int, hpa: HpaStatus | None, kw: dict[str, Any], reason: str
+) -> None:
+    monitor = LandingMonitor()
+    monitor.remember(target)
+    first = monitor.observe(obs(0, landed, hpa, **kw))
+    monitor.remember(target)
+    later = monitor.observe(obs(60, landed, hpa, **kw))
+    assert later is not None and (later.target, later.landed, later.gap) == (target, landed, target - landed)
+    assert later.reason == reason and later.since_s == 60
+    assert first is not None
+    # what the API says outright is reported at once; what the HPA's rules may still undo waits a sync
+    assert first.reason == (
+        reason if reason in {"no_hpa", "metric_missing", "fallback", "other_trigger"} else "in_flight"
+    )
+    assert landing.WHY[reason] in later.explanation
+
+
+def test_nothing_to_compare_before_a_target_or_without_the_deployment() -> None:
+    monitor = LandingMonitor()
+    assert monitor.observe(obs(0, 3, status())) is None  # no target decided yet
+    monitor.remember(3)
+    assert monitor.observe(Observation(now=T0, current_replicas=3)) is None  # no Kubernetes
+
+
+def test_the_clock_restarts_while_the_deployment_follows_and_resets_once_it_lands() -> None:
+    """A ramp the HPA follows one sync behind stays in flight; a Deployment that stopped following ages."""
+    monitor = LandingMonitor()
+    hpa = status(current=4, desired=4)
+    seen = []
+    for second, target, landed in [
+        (0, 6, 4),
+        (30, 8, 5),
+        (60, 10, 7),
+        (90, 10, 7),
+        (120, 10, 7),
+        (150, 10, 10),
+    ]:
+        got = monitor.observe(obs(second, landed, hpa))
+        seen.append(None if got is None else (got.reason, got.since_s))
+        monitor.remember(target)
+    assert seen == [
+        None,
+        ("in_flight", 0),
+        ("in_flight", 0),
+        ("in_flight", 30),
+        ("unexplained", 60),
+        ("landed", 0),
+    ]
+
+
+def test_moving_away_from_the_target_does_not_restart_the_clock() -> None:
+    monitor = LandingMonitor()
+    monitor.remember(3)
+    monitor.observe(obs(0, 4, status(metrics=CPU)))
+    monitor.remember(3)
+    got = monitor.observe(obs(90, 5, status(metrics=CPU)))  # the CPU target scales it further up
+    assert got is not None and (got.reason, got.since_s, got.gap) == ("metric_missing", 90, -2)
+
+
+def test_the_decision_carries_the_landing_and_a_note_when_it_did_not_land() -> None:
+    engine = Engine.from_metadata({"minReplicas": "3", "coldStartSeconds": "60"})
+    lost = status(metrics=CPU, current=2, desired=2)
+    first = engine.decide(obs(0, 2, lost))
+    assert first.landing is None and first.replicas == 3
+    second = engine.decide(obs(15, 2, lost))
+    assert second.landing is not None and (second.landing.gap, second.landing.reason) == (1, "metric_missing")
+    assert any(note.startswith("not landed: Deployment at 2, target 3") for note in second.notes)
+    assert second.to_json()["landing"]["reason"] == "metric_missing"
+    # once it lands the note goes
+    third = engine.decide(obs(30, 3, status(current=3, desired=3)))
+    assert third.landing is not None and third.landing.reason == "landed"
+    assert not any(note.startswith("not landed") for note in third.notes)
+
+
+def test_an_observation_log_round_trips_the_hpa() -> None:
+    from scaler.sources.files import observation_from_dict
+
+    original = obs(0, 4, status(metrics=CPU))
+    assert observation_from_dict(original.to_json()) == original
+
+
+# ---- as a new user meets it: scaler serve, a cluster whose HPA lost the metric ------------------
+
+
+@pytest.mark.prometheus
+@pytest.mark.slow
+def test_scaler_serve_reports_an_hpa_that_lost_the_metric_within_two_refreshes(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path
+) -> None:
+    """KEDA rewrote the HPA to a CPU target; the Deployment stays at 2 while the scaler asks for 3.
+
+    The second decision (the first that can compare) carries the gap and ``metric_missing``, on
+    /metrics and in the decision log.
+    """
+    with k8s.KubeDouble() as double:
+        double.apply(k8s.node("gpu-a", 8))
+        double.apply(k8s.deployment("vllm-llama", "inference", replicas=2, gpus=1))
+        for i in range(2):
+            double.apply(
+                k8s.pod(
+                    f"vllm-llama-{i}", "inference", labels={"app": "vllm-llama"}, node="gpu-a", ready=True
+                )
+            )
+        double.apply(k8s.scaledobject("llama", "inference", target="vllm-llama"))
+        double.apply(k8s.hpa("llama", "inference", metrics=CPU, current=2, desired=2))
+        config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "token")
+        grpc_port, metrics_port = free_port(), free_port()
+        command = [sys.executable, "-m", "scaler", "serve", "--host", "127.0.0.1", "--port", str(grpc_port)]
+        command += ["--prometheus", prometheus.url, "--kubeconfig", str(config), "--refresh-interval", "1"]
+        command += ["--metrics-port", str(metrics_port), "--log-format", "json"]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
+            grpc.channel_ready_future(channel).result(timeout=20)
+            metadata = {"labelSelector": 'model_name="meta-llama/Llama-3.1-8B-Instruct"', "minReplicas": "3"}
+            ref = pb.ScaledObjectRef(name="llama", namespace="inference", scalerMetadata=metadata)
+            stub = pb_grpc.ExternalScalerStub(channel)
+            deadline = time.monotonic() + 20
+            gap: list[tuple[str, float]] = []
+            while not gap:
+                assert time.monotonic() < deadline, "no landing gap on /metrics"
+                stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5)
+                gap = [
+                    (s.labels["reason"], s.value)
+                    for family in scrape(metrics_port)
+                    for s in family.samples
+                    if s.name == "llm_scaler_landing_gap_replicas" and s.labels.get("scaledobject") == "llama"
+                ]
+                time.sleep(0.2)
+            assert gap == [("metric_missing", 1.0)]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+    decisions = [
+        entry
+        for entry in (json.loads(line) for line in err.splitlines() if line.startswith("{"))
+        if entry["event"] == "decision" and entry["scaledobject"] == "llama"
+    ]
+    # The first decision for the target has nothing to compare; the second already says why.
+    assert decisions[0]["landing"] is None and decisions[0]["replicas"] == 3
+    second = decisions[1]["landing"]
+    assert (second["landed"], second["target"], second["gap"], second["reason"]) == (
+        2,
+        3,
+        1,
+        "metric_missing",
+    )
+    assert any("not landed" in note and "external metric" in note for note in decisions[1]["notes"])
+
+
+def scrape(port: int) -> list[Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        return list(text_string_to_metric_families(reply.read().decode()))
