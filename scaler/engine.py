@@ -20,9 +20,9 @@ from typing import Any
 from scaler import coldstart
 from scaler.calibration import CalibrationParams, CapacityCalibration
 from scaler.config import TargetPolicy, parse_metadata
-from scaler.landing import LandingMonitor
+from scaler.landing import LandingMonitor, landing_step_down, tolerances
 from scaler.model import Decision, Lead, Observation, Proposal, Signal
-from scaler.policy import combine, landing_step_down
+from scaler.policy import combine
 from scaler.signals import ceil_replicas, floor, prewarm, queue, tokens
 from scaler.signals.forecast import ForecastParams, SeriesForecaster
 
@@ -256,7 +256,7 @@ class Engine:
         current = obs.current_replicas
         if current is None or not self.calibration.steady_within_objective:
             return current
-        floor_now = landing_step_down(current)
+        floor_now = landing_step_down(current, tolerances(obs.hpa)[1])
         proven = self.calibration.proven_load
         prompt, generation = obs.prompt_tokens_per_s, obs.generation_tokens_per_s
         if proven is not None and (prompt is not None or generation is not None):

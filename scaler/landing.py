@@ -19,7 +19,7 @@ can read from the API, the first of these that applies:
                         fallback replicas instead of the scaler's
 ``other_trigger``       the HPA has other metrics and wants more than the scaler (max over triggers)
 ``max`` / ``min``       the target is beyond the HPA's ``maxReplicas`` / ``minReplicas``
-``tolerance``           within the HPA's 10% tolerance of the current replicas
+``tolerance``           within the HPA's tolerance of the current replicas (below)
 ``stabilization``       the HPA reports a stabilization window holding the change
 ``rate_limit``          the HPA reports a scale-up or scale-down limit (its ``behavior`` policies)
 ``in_flight``           younger than ``IN_FLIGHT_S`` (a KEDA poll and an HPA sync)
@@ -41,7 +41,7 @@ from scaler.model import HpaStatus, Landing, Observation
 
 METRIC_NAME = "llm-inference-replicas"  # the external metric this scaler serves (KEDA prefixes s<i>-)
 IN_FLIGHT_S = 45.0  # a KEDA poll (15 s), an HPA sync (15 s), and a refresh of margin
-TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance
+TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance, the default
 # Reasons the HPA's own rules do not explain: a gap with one of these that lasts longer than
 # one cold start is the LLMScalerDecisionNotLanded alert (manifests/monitoring/).
 ALERTING = frozenset({"hpa_unknown", "no_hpa", "metric_missing", "fallback", "max", "min", "unexplained"})
@@ -53,6 +53,75 @@ def _obj(value: Any) -> Mapping[str, Any]:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# ---- the HPA's tolerance -------------------------------------------------------------------
+#
+# With an AverageValue target of 1 per replica the HPA's usage ratio is target / current,
+# and it leaves the replicas alone while |ratio - 1| <= tolerance: 0.1 cluster-wide
+# (--horizontal-pod-autoscaler-tolerance), or per HPA and direction where the cluster has
+# KEP-4951 (Kubernetes 1.33 alpha, 1.35 beta) and KEDA passes it through (2.18+):
+# spec.behavior.scaleUp.tolerance / scaleDown.tolerance. *Example*: at 10 replicas and
+# the default, 11 (ratio 1.1) and 9 (0.9) do not land; 12 and 8 do.
+
+
+def tolerances(hpa: HpaStatus | None) -> tuple[float, float]:
+    """(scale-up, scale-down) tolerance the HPA applies: its behavior's, else the default 0.1."""
+    if hpa is None:
+        return TOLERANCE, TOLERANCE
+    up, down = hpa.scale_up_tolerance, hpa.scale_down_tolerance
+    return (TOLERANCE if up is None else up), (TOLERANCE if down is None else down)
+
+
+def within_hpa_tolerance(
+    target: int, current: int | None, tolerance: tuple[float, float] = (TOLERANCE, TOLERANCE)
+) -> bool:
+    """True when the HPA would ignore this change: |target / current - 1| <= the direction's tolerance."""
+    if not current or target == current:
+        return False
+    limit = tolerance[0] if target > current else tolerance[1]
+    return abs(target / current - 1.0) <= limit + 1e-12
+
+
+def landing_step_up(current: int, tolerance: float = TOLERANCE) -> int:
+    """The smallest replica count above ``current`` that the HPA acts on.
+
+    *Example*: from 10 with the default 0.1, 11 is within (11/10 = 1.1) and 12 is not: 12.
+    From 9, 10 is already outside (1.11): one replica lands.
+    """
+    target = current + 1
+    while within_hpa_tolerance(target, current, (tolerance, tolerance)):
+        target += 1
+    return target
+
+
+def landing_step_down(current: int, tolerance: float = TOLERANCE) -> int:
+    """The largest replica count below ``current`` that the HPA acts on (outside its tolerance).
+
+    *Example*: from 13, 12 is within 10% (12/13 = 0.92) and 11 is not (0.85): the smallest
+    step down that lands is to 11.
+    """
+    target = current - 1
+    while target > 1 and within_hpa_tolerance(target, current, (tolerance, tolerance)):
+        target -= 1
+    return max(1, target)
+
+
+def quantity(value: Any) -> float | None:
+    """A resource.Quantity as the HPA's tolerance is written ("0", 0.05, "50m"); None if unreadable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if value >= 0 else None
+    if isinstance(value, str):
+        text = value.strip()
+        scale = 1e-3 if text.endswith("m") else 1.0
+        try:
+            number = float(text[:-1] if scale != 1.0 else text) * scale
+        except ValueError:
+            return None
+        return number if number >= 0 and math.isfinite(number) else None
+    return None
 
 
 def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
@@ -71,6 +140,7 @@ def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
         (str(_obj(c).get("type", "")), str(_obj(c).get("status", "")), str(_obj(c).get("reason", "")))
         for c in status.get("conditions") or []
     )
+    behavior = _obj(spec.get("behavior"))
     return HpaStatus(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
@@ -81,6 +151,8 @@ def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
         current_replicas=_int(status.get("currentReplicas")),
         desired_replicas=_int(status.get("desiredReplicas")),
         conditions=conditions,
+        scale_up_tolerance=quantity(_obj(behavior.get("scaleUp")).get("tolerance")),
+        scale_down_tolerance=quantity(_obj(behavior.get("scaleDown")).get("tolerance")),
     )
 
 
@@ -100,7 +172,7 @@ def _reason(target: int, landed: int, obs: Observation) -> str:  # noqa: PLR0911
         return "max"
     if hpa.min_replicas is not None and target < hpa.min_replicas and landed <= hpa.min_replicas:
         return "min"
-    if landed > 0 and abs(target / landed - 1.0) <= TOLERANCE + 1e-12:
+    if within_hpa_tolerance(target, landed, tolerances(hpa)):
         return "tolerance"
     reasons = {reason for kind, state, reason in hpa.conditions if state == "True" or kind == "AbleToScale"}
     if reasons & {"ScaleDownStabilized", "ScaleUpStabilized"}:
@@ -120,7 +192,7 @@ WHY = {
     "other_trigger": "another trigger of the ScaledObject asks for more (the HPA takes the largest)",
     "max": "the HPA's maxReplicas holds it",
     "min": "the HPA's minReplicas holds it",
-    "tolerance": "within the HPA's 10% tolerance of the current replicas",
+    "tolerance": "within the HPA's tolerance of the current replicas",
     "stabilization": "the HPA's stabilization window holds it",
     "rate_limit": "the HPA's scaling policy limits the step",
     "in_flight": "on its way (one KEDA poll and HPA sync)",

@@ -33,6 +33,7 @@ class ClampKind(StrEnum):
     GPU_INVENTORY = "gpu_inventory"
     FLOOR_OVER_GPU = "floor_over_gpu"
     GPU_UNKNOWN_HOLD = "gpu_unknown_hold"
+    HPA_TOLERANCE = "hpa_tolerance"
 
 
 CapacitySource = Literal["configured", "calibrated", "uncalibrated"]
@@ -108,6 +109,9 @@ class HpaStatus:
     current_replicas: int | None
     desired_replicas: int | None
     conditions: tuple[tuple[str, str, str], ...] = ()  # (type, status, reason)
+    # spec.behavior.scaleUp/scaleDown.tolerance (KEP-4951); None: the cluster's default
+    scale_up_tolerance: float | None = None
+    scale_down_tolerance: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__slots__}

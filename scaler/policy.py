@@ -4,10 +4,25 @@
     target = min(raw, maxReplicas)               clamp "max"
     target = min(target, gpu capacity)           clamp "gpu_inventory" (scale-up beyond what fits)
     target = max(target, minReplicas)            clamp "floor_over_gpu" when the floor beats the GPUs
+    target = what the HPA lands                  clamp "hpa_tolerance" (below)
 
 Ties between proposals go to the earliest signal in ``scaler.model.Signal``. With
 ``gpuCheckFailure: closed`` an unknown inventory holds the target at the current
 replica count; with ``open`` (the default) it does not limit, and a note says so.
+
+**The HPA's tolerance.** The HPA ignores a target within its tolerance of the current
+replicas (``scaler.landing``: 0.1 by default, or the HPA's ``behavior`` tolerance read from
+the cluster), so the decision accounts for it rather than asking for what will not land:
+
+* a **scale-up** it would swallow becomes the smallest step that lands, when that fits
+  under ``maxReplicas`` and the free GPUs: a replica the load needs and never gets costs
+  TTFT, one replica more than needed costs at most the tolerance's share of the fleet;
+* a **scale-down** it would swallow is **held** at the current replicas: stepping further
+  down than the load allows to make it land would cost TTFT, and the HPA holds anyway.
+
+*Example*: at 10 replicas the load needs 11: the HPA ignores 11 (ratio 1.1), so the target
+is 12. At 10 it needs 9: the target stays 10 until the load needs 8 or fewer. With
+``scaleUp: {tolerance: 0}`` on the HPA, 11 lands and is asked for as it is.
 """
 
 from __future__ import annotations
@@ -15,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scaler.config import TargetPolicy
+from scaler.landing import landing_step_up, tolerances, within_hpa_tolerance
 from scaler.model import Capacity, Clamp, ClampKind, Decision, Landing, Lead, Observation, Proposal, Signal
 from scaler.signals.gpu import capacity
 
@@ -44,8 +60,10 @@ def combine(
         clamps.append(Clamp(ClampKind.MAX, target, policy.max_replicas, f"maxReplicas={policy.max_replicas}"))
         target = policy.max_replicas
 
+    fits: int | None = None  # what the GPU inventory fits, when it was checked and known
     if policy.gpu_check:
         gpu = capacity(obs, policy)
+        fits = gpu.replicas
         if gpu.replicas is None:
             if policy.gpu_check_failure == "closed" and obs.current_replicas is not None:
                 if target > obs.current_replicas:
@@ -87,11 +105,7 @@ def combine(
         )
         target = policy.min_replicas
 
-    if within_hpa_tolerance(target, obs.current_replicas):
-        all_notes.append(
-            f"HPA tolerance: {obs.current_replicas} -> {target} is within 10% of the current replicas;"
-            " the HPA will not act on it until the target moves further"
-        )
+    target = _through_tolerance(target, obs, policy, fits, clamps, all_notes)
 
     return Decision(
         now=obs.now,
@@ -110,31 +124,53 @@ def combine(
     )
 
 
-HPA_TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance, default 0.1
-
-
-def within_hpa_tolerance(target: int, current: int | None) -> bool:
-    """True when the HPA would ignore this change: |target / current - 1| <= 0.1.
-
-    With an AverageValue target of 1 per replica the HPA's usage ratio is
-    target / current, and it skips scaling while the ratio is within its tolerance.
-    """
-    if not current or target == current:
-        return False
-    return abs(target / current - 1.0) <= HPA_TOLERANCE + 1e-12
-
-
-def landing_step_down(current: int, tolerance: float = HPA_TOLERANCE) -> int:
-    """The largest replica count below ``current`` that the HPA acts on (outside its tolerance).
-
-    The HPA ignores a target within ``tolerance`` of the current replicas, so from 10
-    replicas up a step of one never lands. *Example*: from 13, 12 is within 10% (12/13 =
-    0.92) and 11 is not (0.85): the smallest step down that lands is to 11.
-    """
-    target = current - 1
-    while target > 1 and within_hpa_tolerance(target, current):
-        target -= 1
-    return max(1, target)
+def _through_tolerance(
+    target: int,
+    obs: Observation,
+    policy: TargetPolicy,
+    fits: int | None,
+    clamps: list[Clamp],
+    notes: list[str],
+) -> int:
+    """The target the HPA will act on: a swallowed scale-up stepped past, a swallowed scale-down held."""
+    current = obs.current_replicas
+    tolerance = tolerances(obs.hpa)
+    if current is None or not within_hpa_tolerance(target, current, tolerance):
+        return target
+    room = policy.max_replicas if fits is None else min(policy.max_replicas, fits)
+    if target < current:
+        # Never hold above maxReplicas or the free GPUs: a scale-down those asked for is theirs.
+        held = min(current, room)
+        if held <= target:
+            return target
+        clamps.append(
+            Clamp(
+                ClampKind.HPA_TOLERANCE,
+                target,
+                held,
+                f"the HPA ignores {current} -> {target} (within its scale-down tolerance of"
+                f" {tolerance[1]:g}): holding {held}",
+            )
+        )
+        return held
+    step = landing_step_up(current, tolerance[0])
+    if step > room:
+        notes.append(
+            f"HPA tolerance: {current} -> {target} is within its scale-up tolerance of {tolerance[0]:g}"
+            f" and {step}, the smallest step that lands, is beyond {room} (maxReplicas or the free GPUs);"
+            " the HPA will not act on it until the target moves further"
+        )
+        return target
+    clamps.append(
+        Clamp(
+            ClampKind.HPA_TOLERANCE,
+            target,
+            step,
+            f"the HPA ignores {current} -> {target} (within its scale-up tolerance of {tolerance[0]:g}):"
+            f" {step}, the smallest step that lands",
+        )
+    )
+    return step
 
 
 def _sentence(target: int, winner: Proposal, clamps: list[Clamp]) -> str:

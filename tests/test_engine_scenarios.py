@@ -252,15 +252,17 @@ def test_engine_refuses_naive_datetimes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("current", "target_waiting", "noted"),
-    [(10, 110, True), (10, 120, False), (12, 130, True), (2, 30, False), (10, 100, False)],
+    ("current", "waiting", "target", "stepped"),
+    [(10, 110, 12, True), (10, 120, 12, False), (12, 130, 14, True), (2, 30, 3, False), (10, 100, 10, False)],
 )
-def test_hpa_tolerance_is_noted_when_it_will_swallow_the_change(
-    current: int, target_waiting: float, noted: bool
+def test_a_scale_up_the_hpa_tolerance_would_swallow_asks_for_the_smallest_step_that_lands(
+    current: int, waiting: float, target: int, stepped: bool
 ) -> None:
+    """The queue asks ceil(waiting / 10); from 10 the HPA ignores 11 (ratio 1.1), so 12 is asked for."""
     engine = Engine.from_metadata({"maxReplicas": "100", "targetQueuePerReplica": "10"})
-    d = engine.decide(obs(T0, waiting=target_waiting, current=current, schedulable=100))
-    assert any("HPA tolerance" in n for n in d.notes) is noted, (d.replicas, d.notes)
+    d = engine.decide(obs(T0, waiting=waiting, current=current, schedulable=100))
+    assert d.replicas == target, d.reason
+    assert (d.limited_by is not None and d.limited_by.value == "hpa_tolerance") is stepped, d.reason
 
 
 def test_a_one_poll_queue_spike_buys_no_replica_but_a_sustained_one_does() -> None:

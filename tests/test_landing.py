@@ -248,3 +248,82 @@ def test_scaler_serve_reports_an_hpa_that_lost_the_metric_within_two_refreshes(
 def scrape(port: int) -> list[Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
         return list(text_string_to_metric_families(reply.read().decode()))
+
+
+# ---- the HPA's tolerance: accounted for, not only noted ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("current", "tolerance", "up", "down"),
+    [
+        (10, 0.1, 12, 8),
+        (9, 0.1, 10, 8),
+        (13, 0.1, 15, 11),
+        (20, 0.1, 23, 17),
+        (10, 0.0, 11, 9),
+        (2, 0.1, 3, 1),
+    ],
+)
+def test_the_smallest_steps_that_land(current: int, tolerance: float, up: int, down: int) -> None:
+    assert landing.landing_step_up(current, tolerance) == up
+    assert landing.landing_step_down(current, tolerance) == down
+    for step in (up, down):
+        assert not landing.within_hpa_tolerance(step, current, (tolerance, tolerance))
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (0, 0.0),
+        ("0", 0.0),
+        (0.05, 0.05),
+        ("0.05", 0.05),
+        ("50m", 0.05),
+        ("-1", None),
+        ("ten", None),
+        (True, None),
+    ],
+)
+def test_tolerance_quantities(raw: Any, expected: float | None) -> None:
+    assert landing.quantity(raw) == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_the_hpa_s_own_tolerance_is_read_per_direction() -> None:
+    raw = k8s.hpa("llama", "inference")
+    raw["spec"]["behavior"] = {"scaleUp": {"tolerance": "0"}, "scaleDown": {"stabilizationWindowSeconds": 0}}
+    hpa = hpa_from_json(raw)
+    assert (hpa.scale_up_tolerance, hpa.scale_down_tolerance) == (0.0, None)
+    assert landing.tolerances(hpa) == (0.0, 0.1)  # unset: the cluster's default
+    assert landing.tolerances(None) == (0.1, 0.1)
+
+
+def decide_through_the_hpa(
+    want: int, current: int, hpa: HpaStatus | None = None, **policy: str
+) -> tuple[int, list[str], list[str]]:
+    """The policy alone: one proposal of ``want`` replicas at ``current``; (target, clamp kinds, notes)."""
+    from scaler.config import parse_metadata
+    from scaler.model import Proposal, Signal
+    from scaler.policy import combine
+
+    observation = Observation(
+        now=T0, current_replicas=current, ready_replicas=current, gpu_schedulable_replicas=50, hpa=hpa
+    )
+    proposals = [Proposal(Signal.FLOOR, 1, "floor"), Proposal(Signal.QUEUE, want, "queue")]
+    d = combine(proposals, observation, parse_metadata({"maxReplicas": "40", **policy}))
+    return d.replicas, [c.kind.value for c in d.clamps if c.before != c.after], list(d.notes)
+
+
+def test_scale_ups_step_past_the_tolerance_and_scale_downs_it_swallows_hold() -> None:
+    assert decide_through_the_hpa(11, 10)[:2] == (12, ["hpa_tolerance"])  # 11 would not land; 12 does
+    assert decide_through_the_hpa(9, 10)[:2] == (10, ["hpa_tolerance"])  # 9 would not land: hold 10
+    assert decide_through_the_hpa(8, 10)[:2] == (8, [])  # 8 lands as it is
+    assert decide_through_the_hpa(3, 2)[:2] == (3, [])  # below 10 replicas every step lands
+    zero_up = HpaStatus("keda-hpa-llama", "inference", True, 0, 1, 40, 10, 10, (), 0.0, None)
+    assert decide_through_the_hpa(11, 10, zero_up)[:2] == (11, [])  # scaleUp tolerance 0: one replica lands
+    assert decide_through_the_hpa(9, 10, zero_up)[:2] == (10, ["hpa_tolerance"])  # scale-down keeps 0.1
+
+
+def test_a_step_past_the_tolerance_stays_under_max_and_the_free_gpus() -> None:
+    target, clamps, notes = decide_through_the_hpa(40, 37)  # 40 is within 10% of 37; 41 is past maxReplicas
+    assert (target, clamps) == (40, [])
+    assert any("HPA tolerance" in note and "beyond 40" in note for note in notes)

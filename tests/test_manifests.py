@@ -16,6 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from scaler import coldstart
 from scaler.cli import build_parser
 from scaler.config import parse_metadata
 from scaler.outputs.trace import SERIES_BY_NAME
@@ -285,8 +286,11 @@ def test_example_scaledobject_fits_the_scaler_and_the_workload(
     assert gpus == (policy.gpus_per_replica or 1)
     # HPA behavior: no second scale-down hold on top of the scaler's, scale-ups applied at once.
     behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
-    assert behavior["scaleDown"]["stabilizationWindowSeconds"] <= 60 < policy.cold_start_seconds
+    assert policy.cold_start_seconds is None, "the cold start is measured from the pods"
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] <= 60 < coldstart.DEFAULT_LEAD_S
     assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
+    assert behavior["scaleUp"]["tolerance"] == 0, "a one-replica step lands (KEP-4951, KEDA 2.18+)"
+    assert "tolerance" not in behavior["scaleDown"], "the default 10% keeps a small hold on the way down"
     assert (
         max(p["value"] for p in behavior["scaleUp"]["policies"] if p["type"] == "Pods") >= policy.max_replicas
     )

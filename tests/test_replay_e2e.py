@@ -131,3 +131,42 @@ def test_clairvoyant_need_in_separate_physics_is_the_tighter_resource() -> None:
     separate = busy_per_bucket(trace, cfg.with_overrides(physics="separate"), 60.0)
     assert shared[0] == pytest.approx((2 * 3.0 + 2 * 101 / 40) / 60)  # prefill s + decode at a full batch
     assert separate[0] == pytest.approx(max(2 * 3.0, 2 * (3.0 + 10.0) / 4) / 60)  # slots bind: 6.5 s
+
+
+def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() -> None:
+    """A 420 s cluster: once 5 started pods are Ready the engine's lead is their p90, not 180 s."""
+    from scaler.replay.cluster import Cluster
+
+    slow = CLUSTER.with_overrides(cold_start_s=420.0, gpus_free=64)
+    cluster = Cluster(slow, initial_ready=2)
+    cluster.scale_to(8, 0.0)  # six new pods, bound at once (free GPUs), Ready at 420 s
+    cluster.advance(419.0)
+    assert len(cluster.ready_times) == 0
+    cluster.advance(421.0)
+    assert [p.ready_at - p.created_at for p in cluster.ready_times] == [420.0] * 6
+    from scaler.coldstart import measure
+    from scaler.replay.keda import PodSeries
+    from scaler.replay.policies import TickInputs
+
+    view = cluster.view(421.0)
+    policy = KedaPolicy("this scaler", load_scaledobject_model(ROOT / "benchmarks" / "scaledobject-70b.yaml"))
+    policy.tick(
+        TickInputs(
+            now_s=421.0,
+            now=START,
+            spec_replicas=8,
+            status_replicas=view.replicas,
+            ready=view.ready,
+            pending=view.pending,
+            starting=view.starting,
+            gpu_schedulable_replicas=view.gpus_free // slow.gpus_per_replica,
+            waiting=0,
+            running=0,
+            prompt_tokens_per_s=1000.0,
+            generation_tokens_per_s=100.0,
+            cold_start=measure(cluster.ready_times),
+            pods=PodSeries([0] * 8, [0] * 8, 0.1, 8, slow.gpus_per_replica, slow.decode_slots),
+        )
+    )
+    assert policy.latest is not None and policy.latest.lead is not None
+    assert (policy.latest.lead.seconds, policy.latest.lead.source) == (420.0, "measured p90 over 6 pods")

@@ -113,3 +113,23 @@ def test_the_scaler_sees_ttft_quantiles_and_its_share_over_objective_from_the_hi
     quiet = policy.observation(tick(datetime.fromisoformat("2026-12-07T00:00:00+08:00")))
     assert quiet.ttft_over_objective is None
     assert quiet.missing["ttft_over_objective"] == "no requests in the rate window"
+
+
+def test_the_replay_models_the_hpa_tolerance_and_the_scaler_accounts_for_it() -> None:
+    """At 10 replicas the queue asks for 11: the default 10% would swallow it, so the scaler asks 12
+    and the HPA lands 12; with ``scaleUp.tolerance: 0`` the scaler reads it and 11 lands."""
+    external = {
+        "type": "external",
+        "metadata": {"minReplicas": "2", "maxReplicas": "16", "targetQueuePerReplica": "10"},
+    }
+    now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    at_ten = {"spec_replicas": 10, "status_replicas": 10, "ready": 10, "waiting": 110}
+    for behavior, landed in ((None, 12), ({"scaleUp": {"tolerance": "0"}}, 11)):
+        spec: dict[str, Any] = {"minReplicaCount": 2, "maxReplicaCount": 16, "triggers": [external]}
+        if behavior is not None:
+            spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
+        policy = KedaPolicy("s", scaledobject_model({"kind": "ScaledObject", "spec": spec}))
+        assert policy.tick(tick(now, **at_ten)) == landed
+        assert policy.latest is not None and policy.latest.proposals["queue"] == 11
+        hpa = policy.latest.observation.hpa
+        assert hpa is not None and hpa.scale_up_tolerance == (0.1 if behavior is None else 0.0)

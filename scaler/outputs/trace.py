@@ -33,8 +33,8 @@ from prometheus_client import (
 )
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
+from scaler.landing import tolerances, within_hpa_tolerance
 from scaler.model import Decision, Signal
-from scaler.policy import within_hpa_tolerance
 from scaler.registry import Target
 from scaler.runtime import Runtime
 
@@ -243,7 +243,8 @@ SERIES: tuple[SeriesSpec, ...] = (
     _gauge("llm_scaler_min_replicas", "minReplicas from the trigger metadata."),
     _gauge(
         "llm_scaler_hpa_tolerance_hold",
-        "1 when the target differs from the current replicas by 10% or less, so the HPA will not act on it.",
+        "1 when the HPA will not act on the target: within its tolerance of the current replicas,"
+        " and no step past it fits (scaler.landing).",
     ),
     _gauge("llm_scaler_max_replicas", "maxReplicas from the trigger metadata."),
     _gauge("llm_scaler_ttft_objective_seconds", "ttftObjectiveSeconds: the TTFT p99 objective."),
@@ -393,7 +394,11 @@ def _decision_rows(
     put(
         "llm_scaler_hpa_tolerance_hold",
         labels,
-        1 if within_hpa_tolerance(decision.replicas, decision.observation.current_replicas) else 0,
+        1
+        if within_hpa_tolerance(
+            decision.replicas, decision.observation.current_replicas, tolerances(decision.observation.hpa)
+        )
+        else 0,
     )
     put("llm_scaler_prewarm_active", labels, 1 if Signal.PREWARM.value in decision.proposals else 0)
 

@@ -44,6 +44,9 @@ from typing import Any, Literal
 
 import yaml
 
+from scaler import coldstart
+from scaler.coldstart import PodTimes
+
 Physics = Literal["shared", "separate"]
 PHYSICS: tuple[Physics, ...] = ("shared", "separate")
 
@@ -224,6 +227,9 @@ class Cluster:
             self._gpus_bound += config.gpus_per_replica
             self.ready.append(pod)
         self._pending: deque[Pod] = deque()
+        # The pods that became Ready since the start, newest last: what the scaler's cold-start
+        # measurement reads from the API (the initial pods were Ready before it looked).
+        self.ready_times: deque[PodTimes] = deque(maxlen=coldstart.WINDOW)
         # Slow-path constants, bound once.
         self._p = config.prefill_tokens_per_s
         self._r = config.decode_tokens_per_s_per_seq
@@ -273,6 +279,7 @@ class Cluster:
             for pod in [p for p in self.active if p.state is PodState.STARTING and p.ready_at <= t]:
                 pod.state = PodState.READY
                 self.ready.append(pod)
+                self.ready_times.append(PodTimes(str(pod.index), pod.created_at, pod.bound_at, pod.ready_at))
             for pod in [p for p in self.draining if p.drain_end <= t]:
                 pod.state = PodState.GONE
                 self.draining.remove(pod)

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scaler.landing import quantity
+
 DEFAULT_TOLERANCE = 0.1
 DEFAULT_SCALE_DOWN_WINDOW_S = 300.0
 
@@ -91,7 +93,11 @@ def _rules(raw: Any, default: ScalingRules, name: str) -> ScalingRules:
     select = raw.get("selectPolicy", default.select_policy)
     if select not in ("Max", "Min", "Disabled"):
         raise BehaviorError(f"{name}.selectPolicy must be Max, Min or Disabled, got {select!r}")
-    tolerance = raw.get("tolerance", default.tolerance)
+    tolerance = quantity(raw.get("tolerance", default.tolerance))
+    if tolerance is None:
+        raise BehaviorError(
+            f'{name}.tolerance must be a quantity >= 0 (0, 0.05, "50m"), got {raw["tolerance"]!r}'
+        )
     policies = default.policies
     if raw.get("policies") is not None:
         parsed = []

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from scaler.coldstart import NONE as NO_COLD_START
+from scaler.coldstart import ColdStart
 from scaler.engine import Engine
 from scaler.histogram import histogram_quantile, share_above, total
 from scaler.model import Decision, HpaStatus, Observation
@@ -52,6 +54,7 @@ class TickInputs:
     pods: PodSeries
     ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative rates)
     kv_cache_usage: float | None = None  # the fullest serving pod's share of batch slots in use
+    cold_start: ColdStart = NO_COLD_START  # measured from the pods that became Ready, as live
 
 
 # HpaStep.limited_by -> the condition the real HPA reports for it
@@ -123,6 +126,9 @@ class KedaPolicy:
             ttft_over_objective=ttft["ttft_over_objective"],
             requests_per_s=ttft["requests_per_s"],
             kv_cache_usage=tick.kv_cache_usage,
+            cold_start_seconds=tick.cold_start.lead_p90_s,
+            cold_start_pending_seconds=tick.cold_start.pending_p90_s,
+            cold_start_samples=tick.cold_start.samples,
             deployment_replicas=tick.spec_replicas,
             hpa=self._hpa_status(tick),
             hpa_read=True,
@@ -149,6 +155,8 @@ class KedaPolicy:
             current_replicas=tick.status_replicas,
             desired_replicas=None if step is None else step.replicas,
             conditions=conditions,
+            scale_up_tolerance=self.so.behavior.scale_up.tolerance,
+            scale_down_tolerance=self.so.behavior.scale_down.tolerance,
         )
 
     def _metrics(self, tick: TickInputs) -> list[tuple[float, float, MetricType]]:

@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from scaler.coldstart import measure as measure_cold_start
 from scaler.replay.cluster import Cluster, ClusterConfig
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
@@ -171,6 +172,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             generation_tokens_per_s=gen_rate,
             ttft_buckets=ttft_window,
             kv_cache_usage=None if kv is None else min(1.0, kv),
+            cold_start=measure_cold_start(cluster.ready_times),
             pods=PodSeries(waiting, running, busy, view.ready, cfg.gpus_per_replica, cfg.decode_slots),
         )
         wanted = policy.tick(inputs)
