@@ -1,4 +1,4 @@
-"""Command line: ``scaler serve | dry-run | demo``. Parses arguments, prints, exits."""
+"""Command line: ``scaler serve | dry-run | demo | replay | convert``. Parses arguments, prints, exits."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from scaler import __version__
+from scaler import convert as convert_cli
 from scaler.config import MetadataError, Settings
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dry_run(sub)
     _add_demo(sub)
     replay_cli.add_parser(sub)
+    convert_cli.add_parser(sub)
     return parser
 
 
@@ -213,6 +215,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "dry-run": _dry_run,
     "demo": _demo,
     "replay": replay_cli.run,
+    "convert": convert_cli.run,
 }
 
 

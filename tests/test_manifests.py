@@ -22,6 +22,7 @@ from scaler.config import parse_metadata
 from scaler.outputs.trace import SERIES_BY_NAME
 from scaler.sim.prometheus import find_binary
 from tests.conftest import require_prometheus
+from tests.crd import CRD, crd_validator
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
@@ -30,7 +31,6 @@ ENTRY_POINTS = {
     "with-monitoring": MANIFESTS / "with-monitoring",
     "example": MANIFESTS / "example",
 }
-CRD = ROOT / "tests" / "data" / "keda.sh_scaledobjects.yaml"
 # Kinds defined by CRDs: validated below by their own means (KEDA's schema, promtool, selectors).
 CUSTOM_KINDS = {"ScaledObject", "ServiceMonitor", "PrometheusRule"}
 # The oldest Kubernetes the manifests target (grpc probes are GA since 1.27) and the newest
@@ -187,30 +187,9 @@ def test_the_kubernetes_validator_rejects_a_misspelt_field(default: list[dict[st
         kubernetes_validate.validate(broken, KUBERNETES_VERSIONS[-1], strict=True)
 
 
-def strict(schema: Any) -> Any:
-    """The CRD schema as the API server's strict field validation reads it: unknown fields fail."""
-    if isinstance(schema, dict):
-        out = {k: strict(v) for k, v in schema.items()}
-        if (
-            "properties" in schema
-            and "additionalProperties" not in schema
-            and not schema.get("x-kubernetes-preserve-unknown-fields")
-        ):
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [strict(v) for v in schema]
-    return schema
-
-
 @pytest.fixture(scope="module")
 def scaledobject_validator() -> jsonschema.protocols.Validator:
-    crd = load_yaml(CRD)[0]
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
-    schema = strict(version["schema"]["openAPIV3Schema"])
-    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
-    validator: jsonschema.protocols.Validator = validator_class(schema)
-    return validator
+    return crd_validator(CRD)
 
 
 def scaledobjects() -> list[tuple[str, dict[str, Any]]]:

@@ -1,0 +1,482 @@
+"""``scaler convert``: a ScaledObject with plain KEDA triggers, rewritten for this scaler.
+
+The rewrite, trigger by trigger (``convert``; every change is reported, one line each):
+
+* ``prometheus`` on an engine's queue gauge, as ``sum(METRIC{matchers})``: the matching
+  ``engine`` preset, the matchers as ``labelSelector``, the threshold as
+  ``targetQueuePerReplica``, ``serverAddress`` as ``prometheusAddress``. The queue gauges:
+  ``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``, ``tgi_queue_size``,
+  ``nv_trt_llm_request_metrics{request_type="waiting"}`` (``scaler.sources.presets``).
+* any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
+* ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.
+  Utilisation lags the queue and cannot see requests waiting; the token signal replaces it.
+* ``cron``: pre-warm windows (``prewarmStart``/``prewarmEnd``/``prewarmReplicas``/
+  ``timezone`` for one, ``prewarmWindows`` for several).
+* anything else: kept, with a warning: the HPA takes the largest of its metrics, so while
+  another trigger asks for more, the GPU check cannot hold a scale-up.
+
+Then ``minReplicaCount``/``maxReplicaCount`` and the metadata's ``minReplicas``/``maxReplicas``
+are written equal (``minReplicaCount: 0`` becomes 1: a cold start on the next request is
+what this scaler exists to avoid); the example's ``fallback`` and HPA ``behavior`` are added
+where the object has none; every other field is kept as written, comments included.
+
+Worked example: the published configuration (``benchmarks/baseline-published.yaml``) has
+``sum(vllm:num_requests_waiting{model_name="llama-70b"})`` over 50, a DCGM utilisation
+trigger over 85 and a weekday 09:00-12:00 cron for 8 replicas. It becomes one external
+trigger with ``engine: vllm``, ``labelSelector: model_name="llama-70b"``,
+``targetQueuePerReplica: "50"``, ``prewarmStart: 0 9 * * 1-5``, ``prewarmEnd: 0 12 * * 1-5``,
+``prewarmReplicas: "8"``, ``timezone: Asia/Shanghai``, ``minReplicas: "2"``,
+``maxReplicas: "16"``; the utilisation trigger is gone, with a comment saying why. The token
+capacities are not in the old object: the capacity calibration learns them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from scaler.config import MetadataError, parse_metadata
+from scaler.matchers import SelectorError, parse_selector
+
+DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
+KEDA_DEFAULT_MAX = 100  # KEDA's maxReplicaCount when a ScaledObject leaves it out
+
+# An engine's queue gauge -> (engine preset, matchers the preset adds itself and the
+# labelSelector must leave out).
+QUEUE_METRICS: Mapping[str, tuple[str, frozenset[str]]] = {
+    "vllm:num_requests_waiting": ("vllm", frozenset()),
+    "sglang:num_queue_reqs": ("sglang", frozenset()),
+    "tgi_queue_size": ("tgi", frozenset()),
+    "nv_trt_llm_request_metrics": ("triton", frozenset({'request_type="waiting"'})),
+}
+_SUM_OF_ONE_SELECTOR = re.compile(
+    r"^\s*sum\s*\(\s*(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*\)\s*$"
+)
+_GPU_UTILISATION = re.compile(r"dcgm_fi_dev_gpu_util|nvidia_gpu_duty_cycle|gpu_util|gpu_busy", re.I)
+# Prometheus-trigger keys with no counterpart in this scaler, and why.
+_DROPPED_PROMETHEUS_KEYS = {
+    "activationThreshold": "this scaler is always active: its floor never reaches zero",
+    "ignoreNullValues": "a missing input never makes this scaler's target fall",
+    "namespace": "Thanos/Cortex tenancy is not read; point prometheusAddress at the tenant's URL",
+    "customHeaders": "this scaler reads Prometheus with its own identity (docs/deploy.md)",
+    "unsafeSsl": "this scaler verifies Prometheus' certificate with the system's CAs",
+    "queryParameters": "the presets' queries take no extra parameters",
+}
+
+
+class ConvertError(ValueError):
+    """The input cannot be converted; the message says what to change."""
+
+
+@dataclass
+class Conversion:
+    """The converted document, and every change and warning, one line each."""
+
+    document: CommentedMap
+    changes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _example() -> CommentedMap:
+    yaml = YAML()
+    text = (resources.files("scaler") / "examples" / "scaledobject.yaml").read_text()
+    doc: CommentedMap = yaml.load(text)
+    return doc
+
+
+def queue_preset(query: str) -> tuple[str, str] | None:
+    """``(engine, labelSelector)`` when ``query`` is ``sum(QUEUE_GAUGE{matchers})``, else None."""
+    match = _SUM_OF_ONE_SELECTOR.match(query)
+    if match is None or match["metric"] not in QUEUE_METRICS:
+        return None
+    engine, implied = QUEUE_METRICS[match["metric"]]
+    raw = [m.strip() for m in (match["matchers"] or "").split(",") if m.strip()]
+    compact = [re.sub(r"\s*(=~|!~|!=|=)\s*", r"\1", m) for m in raw]
+    if not implied <= set(compact):
+        return None  # e.g. triton's gauge without request_type="waiting" is not the queue
+    selector = ", ".join(m for m, c in zip(raw, compact, strict=True) if c not in implied)
+    try:
+        parse_selector(selector)
+    except SelectorError:
+        return None
+    return engine, selector
+
+
+def _where(index: int, trigger: Mapping[str, Any]) -> str:
+    name = trigger.get("name")
+    return f"triggers[{index}] ({trigger.get('type')}{', ' + str(name) if name else ''})"
+
+
+@dataclass
+class _Triggers:
+    """The old triggers, walked once: what becomes the external trigger's metadata, what stays."""
+
+    out: Conversion
+    metadata: dict[str, str]
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[Any] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    queue_from: str | None = None
+
+    def walk(self, triggers: list[Any]) -> None:
+        for index, trigger in enumerate(triggers):
+            where = _where(index, trigger)
+            kind = trigger.get("type")
+            meta = trigger.get("metadata") or {}
+            if kind == "external" and any(
+                k in meta for k in ("engine", "labelSelector", "targetQueuePerReplica")
+            ):
+                raise ConvertError(f"{where} is already this scaler's trigger: nothing to convert")
+            if kind == "prometheus":
+                self.prometheus(where, trigger, meta)
+            elif kind == "cron":
+                self.cron(where, meta)
+            else:
+                self.kept.append(trigger)
+                self.out.warnings.append(
+                    f"{where}: kept as it is; the HPA takes the largest of its metrics, so while this"
+                    " trigger asks for more replicas than the scaler, the GPU check cannot hold a scale-up"
+                )
+        if self.queue_from is None:
+            raise ConvertError(
+                "no prometheus trigger to take the queue from: write the external trigger by hand"
+                " (README, trigger metadata)"
+            )
+        if len(self.windows) == 1:
+            w = self.windows[0]
+            self.metadata |= {
+                "prewarmStart": w["start"],
+                "prewarmEnd": w["end"],
+                "prewarmReplicas": str(w["replicas"]),
+                "timezone": w["timezone"],
+            }
+        elif self.windows:
+            self.metadata["prewarmWindows"] = json.dumps(self.windows)
+
+    def prometheus(self, where: str, trigger: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        out, metadata = self.out, self.metadata
+        query = str(meta.get("query") or "")
+        if _GPU_UTILISATION.search(query):
+            self.dropped.append(f"{where} on GPU utilisation")
+            out.changes.append(
+                f"{where}: dropped: GPU utilisation lags the queue and cannot see requests"
+                " waiting; the token signal replaces it"
+            )
+            return
+        if self.queue_from is not None:
+            self.kept.append(trigger)
+            out.warnings.append(
+                f"{where}: kept as it is (the queue already comes from {self.queue_from}); the HPA takes"
+                " the largest of its metrics, so while it asks for more the GPU check cannot hold"
+            )
+            return
+        self.queue_from = where
+        preset = queue_preset(query)
+        if preset is not None:
+            engine, selector = preset
+            metadata["engine"] = engine
+            if selector:
+                metadata["labelSelector"] = selector
+            out.changes.append(
+                f"{where}: became engine: {engine}"
+                + (f", labelSelector: {selector}" if selector else "")
+                + f": the query is that engine's queue gauge, which the {engine} preset reads"
+            )
+        else:
+            metadata["engine"] = "custom"
+            metadata["queueQuery"] = query
+            out.changes.append(
+                f"{where}: became engine: custom with queueQuery: the query is not a known engine's"
+                " queue gauge; add the custom token-rate queries to turn the token signal on"
+            )
+        if "threshold" in meta:
+            metadata["targetQueuePerReplica"] = str(meta["threshold"])
+            out.changes.append(f"{where}: threshold {meta['threshold']} became targetQueuePerReplica")
+        if meta.get("serverAddress"):
+            metadata["prometheusAddress"] = str(meta["serverAddress"])
+            out.changes.append(f"{where}: serverAddress became prometheusAddress")
+        if str(trigger.get("metricType") or "AverageValue") != "AverageValue":
+            out.warnings.append(
+                f"{where}: metricType {trigger['metricType']}: its threshold was a total, not a"
+                " count per replica; check targetQueuePerReplica"
+            )
+        for key, why in _DROPPED_PROMETHEUS_KEYS.items():
+            if key in meta:
+                out.changes.append(f"{where}: {key} dropped: {why}")
+        if trigger.get("authenticationRef") is not None:
+            out.changes.append(
+                f"{where}: authenticationRef dropped: KEDA gives it to its own Prometheus scaler,"
+                " not to an external one; grant this scaler's ServiceAccount access to Prometheus"
+            )
+
+    def cron(self, where: str, meta: Mapping[str, Any]) -> None:
+        window = {
+            "start": str(meta.get("start", "")),
+            "end": str(meta.get("end", "")),
+            "replicas": _int(meta.get("desiredReplicas", "0"), f"{where} desiredReplicas"),
+            "timezone": str(meta.get("timezone", "UTC")),
+        }
+        self.windows.append(window)
+        self.out.changes.append(
+            f"{where}: became a pre-warm window ({window['start']} -> {window['end']},"
+            f" {window['timezone']}, {window['replicas']} replicas): the scaler keeps it as a floor"
+            " and starts it one cold start early"
+        )
+
+
+def convert(source: CommentedMap, scaler_address: str = DEFAULT_SCALER_ADDRESS) -> Conversion:
+    """The ScaledObject ``source`` rewritten for this scaler (``source`` is not changed)."""
+    if not isinstance(source, Mapping) or source.get("kind") != "ScaledObject":
+        raise ConvertError("not a ScaledObject (kind: ScaledObject)")
+    doc: CommentedMap = copy.deepcopy(source)
+    spec = doc.get("spec")
+    if not isinstance(spec, CommentedMap):
+        raise ConvertError("the ScaledObject has no spec")
+    triggers = spec.get("triggers")
+    if not isinstance(triggers, list) or not triggers:
+        raise ConvertError("the ScaledObject has no triggers")
+    out = Conversion(doc)
+    walk = _Triggers(out, {"scalerAddress": scaler_address})
+    walk.walk(triggers)
+    metadata = walk.metadata
+    _replica_bounds(spec, metadata, out)
+    try:
+        parse_metadata(metadata)
+    except MetadataError as exc:
+        raise ConvertError(f"the converted metadata is invalid: {exc}") from None
+
+    external = CommentedMap()
+    external["type"] = "external"
+    external["metadata"] = CommentedMap(metadata)
+    new_triggers = CommentedSeq([external, *walk.kept])
+    spec["triggers"] = new_triggers
+    if walk.dropped:
+        note = (
+            "Converted by `scaler convert`. Dropped: " + "; ".join(walk.dropped) + ": utilisation lags the"
+            " queue and cannot see requests waiting; the token signal replaces it."
+        )
+        spec.yaml_set_comment_before_after_key(
+            "triggers", before="\n".join(textwrap.wrap(note, 86)), indent=2
+        )
+    _add_example_safety(spec, out)
+    return out
+
+
+def _int(value: Any, what: str) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise ConvertError(f"{what}={value!r} is not an integer") from None
+
+
+def _replica_bounds(spec: CommentedMap, metadata: dict[str, str], out: Conversion) -> None:
+    low = _int(spec.get("minReplicaCount", 0), "minReplicaCount")
+    high = _int(spec.get("maxReplicaCount", KEDA_DEFAULT_MAX), "maxReplicaCount")
+    if low < 1:
+        spec["minReplicaCount"] = 1
+        spec.yaml_set_comment_before_after_key(
+            "minReplicaCount",
+            before="Was 0: scaling an inference workload to zero means a cold start (minutes) on\n"
+            "the next request; this scaler keeps a floor of at least one replica.",
+            indent=2,
+        )
+        out.changes.append("spec.minReplicaCount: 0 became 1: a cold start on the next request is avoided")
+        low = 1
+    if "maxReplicaCount" not in spec:
+        spec["maxReplicaCount"] = high
+        out.changes.append(
+            f"spec.maxReplicaCount: written as {high} (KEDA's default), so the trigger can match it"
+        )
+    if "idleReplicaCount" in spec:
+        del spec["idleReplicaCount"]
+        out.changes.append(
+            "spec.idleReplicaCount dropped: this scaler is always active, its floor is minReplicas"
+        )
+    metadata["minReplicas"] = str(low)
+    metadata["maxReplicas"] = str(high)
+    out.changes.append(
+        f"metadata minReplicas/maxReplicas: {low}/{high}, equal to minReplicaCount/maxReplicaCount"
+    )
+
+
+def _add_example_safety(spec: CommentedMap, out: Conversion) -> None:
+    """The example's ``fallback`` and HPA ``behavior``, where the object has none."""
+    example = _example()["spec"]
+    if "fallback" in spec:
+        out.warnings.append(
+            "spec.fallback kept as written; the example uses failureThreshold 4 and"
+            " behavior: currentReplicasIfHigher (KEDA 2.17+)"
+        )
+    else:
+        fallback = copy.deepcopy(example["fallback"])
+        fallback["replicas"] = max(int(spec.get("minReplicaCount", 1)), 1)
+        spec["fallback"] = fallback
+        out.changes.append(
+            "spec.fallback added: after 4 failed polls KEDA keeps the current replicas (or"
+            f" {fallback['replicas']}, if higher) until the scaler answers again"
+        )
+    advanced = spec.get("advanced")
+    hpa_config = advanced.get("horizontalPodAutoscalerConfig") if isinstance(advanced, Mapping) else None
+    if isinstance(hpa_config, Mapping) and "behavior" in hpa_config:
+        out.warnings.append(
+            "advanced.horizontalPodAutoscalerConfig.behavior kept as written; the example's (scale-down"
+            " window 0, 2 pods/min; scale-up at once) lets the scaler's hold do the holding (docs/deploy.md)"
+        )
+        return
+    behavior = copy.deepcopy(example["advanced"]["horizontalPodAutoscalerConfig"]["behavior"])
+    for policy in behavior["scaleUp"]["policies"]:
+        if policy["type"] == "Pods":
+            policy["value"] = int(spec["maxReplicaCount"])
+    if not isinstance(advanced, CommentedMap):
+        advanced = CommentedMap()
+        spec["advanced"] = advanced
+    if not isinstance(hpa_config, CommentedMap):
+        hpa_config = CommentedMap()
+        advanced["horizontalPodAutoscalerConfig"] = hpa_config
+    hpa_config["behavior"] = behavior
+    out.changes.append(
+        "advanced.horizontalPodAutoscalerConfig.behavior added (the example's): scale-down window 0"
+        " and 2 pods a minute, scale-up at once, scaleUp tolerance 0 (KEDA 2.18+, Kubernetes 1.35;"
+        " delete that line on older ones)"
+    )
+
+
+def dump(doc: Any) -> str:
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    buffer = io.StringIO()
+    yaml.dump(doc, buffer)
+    return buffer.getvalue()
+
+
+def convert_text(text: str, scaler_address: str = DEFAULT_SCALER_ADDRESS) -> tuple[str, list[Conversion]]:
+    """Every ScaledObject in a (multi-document) YAML text converted; other documents kept."""
+    yaml = YAML()
+    try:
+        docs = list(yaml.load_all(text))
+    except Exception as exc:  # ruamel raises several unrelated error types
+        raise ConvertError(f"not valid YAML: {exc}") from None
+    conversions = []
+    result = []
+    for doc in docs:
+        if isinstance(doc, Mapping) and doc.get("kind") == "ScaledObject":
+            conversion = convert(doc, scaler_address)  # type: ignore[arg-type]
+            conversions.append(conversion)
+            result.append(conversion.document)
+        elif doc is not None:
+            result.append(doc)
+    if not conversions:
+        raise ConvertError("no object of kind ScaledObject")
+    return "---\n".join(dump(d) for d in result), conversions
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "convert",
+        help="rewrite a ScaledObject with plain KEDA triggers for this scaler",
+        description="Rewrite a ScaledObject with plain KEDA triggers (prometheus, cron) as one external"
+        " trigger for this scaler, printing each change and why (README: From a KEDA configuration).",
+    )
+    p.add_argument("scaledobject", help="the existing ScaledObject (YAML; other documents are kept)")
+    p.add_argument("-o", "--output", default=None, help="write the new ScaledObject here (default: stdout)")
+    p.add_argument(
+        "--scaler-address",
+        default=DEFAULT_SCALER_ADDRESS,
+        help=f"this scaler's gRPC address as KEDA reaches it (default {DEFAULT_SCALER_ADDRESS})",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="TRACE.csv",
+        default=None,
+        help="also replay the old and the new ScaledObject on this trace and print both tables",
+    )
+    p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
+    p.add_argument(
+        "--start",
+        default="2026-12-07T00:00:00+08:00",
+        help="with --replay: wall time of the trace's second 0",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        text = Path(args.scaledobject).read_text()
+        converted, conversions = convert_text(text, args.scaler_address)
+    except (OSError, ConvertError) as exc:
+        print(f"scaler convert: error: {exc}", file=sys.stderr)
+        return 2
+    # The YAML goes to stdout unless -o names a file; the report goes wherever the YAML does not.
+    report = sys.stdout if args.output else sys.stderr
+    for conversion in conversions:
+        name = conversion.document["metadata"].get("name", "?")
+        for line in conversion.changes:
+            print(f"{name}: changed {line}", file=report)
+        for line in conversion.warnings:
+            print(f"{name}: warning: {line}", file=report)
+    if args.output:
+        Path(args.output).write_text(converted)
+        print(f"wrote {args.output}", file=report)
+    else:
+        sys.stdout.write(converted)
+        sys.stdout.flush()
+    if args.replay:
+        return _replay(args, text, converted, report)
+    return 0
+
+
+def _replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) -> int:
+    import yaml as pyyaml
+
+    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.compare import compare
+    from scaler.replay.keda import ScaledObjectError, scaledobject_model
+    from scaler.replay.report import all_figures, table
+    from scaler.replay.trace import TraceError, load_trace
+
+    def first(text: str) -> Mapping[str, Any]:
+        return next(
+            d
+            for d in pyyaml.safe_load_all(text)
+            if isinstance(d, Mapping) and d.get("kind") == "ScaledObject"
+        )
+
+    try:
+        old, new = scaledobject_model(first(old_text)), scaledobject_model(first(new_text))
+        trace = load_trace(args.replay, None, 0, 1.0)
+        cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
+    except (OSError, ScaledObjectError, TraceError, ValueError) as exc:
+        print(f"scaler convert: error: --replay: {exc}", file=sys.stderr)
+        return 2
+    assert new.external is not None
+    objective = parse_metadata(new.external.metadata).ttft_objective_seconds
+    start = datetime.fromisoformat(args.start.replace("Z", "+00:00"))
+    comparison = compare(
+        trace,
+        cluster,
+        start,
+        [("new (this scaler)", new), ("old (as written)", old)],
+        objective,
+        (new.min_replicas, new.max_replicas),
+    )
+    print(
+        f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.gpus_free} GPUs,"
+        f" {cluster.gpus_per_replica} per replica, cold start {cluster.cold_start_s:g}s",
+        file=report,
+    )
+    print(table(all_figures(comparison.results, objective), objective), file=report)
+    return 0

@@ -1,0 +1,303 @@
+"""scaler convert: plain KEDA triggers rewritten as this scaler's one external trigger."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from scaler.cli import main
+from scaler.config import parse_metadata
+from scaler.convert import ConvertError, convert_text, queue_preset
+from tests.crd import crd_errors, crd_validator
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED = ROOT / "benchmarks" / "baseline-published.yaml"
+AZURE = ROOT / "benchmarks" / "traces" / "azure2023_conv.csv"
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.protocols.Validator:
+    return crd_validator()
+
+
+def scaledobject(triggers: str, spec: str = "minReplicaCount: 2\nmaxReplicaCount: 12\n") -> str:
+    """A ScaledObject with the given spec fields and trigger list (YAML at column 0)."""
+    return (
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata:\n  name: llm\n  namespace: inference\n"
+        "spec:\n  scaleTargetRef:\n    name: vllm\n"
+        + textwrap.indent(spec, "  ")
+        + "  triggers:\n"
+        + textwrap.indent(triggers, "    ")
+    )
+
+
+QUEUE = """\
+- type: prometheus
+  metadata:
+    serverAddress: http://prometheus:9090
+    query: sum(vllm:num_requests_waiting{model_name="llama"})
+    threshold: "20"
+"""
+
+
+def converted(text: str) -> tuple[dict[str, Any], Any]:
+    out, conversions = convert_text(text)
+    (doc,) = [d for d in yaml.safe_load_all(out) if d and d.get("kind") == "ScaledObject"]
+    return doc, conversions[0]
+
+
+def external(doc: dict[str, Any]) -> dict[str, str]:
+    (trigger,) = [t for t in doc["spec"]["triggers"] if t["type"] == "external"]
+    return dict(trigger["metadata"])
+
+
+def test_the_published_configuration_becomes_one_external_trigger(
+    validator: jsonschema.protocols.Validator,
+) -> None:
+    out, (conversion,) = convert_text(PUBLISHED.read_text())
+    doc = yaml.safe_load(out)
+    assert [t["type"] for t in doc["spec"]["triggers"]] == ["external"]
+    assert external(doc) == {
+        "scalerAddress": "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090",
+        "engine": "vllm",
+        "labelSelector": 'model_name="llama-70b"',
+        "targetQueuePerReplica": "50",
+        "prometheusAddress": "http://prometheus-operated.monitoring:9090",
+        "prewarmStart": "0 9 * * 1-5",
+        "prewarmEnd": "0 12 * * 1-5",
+        "prewarmReplicas": "8",
+        "timezone": "Asia/Shanghai",
+        "minReplicas": "2",
+        "maxReplicas": "16",
+    }
+    policy = parse_metadata(external(doc))
+    assert (policy.min_replicas, policy.max_replicas) == (
+        doc["spec"]["minReplicaCount"],
+        doc["spec"]["maxReplicaCount"],
+    )
+    assert crd_errors(validator, doc) == []
+    # Everything else is kept as written, the user's comments included; ours say what went.
+    assert doc["spec"]["scaleTargetRef"] == {"name": "vllm-llama-70b"}
+    assert (doc["spec"]["pollingInterval"], doc["spec"]["cooldownPeriod"]) == (15, 300)
+    assert out.startswith("# The KEDA configuration published for this problem")
+    assert "# Converted by `scaler convert`. Dropped: triggers[1] (prometheus) on GPU utilisation" in out
+    assert any("triggers[1] (prometheus): dropped: GPU utilisation lags" in c for c in conversion.changes)
+    # The example's safety nets, sized to this object.
+    assert doc["spec"]["fallback"] == {
+        "failureThreshold": 4,
+        "replicas": 2,
+        "behavior": "currentReplicasIfHigher",
+    }
+    behavior = doc["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 0
+    assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 16, "periodSeconds": 15}]
+    assert conversion.warnings == []
+
+
+def test_several_cron_triggers_become_prewarm_windows(validator: jsonschema.protocols.Validator) -> None:
+    crons = """\
+- type: cron
+  metadata: {timezone: Europe/Paris, start: 0 8 * * 1-5, end: 0 18 * * 1-5, desiredReplicas: "6"}
+- type: cron
+  metadata: {timezone: UTC, start: 0 18 * * 5, end: 0 20 * * 5, desiredReplicas: "10"}
+"""
+    doc, conversion = converted(scaledobject(QUEUE + crons))
+    meta = external(doc)
+    assert "prewarmStart" not in meta
+    assert json.loads(meta["prewarmWindows"]) == [
+        {"start": "0 8 * * 1-5", "end": "0 18 * * 1-5", "replicas": 6, "timezone": "Europe/Paris"},
+        {"start": "0 18 * * 5", "end": "0 20 * * 5", "replicas": 10, "timezone": "UTC"},
+    ]
+    windows = parse_metadata(meta).windows
+    assert [(w.replicas, w.timezone) for w in windows] == [(6, "Europe/Paris"), (10, "UTC")]
+    assert sum("became a pre-warm window" in c for c in conversion.changes) == 2
+    assert crd_errors(validator, doc) == []
+
+
+def test_authentication_refs_and_unknown_triggers(validator: jsonschema.protocols.Validator) -> None:
+    triggers = """\
+- type: prometheus
+  authenticationRef: {name: prometheus-bearer}
+  metadata:
+    serverAddress: https://thanos:9090
+    query: sum(vllm:num_requests_waiting)
+    threshold: "10"
+    activationThreshold: "1"
+- type: kafka
+  name: requests-topic
+  authenticationRef: {name: kafka-sasl}
+  metadata: {bootstrapServers: "kafka:9092", consumerGroup: llm, topic: prompts, lagThreshold: "100"}
+"""
+    doc, conversion = converted(scaledobject(triggers))
+    kafka = doc["spec"]["triggers"][1]
+    assert kafka == {
+        "type": "kafka",
+        "name": "requests-topic",
+        "authenticationRef": {"name": "kafka-sasl"},
+        "metadata": {
+            "bootstrapServers": "kafka:9092",
+            "consumerGroup": "llm",
+            "topic": "prompts",
+            "lagThreshold": "100",
+        },
+    }
+    assert "authenticationRef" not in doc["spec"]["triggers"][0]
+    assert external(doc)["engine"] == "vllm" and "labelSelector" not in external(doc)
+    assert any("authenticationRef dropped" in c for c in conversion.changes)
+    assert any("activationThreshold dropped" in c for c in conversion.changes)
+    (warning,) = conversion.warnings
+    assert warning.startswith("triggers[1] (kafka, requests-topic): kept as it is")
+    assert "the GPU check cannot hold a scale-up" in warning
+    assert crd_errors(validator, doc) == []
+
+
+def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
+    validator: jsonschema.protocols.Validator,
+) -> None:
+    out, (conversion,) = convert_text(scaledobject(QUEUE, spec="minReplicaCount: 0\nidleReplicaCount: 0\n"))
+    doc = yaml.safe_load(out)
+    spec = doc["spec"]
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (
+        1,
+        100,
+    )  # KEDA's default maximum, written out
+    assert "idleReplicaCount" not in spec
+    assert (external(doc)["minReplicas"], external(doc)["maxReplicas"]) == ("1", "100")
+    assert "# Was 0: scaling an inference workload to zero means a cold start" in out
+    assert any(c.startswith("spec.minReplicaCount: 0 became 1") for c in conversion.changes)
+    assert (
+        spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"]["policies"][0]["value"]
+        == 100
+    )
+    assert crd_errors(validator, doc) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ('sum(vllm:num_requests_waiting{model_name="llama"})', ("vllm", 'model_name="llama"')),
+        (
+            ' sum ( vllm:num_requests_waiting { model_name = "a", namespace=~"prod-.*" } ) ',
+            ("vllm", 'model_name = "a", namespace=~"prod-.*"'),
+        ),
+        ("sum(sglang:num_queue_reqs)", ("sglang", "")),
+        ('sum(tgi_queue_size{namespace="llm"})', ("tgi", 'namespace="llm"')),
+        (
+            'sum(nv_trt_llm_request_metrics{request_type="waiting", model="ensemble"})',
+            ("triton", 'model="ensemble"'),
+        ),
+        ('sum(nv_trt_llm_request_metrics{request_type="active"})', None),  # running, not waiting
+        ("sum(rate(vllm:num_requests_waiting[1m]))", None),
+        ('max(vllm:num_requests_waiting{model_name="llama"})', None),
+        ("sum(vllm:num_requests_waiting) / 2", None),
+        ("sum(my_queue_depth)", None),
+    ],
+)
+def test_which_queries_are_an_engine_s_queue(query: str, expected: tuple[str, str] | None) -> None:
+    assert queue_preset(query) == expected
+
+
+def test_another_query_becomes_a_custom_queue_query() -> None:
+    query = 'sum(max_over_time(router_pending_requests{service="llm"}[30s]))'
+    triggers = f'- type: prometheus\n  metadata: {{query: {json.dumps(query)}, threshold: "5"}}\n'
+    doc, conversion = converted(scaledobject(triggers))
+    meta = external(doc)
+    assert (meta["engine"], meta["queueQuery"], meta["targetQueuePerReplica"]) == ("custom", query, "5")
+    assert parse_metadata(meta).queue_query == query
+    assert any("became engine: custom with queueQuery" in c for c in conversion.changes)
+
+
+def test_an_object_s_own_fallback_and_behavior_are_kept() -> None:
+    spec = textwrap.dedent("""\
+        minReplicaCount: 2
+        maxReplicaCount: 8
+        fallback: {failureThreshold: 3, replicas: 6}
+        advanced:
+          horizontalPodAutoscalerConfig:
+            behavior:
+              scaleDown: {stabilizationWindowSeconds: 600}
+        """)
+    doc, conversion = converted(scaledobject(QUEUE, spec=spec))
+    assert doc["spec"]["fallback"] == {"failureThreshold": 3, "replicas": 6}
+    assert doc["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"] == {
+        "scaleDown": {"stabilizationWindowSeconds": 600}
+    }
+    assert [w.split(" ")[0] for w in conversion.warnings] == [
+        "spec.fallback",
+        "advanced.horizontalPodAutoscalerConfig.behavior",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("triggers", "spec", "message"),
+    [
+        (
+            '- type: cron\n  metadata: {start: 0 8 * * *, end: 0 9 * * *, desiredReplicas: "4"}\n',
+            None,
+            "no prometheus trigger",
+        ),
+        (
+            '- type: external\n  metadata: {scalerAddress: "s:9090", engine: vllm}\n',
+            None,
+            "already this scaler's trigger",
+        ),
+        (
+            QUEUE + '- type: cron\n  metadata: {start: 0 8 * * *, end: 0 9 * * *, desiredReplicas: "40"}\n',
+            None,
+            "prewarmReplicas",
+        ),
+        (QUEUE, "minReplicaCount: two\n", "minReplicaCount='two' is not an integer"),
+    ],
+)
+def test_what_cannot_be_converted_says_why(triggers: str, spec: str | None, message: str) -> None:
+    text = scaledobject(triggers) if spec is None else scaledobject(triggers, spec=spec)
+    with pytest.raises(ConvertError, match=message):
+        convert_text(text)
+
+
+def test_other_documents_are_kept_and_a_file_without_a_scaledobject_is_an_error() -> None:
+    deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\n"
+    out, _ = convert_text(deployment + "---\n" + scaledobject(QUEUE))
+    kinds = [d["kind"] for d in yaml.safe_load_all(out)]
+    assert kinds == ["Deployment", "ScaledObject"]
+    with pytest.raises(ConvertError, match="no object of kind ScaledObject"):
+        convert_text(deployment)
+
+
+def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text(PUBLISHED.read_text())
+    assert main(["convert", str(old), "--scaler-address", "scaler.example:9090"]) == 0
+    captured = capsys.readouterr()
+    assert external(yaml.safe_load(captured.out))["scalerAddress"] == "scaler.example:9090"
+    lines = captured.err.splitlines()
+    assert lines[0].startswith("llama-70b-published: changed triggers[0] (prometheus): became engine: vllm")
+    assert len(lines) == 8
+    assert main(["convert", str(tmp_path / "missing.yaml")]) == 2
+    assert "scaler convert: error:" in capsys.readouterr().err
+
+
+def test_the_command_replays_old_and_new_side_by_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text((ROOT / "scaler" / "examples" / "baseline.yaml").read_text())
+    assert main(["convert", str(old), "-o", str(new), "--replay", str(AZURE)]) == 0
+    report = capsys.readouterr().out
+    rows = {
+        line.split("  ")[0]: line
+        for line in report.splitlines()
+        if line.startswith(("new ", "old ", "clairvoyant"))
+    }
+    assert set(rows) == {"new (this scaler)", "old (as written)", "clairvoyant"}
+    assert all(" 19,366 " in row for row in rows.values())  # every request of the trace, in each
+    assert f"wrote {new}" in report
+    assert external(yaml.safe_load(new.read_text()))["engine"] == "vllm"
