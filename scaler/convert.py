@@ -51,6 +51,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from scaler.config import MetadataError, parse_metadata
 from scaler.matchers import SelectorError, parse_selector
+from scaler.replay import INSTALL_HINT, missing_extra
 
 DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 KEDA_DEFAULT_MAX = 100  # KEDA's maxReplicaCount when a ScaledObject leaves it out
@@ -435,7 +436,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(converted)
         sys.stdout.flush()
     if args.replay:
-        return _replay(args, text, converted, report)
+        try:
+            return _replay(args, text, converted, report)
+        except ModuleNotFoundError as exc:
+            if not missing_extra(exc):
+                raise
+            print(f"scaler convert: error: --replay: {INSTALL_HINT}", file=sys.stderr)
+            return 2
     return 0
 
 

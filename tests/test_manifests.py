@@ -469,3 +469,13 @@ def test_dockerfile_builds_from_files_that_exist_and_runs_as_non_root() -> None:
     assert 'ENTRYPOINT ["scaler", "serve"]' in runtime
     ignored = (ROOT / ".dockerignore").read_text().splitlines()
     assert "scaler/proto/externalscaler_pb2.py" in ignored, "the image regenerates the gRPC code"
+    # Dependencies in their own layer, pinned, before the source: a code change reuses it.
+    assert lines.index("COPY constraints.txt ./") < lines.index("COPY scaler/ scaler/")
+    assert "!constraints.txt" in ignored
+    assert any(line.startswith("RUN /opt/venv/bin/pip install --no-deps .") for line in lines)
+    labels = " ".join(runtime)
+    for key in ("title", "description", "version", "licenses", "base.name"):
+        assert f"org.opencontainers.image.{key}=" in labels, key
+    from scaler import __version__
+
+    assert f"ARG VERSION={__version__}" in runtime, "the image's default version is the package's"

@@ -9,3 +9,13 @@ replay.py    the closed loop that runs one policy over one trace
 report.py    figures, the comparison table, summary.json and replay.png
 cli.py       ``scaler replay``
 """
+
+from __future__ import annotations
+
+EXTRA_MODULES = ("numpy", "matplotlib", "tqdm")
+INSTALL_HINT = "the replay needs its extra: pip install 'llm-gpu-scaler[replay]' (numpy, matplotlib, tqdm)"
+
+
+def missing_extra(exc: ModuleNotFoundError) -> bool:
+    """Whether ``exc`` is one of the replay extra's modules missing (not a bug of ours)."""
+    return (exc.name or "").split(".")[0] in EXTRA_MODULES

@@ -12,6 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from scaler.replay import INSTALL_HINT, missing_extra
+
 # The simulation's modules (numpy, the engine) load in run(), so `scaler --help` stays fast.
 
 DEFAULT_START = "2026-12-07T00:00:00+08:00"  # a Monday, midnight in Asia/Shanghai
@@ -66,6 +68,11 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[int], None] | Non
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
+    except ModuleNotFoundError as exc:
+        if not missing_extra(exc):
+            raise
+        print(f"scaler replay: error: {INSTALL_HINT}", file=sys.stderr)
+        return 2
     except (ValueError, OSError) as exc:  # every input error of the replay is a ValueError
         print(f"scaler replay: error: {exc}", file=sys.stderr)
         return 2
