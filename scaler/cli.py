@@ -1,4 +1,4 @@
-"""Command line: ``scaler serve | dry-run | demo | replay | convert``. Parses arguments, prints, exits."""
+"""Command line: ``scaler serve | dry-run | demo | replay | convert | doctor``. Parses, prints, exits."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from scaler import __version__
 from scaler import convert as convert_cli
+from scaler import doctor as doctor_cli
 from scaler.config import MetadataError, Settings
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
@@ -125,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(sub)
     replay_cli.add_parser(sub)
     convert_cli.add_parser(sub)
+    doctor_cli.add_parser(sub)
     return parser
 
 
@@ -216,6 +218,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo,
     "replay": replay_cli.run,
     "convert": convert_cli.run,
+    "doctor": doctor_cli.run,
 }
 
 

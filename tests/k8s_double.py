@@ -3,7 +3,8 @@
 It serves, over HTTP/1.1 on a free loopback port, read-only list, get and watch for
 Nodes (``/api/v1/nodes``), Pods (``/api/v1/pods``, ``/api/v1/namespaces/NS/pods``),
 Deployments (``/apis/apps/v1/...``), KEDA ScaledObjects (``/apis/keda.sh/v1alpha1/...``)
-and HorizontalPodAutoscalers (``/apis/autoscaling/v2/...``), with the API server's
+HorizontalPodAutoscalers (``/apis/autoscaling/v2/...``) and Ingresses
+(``/apis/networking.k8s.io/v1/...``), plus ``/version``, with the API server's
 semantics where the scaler depends on them:
 
 * one cluster-wide ``resourceVersion`` counter; lists carry it in ``metadata``, every
@@ -68,9 +69,12 @@ RESOURCES: dict[str, Resource] = {
             "HorizontalPodAutoscaler",
             "autoscaling/v2",
         ),
+        Resource("ingresses", "/apis/networking.k8s.io/v1", True, "Ingress", "networking.k8s.io/v1"),
     )
 }
 BY_KIND = {r.kind: r for r in RESOURCES.values()}
+# What the scaler's inventory watches (scaler doctor also lists ingresses).
+WATCHED = tuple(name for name in RESOURCES if name != "ingresses")
 
 
 @dataclass
@@ -136,8 +140,9 @@ REASONS = {
 class KubeDouble:
     """The API server double. Use as a context manager, or ``start()``/``stop()``."""
 
-    def __init__(self, token: str | None = None, odd_chunks: bool = False) -> None:
+    def __init__(self, token: str | None = None, odd_chunks: bool = False, version: str = "1.35.0") -> None:
         self.token = token
+        self.version = version  # what /version answers, as gitVersion v<version>
         # odd_chunks: split each watch event across two chunks and send a replayed backlog as
         # one chunk, as proxies and large objects do; clients must not assume one event per chunk.
         self.odd_chunks = odd_chunks
@@ -480,7 +485,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- requests --------------------------------------------------------------------
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: PLR0911 - one early answer per outcome, as the API server does
         double = self.server_double
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -495,6 +500,18 @@ class _Handler(BaseHTTPRequestHandler):
 
         if double.token is not None and self.headers.get("Authorization") != f"Bearer {double.token}":
             answer(401, status_object(401, "Unauthorized", "Unauthorized"))
+            return
+        if res is None and url.path.rstrip("/") == "/version":
+            major, minor, *_ = double.version.split(".")
+            answer(
+                200,
+                {
+                    "major": major,
+                    "minor": minor,
+                    "gitVersion": f"v{double.version}",
+                    "platform": "linux/amd64",
+                },
+            )
             return
         if res is None:
             answer(

@@ -98,7 +98,7 @@ def start(double: KubeDouble, log: CaptureLog) -> Iterator[Callable[..., Kuberne
         if sync:
             assert inventory.wait_synced(5), inventory.problem()
             # synced means listed; the watch requests follow: wait for them too
-            assert all(double.wait_watchers(resource) for resource in k8s.RESOURCES)
+            assert all(double.wait_watchers(resource) for resource in k8s.WATCHED)
         return inventory
 
     yield run

@@ -469,6 +469,25 @@ class _Reflector:
 # ---- the inventory -----------------------------------------------------------------------
 
 
+def api_client(kubeconfig: str | None = None) -> client.ApiClient:
+    """The official client, configured in-cluster when ``kubeconfig`` is None inside a pod;
+    otherwise from the kubeconfig file (None: ``$KUBECONFIG`` or ``~/.kube/config``)."""
+    configuration = client.Configuration()
+    in_cluster = kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    try:
+        if in_cluster:
+            kube_config.load_incluster_config(client_configuration=configuration)
+        else:
+            # $KUBECONFIG is read now: the client reads it once, when it is imported.
+            path = kubeconfig or os.environ.get("KUBECONFIG") or None
+            kube_config.load_kube_config(config_file=path, client_configuration=configuration)
+    except (kube_config.ConfigException, OSError, ValueError, TypeError) as exc:
+        where = "in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
+        message = f"cannot configure the Kubernetes client from the {where}: {exc}"
+        raise KubernetesConfigError(message) from exc
+    return client.ApiClient(configuration)
+
+
 class KubernetesInventory:
     """Cluster GPU inventory and workload state from watched caches. Thread-safe.
 
@@ -542,20 +561,7 @@ class KubernetesInventory:
     ) -> KubernetesInventory:
         """In-cluster configuration when ``kubeconfig`` is None inside a pod; otherwise the
         kubeconfig file (None: ``$KUBECONFIG`` or ``~/.kube/config``)."""
-        configuration = client.Configuration()
-        in_cluster = kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-        try:
-            if in_cluster:
-                kube_config.load_incluster_config(client_configuration=configuration)
-            else:
-                # $KUBECONFIG is read now: the client reads it once, when it is imported.
-                path = kubeconfig or os.environ.get("KUBECONFIG") or None
-                kube_config.load_kube_config(config_file=path, client_configuration=configuration)
-        except (kube_config.ConfigException, OSError, ValueError, TypeError) as exc:
-            where = "in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
-            message = f"cannot configure the Kubernetes client from the {where}: {exc}"
-            raise KubernetesConfigError(message) from exc
-        return cls(client.ApiClient(configuration), log=log, options=options)
+        return cls(api_client(kubeconfig), log=log, options=options)
 
     # ---- lifecycle ----------------------------------------------------------------------
 

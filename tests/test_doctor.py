@@ -1,0 +1,357 @@
+"""scaler doctor against the Kubernetes API double, through the real client: one test per finding.
+
+A healthy cluster (a tainted GPU node, a vLLM Deployment with a preStop hook and a long
+grace period, one ScaledObject with only this scaler's trigger and agreeing bounds, an
+ingress-nginx Ingress with long timeouts) gives no finding but the note that Prometheus
+was not asked; each test then adds one pitfall and expects its finding.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaler.cli import main
+from scaler.sim.fleet import SimulatedFleet
+from scaler.sim.prometheus import LocalPrometheus
+from tests import k8s_double as k8s
+
+NS = "inference"
+GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
+
+
+def healthy() -> list[dict[str, Any]]:
+    deployment = k8s.deployment(
+        "vllm-llama",
+        NS,
+        replicas=2,
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+    pod_spec = deployment["spec"]["template"]["spec"]
+    pod_spec["terminationGracePeriodSeconds"] = 600
+    pod_spec["containers"][0]["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", "10"]}}}
+    so = k8s.scaledobject("llama", NS, target="vllm-llama")
+    so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"] = 2, 8
+    so["spec"]["triggers"][0]["metadata"] |= {
+        "minReplicas": "2",
+        "maxReplicas": "8",
+        "labelSelector": 'model_name="meta-llama/Llama-3.1-8B-Instruct"',
+    }
+    ingress = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {
+            "name": "llama",
+            "namespace": NS,
+            "annotations": {
+                "nginx.ingress.kubernetes.io/proxy-read-timeout": "600",
+                "nginx.ingress.kubernetes.io/proxy-send-timeout": "600",
+            },
+        },
+        "spec": {
+            "ingressClassName": "nginx",
+            "rules": [
+                {
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": "vllm-llama", "port": {"number": 8000}}},
+                            }
+                        ]
+                    }
+                }
+            ],
+        },
+    }
+    return [
+        k8s.node("gpu-a", 8, taints=[GPU_TAINT]),
+        k8s.node("cpu-a", 0),
+        deployment,
+        so,
+        k8s.hpa("llama", NS, min_replicas=2, max_replicas=8),
+        ingress,
+    ]
+
+
+def kind(objs: list[dict[str, Any]], kind_: str) -> dict[str, Any]:
+    return next(o for o in objs if o["kind"] == kind_)
+
+
+def doctor(
+    objs: list[dict[str, Any]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *extra: str,
+    version: str = "1.35.0",
+) -> tuple[int, list[dict[str, str]]]:
+    with k8s.KubeDouble(token="t", version=version) as double:
+        for obj in objs:
+            double.apply(obj)
+        config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "t")
+        code = main(["doctor", "--kubeconfig", str(config), "--output", "json", *extra])
+    findings: list[dict[str, str]] = json.loads(capsys.readouterr().out)
+    return code, findings
+
+
+def test_a_healthy_cluster_has_no_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, findings = doctor(healthy(), tmp_path, capsys)
+    assert code == 0
+    assert [(f["severity"], f["check"], f["object"]) for f in findings] == [
+        ("info", "not-scraped", f"ScaledObject {NS}/llama")
+    ]
+
+
+def add_trigger(trigger: dict[str, Any]) -> Callable[[list[dict[str, Any]]], None]:
+    def change(objs: list[dict[str, Any]]) -> None:
+        kind(objs, "ScaledObject")["spec"]["triggers"].append(trigger)
+
+    return change
+
+
+def set_in(kind_: str, *path: str, value: Any) -> Callable[[list[dict[str, Any]]], None]:
+    def change(objs: list[dict[str, Any]]) -> None:
+        obj = kind(objs, kind_)
+        for key in path[:-1]:
+            obj = obj[key]
+        if value is None:
+            del obj[path[-1]]
+        else:
+            obj[path[-1]] = value
+
+    return change
+
+
+def container(key: str, value: Any) -> Callable[[list[dict[str, Any]]], None]:
+    def change(objs: list[dict[str, Any]]) -> None:
+        spec = kind(objs, "Deployment")["spec"]["template"]["spec"]
+        if key == "terminationGracePeriodSeconds":
+            spec[key] = value
+        else:
+            del spec["containers"][0][key]
+
+    return change
+
+
+def untainted(objs: list[dict[str, Any]]) -> None:
+    del next(o for o in objs if o["kind"] == "Node")["spec"]["taints"]
+
+
+def cpu_hpa(objs: list[dict[str, Any]]) -> None:
+    hpa = copy.deepcopy(kind(objs, "HorizontalPodAutoscaler"))
+    hpa["metadata"]["name"] = "vllm-llama-cpu"
+    hpa["spec"]["scaleTargetRef"]["name"] = "vllm-llama"
+    hpa["spec"]["metrics"] = [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+        }
+    ]
+    objs.append(hpa)
+
+
+def annotate(key: str, value: str | None) -> Callable[[list[dict[str, Any]]], None]:
+    def change(objs: list[dict[str, Any]]) -> None:
+        annotations = kind(objs, "Ingress")["metadata"]["annotations"]
+        if value is None:
+            annotations.pop(f"nginx.ingress.kubernetes.io/{key}")
+        else:
+            annotations[f"nginx.ingress.kubernetes.io/{key}"] = value
+
+    return change
+
+
+def bounds(low: int | None, high: int) -> Callable[[list[dict[str, Any]]], None]:
+    def change(objs: list[dict[str, Any]]) -> None:
+        spec = kind(objs, "ScaledObject")["spec"]
+        if low is None:
+            del spec["minReplicaCount"]
+        spec["maxReplicaCount"] = high
+
+    return change
+
+
+def both_bounds(high: int) -> Callable[[list[dict[str, Any]]], None]:
+    def change(objs: list[dict[str, Any]]) -> None:
+        so = kind(objs, "ScaledObject")
+        so["spec"]["maxReplicaCount"] = high
+        so["spec"]["triggers"][0]["metadata"]["maxReplicas"] = str(high)
+
+    return change
+
+
+CRON = {
+    "type": "cron",
+    "metadata": {"timezone": "UTC", "start": "0 9 * * *", "end": "0 12 * * *", "desiredReplicas": "4"},
+}
+DCGM = {
+    "type": "prometheus",
+    "metadata": {"serverAddress": "http://p:9090", "query": "sum(DCGM_FI_DEV_GPU_UTIL)", "threshold": "85"},
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected", "code"),
+    [
+        pytest.param(
+            add_trigger(CRON),
+            {("error", "several-triggers", "ScaledObject inference/llama")},
+            1,
+            id="several-triggers",
+        ),
+        pytest.param(
+            add_trigger(DCGM),
+            {
+                ("error", "several-triggers", "ScaledObject inference/llama"),
+                ("error", "utilisation-trigger", "ScaledObject inference/llama"),
+            },
+            1,
+            id="gpu-utilisation-trigger",
+        ),
+        pytest.param(
+            cpu_hpa,
+            {("error", "utilisation-trigger", "HorizontalPodAutoscaler inference/vllm-llama-cpu")},
+            1,
+            id="cpu-hpa",
+        ),
+        pytest.param(
+            bounds(None, 8),
+            {
+                ("error", "scale-to-zero", "ScaledObject inference/llama"),
+                ("error", "bounds-disagree", "ScaledObject inference/llama"),
+            },
+            1,
+            id="scale-to-zero",
+        ),
+        pytest.param(
+            bounds(2, 6),
+            {("error", "bounds-disagree", "ScaledObject inference/llama")},
+            1,
+            id="bounds-disagree",
+        ),
+        pytest.param(
+            container("lifecycle", None),
+            {("warning", "no-prestop", "Deployment inference/vllm-llama")},
+            0,
+            id="no-prestop",
+        ),
+        pytest.param(
+            container("terminationGracePeriodSeconds", 30),
+            {("warning", "short-grace-period", "Deployment inference/vllm-llama")},
+            0,
+            id="short-grace-period",
+        ),
+        pytest.param(
+            untainted, {("warning", "gpu-node-untainted", "Node gpu-a")}, 0, id="gpu-node-untainted"
+        ),
+        pytest.param(
+            annotate("proxy-read-timeout", None),  # ingress-nginx's default: 60 s
+            {("error", "ingress-read-timeout", "Ingress inference/llama")},
+            1,
+            id="ingress-read-timeout",
+        ),
+        pytest.param(
+            annotate("proxy-send-timeout", "30s"),
+            {("error", "ingress-read-timeout", "Ingress inference/llama")},
+            1,
+            id="ingress-send-timeout",
+        ),
+        pytest.param(
+            annotate("proxy-buffering", "on"),
+            {("warning", "ingress-buffering", "Ingress inference/llama")},
+            0,
+            id="ingress-buffering",
+        ),
+        pytest.param(
+            both_bounds(16),
+            {("warning", "hpa-tolerance", "ScaledObject inference/llama")},
+            0,
+            id="hpa-tolerance",
+        ),
+    ],
+)
+def test_each_pitfall_is_named(
+    change: Callable[[list[dict[str, Any]]], None],
+    expected: set[tuple[str, str, str]],
+    code: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    objs = healthy()
+    change(objs)
+    exit_code, findings = doctor(objs, tmp_path, capsys)
+    found = {(f["severity"], f["check"], f["object"]) for f in findings if f["check"] != "not-scraped"}
+    assert found == expected
+    assert exit_code == code
+    assert all(f["problem"] and f["fix"] for f in findings)
+
+
+def test_the_tolerance_finding_needs_a_cluster_that_takes_a_per_hpa_tolerance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    objs = healthy()
+    both_bounds(16)(objs)
+    _, findings = doctor(objs, tmp_path, capsys, version="1.34.2")
+    assert "hpa-tolerance" not in {f["check"] for f in findings}
+    behavior = {"scaleUp": {"tolerance": 0}}
+    kind(objs, "ScaledObject")["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
+    _, findings = doctor(objs, tmp_path, capsys)
+    assert "hpa-tolerance" not in {f["check"] for f in findings}
+
+
+def test_a_namespace_limits_what_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objs = healthy()
+    other = k8s.scaledobject("other", "elsewhere")  # minReplicaCount 1 vs the trigger's 1: fine, but
+    other["spec"]["triggers"].append(CRON)  # several triggers
+    objs.append(other)
+    _, everywhere = doctor(objs, tmp_path, capsys)
+    assert ("several-triggers", "ScaledObject elsewhere/other") in {
+        (f["check"], f["object"]) for f in everywhere
+    }
+    _, here = doctor(objs, tmp_path, capsys, "--namespace", NS)
+    assert {f["object"] for f in here} == {f"ScaledObject {NS}/llama"}
+
+
+def test_the_text_output_has_one_row_per_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objs = healthy()
+    untainted(objs)
+    with k8s.KubeDouble(token="t") as double:
+        for obj in objs:
+            double.apply(obj)
+        config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "t")
+        assert main(["doctor", "--kubeconfig", str(config)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["SEVERITY", "OBJECT", "PROBLEM"]
+    assert lines[1].startswith("warning   Node gpu-a") and " -> taint it" in lines[1]
+    assert lines[2].startswith("info      ScaledObject inference/llama")
+    assert lines[-1] == "2 findings, 0 errors"
+
+
+def test_an_unreachable_cluster_is_an_error_not_a_clean_bill(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with k8s.KubeDouble(token="t") as double:
+        url = double.url
+    config = k8s.kubeconfig(tmp_path / "kubeconfig", url, "t")
+    assert main(["doctor", "--kubeconfig", str(config)]) == 2
+    assert "scaler doctor: error: cannot read the cluster" in capsys.readouterr().err
+
+
+@pytest.mark.prometheus
+def test_pods_prometheus_does_not_scrape(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert prometheus.wait_for("count(vllm:num_requests_running) >= 2", timeout_s=30)
+    objs = healthy()
+    _, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
+    assert "not-scraped" not in {f["check"] for f in findings}  # the fleet's pods carry the model_name
+    kind(objs, "ScaledObject")["spec"]["triggers"][0]["metadata"]["labelSelector"] = 'model_name="not-served"'
+    code, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
+    assert [(f["severity"], f["check"]) for f in findings] == [("error", "not-scraped")]
+    assert code == 1
