@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from scaler import __version__
 from scaler import convert as convert_cli
 from scaler import doctor as doctor_cli
+from scaler import picture as trace_cli
 from scaler.config import MetadataError, Settings
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
@@ -127,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cli.add_parser(sub)
     convert_cli.add_parser(sub)
     doctor_cli.add_parser(sub)
+    trace_cli.add_parser(sub)
     return parser
 
 
@@ -219,6 +221,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": replay_cli.run,
     "convert": convert_cli.run,
     "doctor": doctor_cli.run,
+    "trace": trace_cli.run,
 }
 
 

@@ -63,8 +63,11 @@ class LocalPrometheus:
         workdir: str | Path | None = None,
         port: int | None = None,
         extra_args: Sequence[str] = (),
+        retention: str = "30d",
     ) -> None:
         self.binary = find_binary("prometheus")
+        # How long Prometheus keeps samples; history imported at fixed past dates needs more.
+        self.retention = retention
         self.scrape_interval_s = scrape_interval_s
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="scaler-prom-")
         self.workdir = Path(workdir) if workdir else Path(self._tmp.name)  # type: ignore[union-attr]
@@ -140,7 +143,7 @@ class LocalPrometheus:
             f"--storage.tsdb.path={self.data_dir}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--web.enable-lifecycle",
-            "--storage.tsdb.retention.time=30d",
+            f"--storage.tsdb.retention.time={self.retention}",
             "--log.level=warn",
             *self.extra_args,
         ]

@@ -1,0 +1,351 @@
+"""``scaler trace``: one ScaledObject's decision history from Prometheus, as a picture.
+
+Range queries over the series the scaler exports (docs/metrics.md), selected by
+``{namespace="NS", scaledobject="NAME"}``, one step per ``--step`` (default: the span
+over 600 points, at least 15 s):
+
+* replicas: the target (``llm_scaler_desired_replicas``), what landed
+  (``llm_scaler_landed_replicas``, else kube-state-metrics' ``kube_deployment_spec_replicas``)
+  and what is Ready (``llm_scaler_input_ready_replicas``, else
+  ``kube_deployment_status_replicas_ready``), beside the demand in replicas of GPU time
+  (``llm_scaler_busy_replicas``, now and at the forecast horizon) and ``minReplicas``/``maxReplicas``;
+* which signal set the target (``llm_scaler_binding_signal_info``), as a coloured band;
+* each clamp that changed it (``llm_scaler_clamp_active``), as marks above the target;
+* TTFT p95 and p99 against ``ttftObjectiveSeconds``.
+
+The summary printed beside the PNG is computed from the same points: the share of the
+span each signal was binding, how many steps each clamp was active, and the share of steps
+with TTFT p99 above the objective. Worked example: 480 steps of 15 s (2 h) with ``tokens``
+binding at 300 of them print ``tokens 62.5%``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from scaler.replay import INSTALL_HINT, missing_extra
+
+Points = list[tuple[float, float]]
+
+SERIES = {
+    "target": "llm_scaler_desired_replicas",
+    "landed": "llm_scaler_landed_replicas",
+    "ready": "llm_scaler_input_ready_replicas",
+    "busy": "llm_scaler_busy_replicas",
+    "forecast_busy": "llm_scaler_forecast_busy_replicas",
+    "min": "llm_scaler_min_replicas",
+    "max": "llm_scaler_max_replicas",
+    "ttft_p95": "llm_scaler_input_ttft_p95_seconds",
+    "ttft_p99": "llm_scaler_input_ttft_p99_seconds",
+    "objective": "llm_scaler_ttft_objective_seconds",
+}
+# kube-state-metrics, for where the scaler has no Kubernetes source (by Deployment name).
+KUBE_STATE = {"landed": "kube_deployment_spec_replicas", "ready": "kube_deployment_status_replicas_ready"}
+BINDING = ("llm_scaler_binding_signal_info", "signal")
+CLAMPS = ("llm_scaler_clamp_active", "kind")
+SIGNAL_COLOURS = {
+    "floor": "tab:gray",
+    "prewarm": "tab:purple",
+    "queue": "tab:red",
+    "tokens": "tab:blue",
+    "hold": "tab:cyan",
+    "last_known": "tab:brown",
+}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class TraceError(ValueError):
+    """Nothing to draw, or an argument that cannot be used; the message says which."""
+
+
+def duration_s(text: str) -> float:
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise TraceError(f"{text!r} is not a duration such as 90s, 30m, 6h or 2d")
+    return float(match[1]) * _UNIT_S[match[2]]
+
+
+@dataclass
+class History:
+    """The series of one ScaledObject over a span, each as (unix time, value) points."""
+
+    namespace: str
+    name: str
+    start: datetime
+    end: datetime
+    step_s: float
+    series: dict[str, Points] = field(default_factory=dict)
+    binding: dict[str, Points] = field(default_factory=dict)  # signal -> points where it is 1
+    clamps: dict[str, Points] = field(default_factory=dict)  # kind -> points where active
+    sources: dict[str, str] = field(default_factory=dict)  # series key -> the metric it came from
+
+    def steps(self) -> int:
+        return len(self.series.get("target", []))
+
+    def binding_share(self) -> dict[str, float]:
+        total = sum(sum(1 for _, v in pts if v >= 1) for pts in self.binding.values())
+        if not total:
+            return {}
+        counts = {s: sum(1 for _, v in pts if v >= 1) for s, pts in self.binding.items()}
+        return {s: n / total for s, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n}
+
+    def clamp_steps(self) -> dict[str, int]:
+        return {k: n for k, pts in sorted(self.clamps.items()) if (n := sum(1 for _, v in pts if v >= 1))}
+
+    def ttft_over_objective(self) -> float | None:
+        p99 = dict(self.series.get("ttft_p99", []))
+        objective = dict(self.series.get("objective", []))
+        both = [(v, objective[t]) for t, v in p99.items() if t in objective]
+        return sum(v > o for v, o in both) / len(both) if both else None
+
+    def summary(self) -> list[str]:
+        target = [v for _, v in self.series.get("target", [])]
+        lines = [
+            f"{self.namespace}/{self.name}: {self.steps()} steps of {self.step_s:g}s from"
+            f" {self.start.isoformat()} to {self.end.isoformat()}; target {min(target):g} to {max(target):g}",
+            "binding: "
+            + (", ".join(f"{s} {100 * p:.1f}%" for s, p in self.binding_share().items()) or "none"),
+            "clamps active: "
+            + (", ".join(f"{k} {n} steps" for k, n in self.clamp_steps().items()) or "none"),
+        ]
+        over = self.ttft_over_objective()
+        lines.append(
+            "TTFT p99 above the objective: "
+            + ("no TTFT series" if over is None else f"{100 * over:.1f}% of steps")
+        )
+        for key in ("landed", "ready"):
+            lines.append(f"{key}: {self.sources.get(key, 'no series')}")
+        return lines
+
+
+def fetch(
+    client: Any,
+    namespace: str,
+    name: str,
+    start: datetime,
+    end: datetime,
+    step_s: float,
+    deployment: str | None = None,
+) -> History:
+    """Range queries for one ScaledObject (``client``: scaler.sources.prometheus.PrometheusClient)."""
+    selector = f'{{namespace="{namespace}", scaledobject="{name}"}}'
+    history = History(namespace, name, start, end, step_s)
+    for key, metric in SERIES.items():
+        rows = client.range(f"max({metric}{selector})", start, end, step_s)
+        if rows and rows[0][1]:
+            history.series[key] = rows[0][1]
+            history.sources[key] = metric
+    if "target" not in history.series:
+        raise TraceError(
+            f"no llm_scaler_desired_replicas for {namespace}/{name} between {start.isoformat()} and"
+            f" {end.isoformat()}: is this scaler scraped, and is the ScaledObject's name right?"
+        )
+    for key, metric in KUBE_STATE.items():
+        if key in history.series or deployment is None:
+            continue
+        rows = client.range(
+            f'max({metric}{{namespace="{namespace}", deployment="{deployment}"}})', start, end, step_s
+        )
+        if rows and rows[0][1]:
+            history.series[key] = rows[0][1]
+            history.sources[key] = f"{metric} (kube-state-metrics)"
+    for target, (metric, label) in ((history.binding, BINDING), (history.clamps, CLAMPS)):
+        for labels, points in client.range(f"max by ({label}) ({metric}{selector})", start, end, step_s):
+            target[labels.get(label, "?")] = points
+    return history
+
+
+def _xs(points: Points, zone: ZoneInfo) -> list[datetime]:
+    return [datetime.fromtimestamp(t, tz=zone) for t, _ in points]
+
+
+def _ys(points: Points) -> list[float]:
+    return [v for _, v in points]
+
+
+# (series key, label, colour, line style, width) of the replicas panel's lines.
+_LINES = (
+    ("forecast_busy", "demand at the forecast horizon", "0.55", ":", 1.0),
+    ("target", "target (what the scaler asked for)", "tab:blue", "-", 2.0),
+    ("landed", "landed (Deployment spec.replicas)", "tab:orange", "-", 1.5),
+    ("ready", "Ready replicas", "tab:green", "--", 1.2),
+)
+
+
+def _replicas(ax: Any, history: History, zone: ZoneInfo) -> None:
+    s = history.series
+    if "busy" in s:
+        ax.fill_between(
+            _xs(s["busy"], zone),
+            _ys(s["busy"]),
+            step="post",
+            color="0.85",
+            label="demand now (replicas of GPU time)",
+        )
+    for key, label, colour, style, width in _LINES:
+        if key in s:
+            ax.step(
+                _xs(s[key], zone), _ys(s[key]), where="post", color=colour, ls=style, lw=width, label=label
+            )
+    keys = ("target", "landed", "ready", "busy", "forecast_busy", "min")
+    peak = max([v for key in keys for _, v in s.get(key, [])], default=1.0)
+    top = peak * 1.25 + 0.5
+    ax.set_ylim(0, top)  # fitted to the data; maxReplicas is a labelled line, not the axis
+    for key, label in (("min", "floor (minReplicas)"), ("max", "maxReplicas")):
+        if key in s:
+            value = s[key][-1][1]
+            if value <= top:
+                ax.axhline(value, color="0.3", lw=0.8, ls="-." if key == "min" else "--")
+            shown = f"{label} {value:g}" + ("" if value <= top else ", above the scale")
+            ax.annotate(
+                shown,
+                (0.995 if value > top else 0.005, min(value, top * 0.97)),
+                xycoords=("axes fraction", "data"),
+                ha="right" if value > top else "left",
+                va="bottom" if value <= top else "top",
+                fontsize=8,
+                color="0.3",
+            )
+    target = dict(s["target"])
+    markers = iter("v^sDP*X")
+    for kind, points in sorted(history.clamps.items()):
+        active = [(t, target.get(t, 0.0) + 0.35) for t, v in points if v >= 1]
+        if active:
+            marker = next(markers, "o")
+            ax.scatter(_xs(active, zone), _ys(active), marker=marker, s=18, zorder=5, label=f"clamp: {kind}")
+    ax.set_ylabel("replicas")
+    ax.legend(loc="upper left", fontsize=8, ncol=2)
+
+
+def _binding(ax: Any, history: History, zone: ZoneInfo) -> None:
+    from matplotlib.patches import Patch
+
+    handles = []
+    for signal, points in history.binding.items():
+        colour = SIGNAL_COLOURS.get(signal, "tab:olive")
+        for t, v in points:
+            if v >= 1:
+                begin = datetime.fromtimestamp(t, tz=zone)
+                ax.axvspan(begin, begin + timedelta(seconds=history.step_s), color=colour, lw=0)
+        handles.append(Patch(color=colour, label=signal))
+    ax.set_yticks([])
+    ax.set_ylabel("binding", rotation=0, ha="right", va="center", fontsize=8)
+    if handles:
+        ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+
+
+def _ttft(ax: Any, history: History, zone: ZoneInfo) -> None:
+    s = history.series
+    for key, colour in (("ttft_p95", "tab:olive"), ("ttft_p99", "tab:red")):
+        if key in s:
+            ax.plot(_xs(s[key], zone), _ys(s[key]), color=colour, lw=1.2, label=f"TTFT {key[-3:]}")
+    if "objective" in s:
+        objective = s["objective"][-1][1]
+        ax.axhline(objective, color="k", ls="--", lw=1, label=f"objective {objective:g} s")
+    ax.set_ylabel("seconds")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", fontsize=8)
+
+
+def draw(history: History, path: Path, timezone: str = "UTC") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    zone = ZoneInfo(timezone)
+    fig, (top, band, bottom) = plt.subplots(
+        3, 1, figsize=(13, 8.5), sharex=True, height_ratios=[5, 0.5, 2.5], layout="constrained"
+    )
+    _replicas(top, history, zone)
+    _binding(band, history, zone)
+    _ttft(bottom, history, zone)
+    begin, end = history.start.astimezone(zone), history.end.astimezone(zone)
+    top.set_title(
+        f"{history.namespace}/{history.name}: decisions from Prometheus,"
+        f" {begin:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} {timezone}"
+    )
+    bottom.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=zone))  # type: ignore[no-untyped-call]
+    bottom.set_xlabel(f"time ({timezone})")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "trace",
+        help="draw one ScaledObject's decision history from Prometheus (needs the replay extra)",
+        description="Draw one ScaledObject's decision history from the llm_scaler_* series in Prometheus:"
+        " target vs landed vs demand, the binding signal, clamps, TTFT against the objective.",
+    )
+    p.add_argument(
+        "--scaledobject", required=True, metavar="NS/NAME", help="the ScaledObject, namespace/name"
+    )
+    p.add_argument("--prometheus", required=True, help="the Prometheus that scrapes the scaler")
+    p.add_argument("--since", default="6h", help="how far back from --until (90s, 30m, 6h, 2d; default 6h)")
+    p.add_argument("--until", default=None, help="end of the span, ISO 8601 with a zone (default: now)")
+    p.add_argument(
+        "--step", default=None, help="resolution (default: the span over 600 points, at least 15s)"
+    )
+    p.add_argument("--deployment", default=None, help="for kube-state-metrics: the Deployment's name")
+    p.add_argument("--timezone", default="UTC", help="time axis zone (default UTC)")
+    p.add_argument("-o", "--output", default="trace.png", help="the PNG to write (default trace.png)")
+
+
+def _span(args: argparse.Namespace) -> tuple[datetime, datetime, float]:
+    if args.until:
+        end = datetime.fromisoformat(args.until.replace("Z", "+00:00"))
+        if end.tzinfo is None:
+            raise TraceError("--until needs a zone (Z or +08:00)")
+    else:
+        end = datetime.now(UTC)
+    span = duration_s(args.since)
+    step = duration_s(args.step) if args.step else max(15.0, span / 600)
+    return end - timedelta(seconds=span), end, step
+
+
+def run(args: argparse.Namespace) -> int:
+    from scaler.sources.prometheus import PrometheusClient, PrometheusQueryError
+
+    try:
+        namespace, _, name = args.scaledobject.partition("/")
+        if not namespace or not name:
+            raise TraceError(f"--scaledobject {args.scaledobject!r}: write it as namespace/name")
+        try:
+            ZoneInfo(args.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise TraceError(
+                f"--timezone {args.timezone!r} is not an IANA zone such as UTC or Asia/Shanghai"
+            ) from None
+        start, end, step = _span(args)
+        history = fetch(
+            PrometheusClient(args.prometheus, timeout_s=30),
+            namespace,
+            name,
+            start,
+            end,
+            step,
+            args.deployment,
+        )
+        draw(history, Path(args.output), args.timezone)
+    except ModuleNotFoundError as exc:
+        if not missing_extra(exc):
+            raise
+        print(f"scaler trace: error: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    except (TraceError, PrometheusQueryError, ValueError, OSError) as exc:
+        print(f"scaler trace: error: {exc}", file=sys.stderr)
+        return 2
+    for line in history.summary():
+        print(line)
+    print(f"wrote {args.output}")
+    return 0

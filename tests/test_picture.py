@@ -1,0 +1,187 @@
+"""scaler trace against a real Prometheus holding two hours of the scaler's series.
+
+The history is written as OpenMetrics and loaded with ``promtool tsdb create-blocks-from
+openmetrics``, at fixed dates (retention long enough to keep them). Backfilled samples carry
+no staleness markers, so the info-style series (binding signal, clamps) are written for every
+label value, 1 where active and 0 elsewhere; the scraped exporter drops inactive ones and
+Prometheus marks them stale, which the command reads the same way (a value of 1 counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from scaler.cli import main
+from scaler.sim.prometheus import LocalPrometheus
+from tests.conftest import require_prometheus
+
+pytestmark = pytest.mark.prometheus
+
+START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+END = START + timedelta(hours=2)
+STEP = 15
+SIGNALS = ("floor", "tokens", "queue", "hold")
+
+
+def phase(minute: float) -> tuple[str, int, bool]:
+    """(binding signal, target, gpu clamp active) at a minute of the two hours."""
+    if minute < 40:
+        return "floor", 2, False
+    if minute < 80:
+        return "tokens", 2 + int((minute - 40) / 5), False
+    if minute < 100:
+        return "queue", 8 if minute < 90 else 12, minute < 90
+    return "hold", 6, False
+
+
+def history() -> str:
+    so = {
+        "llama": 'namespace="inference",scaledobject="llama"',
+        "mistral": 'namespace="inference",scaledobject="mistral"',
+    }
+    gauges = [
+        "llm_scaler_desired_replicas",
+        "llm_scaler_landed_replicas",
+        "llm_scaler_input_ready_replicas",
+        "llm_scaler_busy_replicas",
+        "llm_scaler_forecast_busy_replicas",
+        "llm_scaler_min_replicas",
+        "llm_scaler_max_replicas",
+        "llm_scaler_input_ttft_p95_seconds",
+        "llm_scaler_input_ttft_p99_seconds",
+        "llm_scaler_ttft_objective_seconds",
+        "llm_scaler_binding_signal_info",
+        "llm_scaler_clamp_active",
+        "kube_deployment_spec_replicas",
+    ]
+    lines = [f"# TYPE {g} gauge" for g in gauges]
+    by_metric: dict[str, list[str]] = {g: [] for g in gauges}
+    t0 = int(START.timestamp())
+    for i in range(0, 2 * 3600 + 1, STEP):
+        t = t0 + i
+        signal, target, clamped = phase(i / 60)
+        _, landed, _ = phase(max(0, i - 30) / 60)
+        _, ready, _ = phase(max(0, i - 180) / 60)
+        p99 = 3.0 if clamped else 1.0
+        for name, labels in so.items():
+            values = {
+                "llm_scaler_desired_replicas": target,
+                "llm_scaler_input_ready_replicas": ready,
+                "llm_scaler_busy_replicas": target * 0.7,
+                "llm_scaler_forecast_busy_replicas": target * 0.8,
+                "llm_scaler_min_replicas": 2,
+                "llm_scaler_max_replicas": 16,
+                "llm_scaler_input_ttft_p95_seconds": 0.5,
+                "llm_scaler_input_ttft_p99_seconds": p99,
+                "llm_scaler_ttft_objective_seconds": 2,
+            }
+            if name == "llama":  # the scaler has a Kubernetes source; mistral's comes from kube-state-metrics
+                values["llm_scaler_landed_replicas"] = landed
+            for metric, value in values.items():
+                by_metric[metric].append(f"{metric}{{{labels}}} {value} {t}")
+            for s in SIGNALS:
+                by_metric["llm_scaler_binding_signal_info"].append(
+                    f'llm_scaler_binding_signal_info{{{labels},signal="{s}"}} {int(s == signal)} {t}'
+                )
+            by_metric["llm_scaler_clamp_active"].append(
+                f'llm_scaler_clamp_active{{{labels},kind="gpu_inventory"}} {int(clamped)} {t}'
+            )
+        by_metric["kube_deployment_spec_replicas"].append(
+            f'kube_deployment_spec_replicas{{namespace="inference",deployment="vllm-mistral"}} {landed} {t}'
+        )
+    for metric in gauges:  # OpenMetrics wants each family's samples together
+        lines.extend(by_metric[metric])
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def prometheus() -> Iterator[LocalPrometheus]:
+    require_prometheus()
+    prom = LocalPrometheus(retention="100y")
+    try:
+        prom.import_openmetrics(history())
+        prom.start()
+        yield prom
+    finally:
+        prom.close()
+
+
+def trace(prometheus: LocalPrometheus, tmp_path: Path, name: str, *extra: str) -> int:
+    return main(
+        [
+            "trace",
+            "--scaledobject",
+            f"inference/{name}",
+            "--prometheus",
+            prometheus.url,
+            "--until",
+            END.isoformat(),
+            "--since",
+            "2h",
+            "--step",
+            "15s",
+            "-o",
+            str(tmp_path / f"{name}.png"),
+            *extra,
+        ]
+    )
+
+
+def expected_steps() -> list[tuple[str, int, bool]]:
+    return [phase(i / 60) for i in range(0, 2 * 3600 + 1, STEP)]
+
+
+def test_the_decision_history_is_summed_up_and_drawn(
+    prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert trace(prometheus, tmp_path, "llama", "--timezone", "Asia/Shanghai") == 0
+    lines = capsys.readouterr().out.splitlines()
+    steps = expected_steps()
+    assert lines[0].startswith(f"inference/llama: {len(steps)} steps of 15s from 2026-11-30T08:00:00+00:00")
+    assert lines[0].endswith("target 2 to 12")
+    shares = {s: sum(1 for p in steps if p[0] == s) / len(steps) for s in SIGNALS}
+    ordered = sorted(shares.items(), key=lambda kv: -kv[1])
+    assert lines[1] == "binding: " + ", ".join(f"{s} {100 * p:.1f}%" for s, p in ordered)
+    assert lines[2] == f"clamps active: gpu_inventory {sum(p[2] for p in steps)} steps"
+    assert (
+        lines[3]
+        == f"TTFT p99 above the objective: {100 * sum(p[2] for p in steps) / len(steps):.1f}% of steps"
+    )
+    assert lines[4] == "landed: llm_scaler_landed_replicas"
+    image = matplotlib.image.imread(tmp_path / "llama.png")
+    assert image.shape[:2] == (round(8.5 * 110), 13 * 110)
+    assert image.std() > 0.05  # not a blank canvas
+
+
+def test_kube_state_metrics_stand_in_for_what_landed(
+    prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert trace(prometheus, tmp_path, "mistral") == 0
+    assert "landed: no series" in capsys.readouterr().out
+    assert trace(prometheus, tmp_path, "mistral", "--deployment", "vllm-mistral") == 0
+    assert "landed: kube_deployment_spec_replicas (kube-state-metrics)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "message"),
+    [
+        ("gemma", (), "no llm_scaler_desired_replicas for inference/gemma"),
+        ("llama", ("--timezone", "Mars/Olympus"), "is not an IANA zone"),
+    ],
+)
+def test_nothing_to_draw_says_why(
+    prometheus: LocalPrometheus,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    extra: tuple[str, ...],
+    message: str,
+) -> None:
+    assert trace(prometheus, tmp_path, name, *extra) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / f"{name}.png").exists()
