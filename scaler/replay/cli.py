@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.compare import compare
     from scaler.replay.keda import ScaledObjectError, load_scaledobject_model
-    from scaler.replay.report import all_figures, plot, table, write_summary
+    from scaler.replay.report import all_figures, table, write_summary
     from scaler.replay.trace import TraceError, load_trace
 
     started = time.perf_counter()
@@ -160,10 +160,42 @@ def _run(args: argparse.Namespace) -> int:
         },
     }
     if not args.no_plot:
-        title = f"{trace.source}: {len(trace):,} requests; cold start {cluster.cold_start_s:g}s"
-        plot(out / "replay.png", trace, cluster, comparison.results, objective, title)
+        _plot(
+            out / "replay.png",
+            args,
+            trace,
+            cluster,
+            comparison,
+            rows,
+            (policy, scaler_so, baseline_so),
+            start,
+        )
     context["wall_seconds"] = time.perf_counter() - started
     write_summary(out / "summary.json", rows, context)
     written = "summary.json" + ("" if args.no_plot else " and replay.png")
     print(f"wrote {written} to {out}/ in {context['wall_seconds']:.1f}s")
     return 0
+
+
+def _plot(
+    path: Path,
+    args: argparse.Namespace,
+    trace: Any,
+    cluster: Any,
+    comparison: Any,
+    rows: Any,
+    objects: tuple[Any, Any, Any],
+    start: datetime,
+) -> None:
+    """replay.png in the ScaledObject's timezone, its windows shaded, the trace's source cited."""
+    from scaler.replay.keda import CronTrigger
+    from scaler.replay.report import PlotContext, plot
+    from scaler.replay.trace import source_of
+
+    policy, scaler_so, baseline_so = objects
+    title = f"{trace.source}: {len(trace):,} requests; cold start {cluster.cold_start_s:g}s"
+    sources = ", ".join(dict.fromkeys(source_of(s) for s in (trace.source, args.sizes_from) if s))
+    windows = [*policy.windows, *(t.window for t in baseline_so.triggers if isinstance(t, CronTrigger))]
+    picture = PlotContext(start, policy.timezone, scaler_so.min_replicas, windows, sources)
+    by_policy = {row.policy: row for row in rows}
+    plot(path, trace, cluster, comparison.results, comparison.objective_s, title, picture, by_policy)

@@ -27,6 +27,20 @@ class TraceError(ValueError):
     pass
 
 
+# Where the shipped traces come from, for every figure made from them (benchmarks/traces/README.md).
+SOURCES = {
+    "azure2023_conv.csv": "Azure LLM inference trace 2023 (conversation), Azure/AzurePublicDataset,"
+    " CC-BY-4.0",
+    "servegen_language_m-large_rate_10min.csv": "Alibaba ServeGen, language m-large rates,"
+    " alibaba/ServeGen, Apache-2.0",
+}
+
+
+def source_of(name: str) -> str:
+    """The source and licence of a shipped trace, or the file's name for any other."""
+    return SOURCES.get(Path(name).name, f"{Path(name).name} (source and licence not known to the scaler)")
+
+
 @dataclass(frozen=True)
 class RateTrace:
     """Request rates per window: ``rates[i]`` requests/s from ``starts[i]`` for ``window_s``."""

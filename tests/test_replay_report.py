@@ -1,0 +1,44 @@
+"""replay.png's helpers: cron windows in wall time, the trace's source and licence."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from scaler.config import PrewarmWindow
+from scaler.replay.report import window_spans
+from scaler.replay.trace import source_of
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+WEEKDAYS = PrewarmWindow(start="0 9 * * 1-5", end="0 12 * * 1-5", replicas=8, timezone="Asia/Shanghai")
+
+
+def test_the_docstring_s_worked_example() -> None:
+    start = datetime(2026, 12, 7, tzinfo=SHANGHAI)  # Monday 00:00
+    spans = window_spans([WEEKDAYS], start, start + timedelta(hours=30))
+    assert spans == [(datetime(2026, 12, 7, 1, tzinfo=UTC), datetime(2026, 12, 7, 4, tzinfo=UTC))]
+
+
+def test_a_window_open_at_the_start_is_cut_to_the_span_and_weekends_stay_dark() -> None:
+    start = datetime(2026, 12, 11, 10, tzinfo=SHANGHAI)  # Friday 10:00, inside the window
+    spans = window_spans([WEEKDAYS], start, start + timedelta(days=3, hours=1))  # to Monday 11:00
+    assert spans == [
+        (start.astimezone(UTC), datetime(2026, 12, 11, 4, tzinfo=UTC)),
+        (datetime(2026, 12, 14, 1, tzinfo=UTC), datetime(2026, 12, 14, 3, tzinfo=UTC)),
+    ]
+
+
+def test_several_windows_in_their_own_zones_are_merged_in_time_order() -> None:
+    evening = PrewarmWindow(start="0 18 * * *", end="0 20 * * *", replicas=4, timezone="UTC")
+    start = datetime(2026, 12, 7, tzinfo=UTC)
+    spans = window_spans([evening, WEEKDAYS], start, start + timedelta(days=1))
+    assert spans == [
+        (datetime(2026, 12, 7, 1, tzinfo=UTC), datetime(2026, 12, 7, 4, tzinfo=UTC)),
+        (datetime(2026, 12, 7, 18, tzinfo=UTC), datetime(2026, 12, 7, 20, tzinfo=UTC)),
+    ]
+
+
+def test_figures_cite_the_shipped_traces_and_say_so_for_others() -> None:
+    assert source_of("benchmarks/traces/azure2023_conv.csv").endswith("CC-BY-4.0")
+    assert "Apache-2.0" in source_of("/x/servegen_language_m-large_rate_10min.csv")
+    assert source_of("mine.csv") == "mine.csv (source and licence not known to the scaler)"
