@@ -1,7 +1,7 @@
 """Regenerate scaler/proto/ from protos/externalscaler.proto.
 
 The generated modules are committed so that `pip install -e .` needs no build
-step; tests/test_proto_generated.py regenerates into a temporary folder and
+step; tests/test_proto.py regenerates into a temporary folder and
 fails if the committed files differ. Run with the pinned grpcio-tools from the
 `dev` extra: `python scripts/gen_proto.py [OUT_DIR]`.
 """

@@ -233,7 +233,8 @@ def test_unknown_inventory_fails_open_by_default_and_closed_on_request() -> None
 
 
 def test_warm_from_history_restores_the_trend() -> None:
-    fresh, warmed = Engine.from_metadata(LLAMA), Engine.from_metadata(LLAMA)
+    """A restart rebuilt from history answers as the process that lived through it; a cold one does not."""
+    fresh, warmed, cold = (Engine.from_metadata(LLAMA) for _ in range(3))
     t = T0
     points = []
     for i in range(120):
@@ -243,7 +244,14 @@ def test_warm_from_history_restores_the_trend() -> None:
         t += timedelta(seconds=15)
     warmed.warm(points)
     now = obs(t, rate=14, current=16, schedulable=20)
-    assert abs(fresh.decide(now).replicas - warmed.decide(now).replicas) <= 1
+    lived, rebuilt, unwarmed = fresh.decide(now), warmed.decide(now), cold.decide(now)
+    assert abs(lived.replicas - rebuilt.replicas) <= 1
+    for key, value in lived.forecast.items():
+        assert rebuilt.forecast[key] == pytest.approx(value, rel=0.02), key
+    # The scenario tells a warmed engine from a cold one: without history the forecast misses
+    # the ramp and the engine, still learning, holds the 16 current replicas.
+    assert unwarmed.forecast["prompt_tokens_per_s"] < 0.9 * lived.forecast["prompt_tokens_per_s"]
+    assert abs(unwarmed.replicas - lived.replicas) > 1
 
 
 def test_engine_refuses_naive_datetimes() -> None:

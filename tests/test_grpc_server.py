@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import grpc
 import pytest
@@ -316,4 +316,9 @@ def test_now_is_not_read_by_the_engine() -> None:
         server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()), timeout=5)
         decision = server.runtime.registry.targets()[0].latest
         assert decision is not None and decision.now == clock.now
-        assert decision.now - datetime.now(UTC) > timedelta(days=365)
+        # A second clock, years apart: the decision follows the injected clock, not the host's.
+        later = StepClock(datetime(2041, 6, 1, tzinfo=UTC))
+    with ServerThread(clock=later) as server:
+        server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()), timeout=5)
+        decision = server.runtime.registry.targets()[0].latest
+        assert decision is not None and decision.now == later.now
