@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from scaler import coldstart
 from scaler.calibration import CalibrationParams, CapacityCalibration
@@ -74,7 +73,6 @@ class Engine:
         lead, _ = coldstart.lead(policy.cold_start_seconds, None)
         self._prompt = SeriesForecaster(lead, self.params)
         self._generation = SeriesForecaster(lead, self.params)
-        self._last: Decision | None = None
         self._last_demand: int | None = None
         self._last_fresh: float | None = None
         self._last_queue: tuple[float, float] | None = None  # (time, waiting) at the previous refresh
@@ -88,10 +86,6 @@ class Engine:
     @property
     def policy(self) -> TargetPolicy:
         return self._policy
-
-    @property
-    def last(self) -> Decision | None:
-        return self._last
 
     def update_policy(self, policy: TargetPolicy) -> None:
         """Apply changed metadata, keeping what was learned about the traffic."""
@@ -203,7 +197,6 @@ class Engine:
         demand = [p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None]
         if demand and not missing:
             self._last_demand = max(demand)
-        self._last = decision
         return decision
 
     def _arrival_factor(self, obs: Observation, t: float) -> float:
@@ -267,11 +260,3 @@ class Engine:
     def data_age_seconds(self, now_timestamp: float) -> float | None:
         """Seconds since every demand input was present, or None if they never were."""
         return None if self._last_fresh is None else max(0.0, now_timestamp - self._last_fresh)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "prompt": self._prompt.snapshot(),
-            "generation": self._generation.snapshot(),
-            "last_demand": self._last_demand,
-            "last_fresh": self._last_fresh,
-        }

@@ -49,10 +49,6 @@ class Target:
 class ObservationSource(Protocol):
     """Where observations come from: one batched call per refresh for every target."""
 
-    @property
-    def live(self) -> bool:
-        """True when observations come from real data sources (Prometheus, Kubernetes)."""
-
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]: ...
 
     async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:

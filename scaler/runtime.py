@@ -37,10 +37,6 @@ class OfflineSource:
 
     reason = "no live source configured"
 
-    @property
-    def live(self) -> bool:
-        return False
-
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
         return {t.key: unknown_observation(now, self.reason) for t in targets}
 

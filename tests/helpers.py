@@ -1,14 +1,16 @@
-"""Shared test helpers: an in-process gRPC server on a real loopback socket, and clocks."""
+"""Shared test helpers: an in-process gRPC server on a real loopback socket, clocks, polling."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
+import pytest
 
 from scaler.model import Observation
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
@@ -16,6 +18,22 @@ from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.registry import ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import OfflineSource, Runtime
+
+T = TypeVar("T")
+
+
+def eventually(
+    probe: Callable[[], T], check: Callable[[T], bool] = bool, timeout: float = 5.0, every: float = 0.01
+) -> T:
+    """Poll ``probe`` until ``check`` holds for its value; fail with the last value seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if check(value):
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout}s; last value: {value!r}")
+        time.sleep(every)
 
 
 class StepClock:
@@ -40,10 +58,6 @@ class ScriptedSource:
         self.per_target: dict[TargetKey, dict[str, Any]] = {}
         self.calls = 0
         self.fail: Exception | None = None
-
-    @property
-    def live(self) -> bool:
-        return True
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
         self.calls += 1

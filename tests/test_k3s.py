@@ -10,8 +10,7 @@ Needs a Docker engine; without one the tests skip and say why.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +20,7 @@ from kubernetes.dynamic import DynamicClient
 
 from scaler.sources.kubernetes import InventoryOptions, KubernetesInventory, Unknown, WorkloadState
 from tests import k8s_double as k8s
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.docker
 
@@ -65,17 +65,6 @@ def require_docker() -> None:
         docker.from_env(timeout=5).ping()
     except Exception as exc:  # any failure to reach an engine means: no Docker here
         pytest.skip(f"no Docker engine: {type(exc).__name__}: {exc}")
-
-
-def eventually(probe: Callable[[], T], check: Callable[[T], bool], timeout: float = 90.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if check(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout}s; last value: {value!r}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +117,7 @@ def create_scaledobject(dynamic: DynamicClient, body: dict[str, Any]) -> None:
             raise
         return True
 
-    eventually(attempt, bool, timeout=30)
+    eventually(attempt, bool, timeout=30, every=0.5)
 
 
 def test_workload_agrees_with_the_real_scheduler(cluster: DynamicClient, kubeconfig: Path) -> None:
@@ -152,6 +141,8 @@ def test_workload_agrees_with_the_real_scheduler(cluster: DynamicClient, kubecon
             lambda s: (
                 isinstance(s, WorkloadState) and s.pending_replicas == 0 and s.gpu_schedulable_replicas == 3
             ),
+            timeout=90,
+            every=0.5,
         )
         assert isinstance(one, WorkloadState)
         assert (one.current_replicas, one.ready_replicas + one.starting_replicas) == (1, 1)
@@ -167,6 +158,8 @@ def test_workload_agrees_with_the_real_scheduler(cluster: DynamicClient, kubecon
                 and s.pending_replicas == 2
                 and s.gpu_schedulable_replicas == 0
             ),
+            timeout=90,
+            every=0.5,
         )
         assert isinstance(six, WorkloadState)
         assert six.ready_replicas + six.starting_replicas == 4

@@ -26,6 +26,7 @@ from scaler.sources.kubernetes import (
     WorkloadState,
 )
 from tests import k8s_double as k8s
+from tests.helpers import eventually
 from tests.k8s_double import KubeDouble
 
 NS = "inference"
@@ -40,18 +41,6 @@ FAST = InventoryOptions(
 )
 
 T = TypeVar("T")
-
-
-def eventually(probe: Callable[[], T], check: Callable[[T], bool], timeout: float = 5.0) -> T:
-    """Poll ``probe`` until ``check`` holds; fail with the last value seen."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if check(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout}s; last value: {value!r}")
-        time.sleep(0.01)
 
 
 class CaptureLog:

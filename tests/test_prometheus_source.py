@@ -21,6 +21,7 @@ from scaler.sim.prometheus import LocalPrometheus, free_port
 from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 from tests.conftest import require_prometheus
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.prometheus
 
@@ -69,17 +70,6 @@ def target(key: str, address: str, **metadata: str) -> TargetQuery:
     return TargetQuery(key, parse_metadata(metadata), address)
 
 
-def eventually(check: Callable[[], Any], timeout_s: float = 25.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"condition not met within {timeout_s}s; last value {last!r}")
-
-
 LOAD = PodLoad(
     waiting=40,
     running=12,
@@ -117,7 +107,7 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
         )
         return got if rates_ok and v.get("queue_waiting") == 40 else None
 
-    got = eventually(read)
+    got = eventually(read, timeout=25, every=0.25)
     assert got.values["requests_running"] == 12
     assert got.values["replicas_reporting"] == len(fleet.pods)
     offered = {f.field for f in PRESETS[engine].families}
@@ -139,7 +129,11 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
 
 def test_our_quantile_matches_prometheus(stack: Stack) -> None:
     stack.fleets["vllm"].set_fleet_load(LOAD)
-    eventually(lambda: stack.prometheus.query("sum(rate(vllm:time_to_first_token_seconds_count[5s])) > 3"))
+    eventually(
+        lambda: stack.prometheus.query("sum(rate(vllm:time_to_first_token_seconds_count[5s])) > 3"),
+        timeout=25,
+        every=0.25,
+    )
     buckets = f'vllm:time_to_first_token_seconds_bucket{{model_name="{MODEL_A}"}}'
     theirs = stack.prometheus.query(f"histogram_quantile(0.95, sum by (le) (rate({buckets}[5s])))")
     ours = reader_for(stack).read([target("t", stack.prometheus.url, labelSelector=SELECTORS["vllm"])])["t"]
@@ -168,7 +162,7 @@ def test_selectors_split_one_batched_query_per_family(stack: Stack) -> None:
         )
 
     before = reader.queries
-    got = eventually(read)
+    got = eventually(read, timeout=25, every=0.25)
     per_read = len(PRESETS["vllm"].families)
     assert (reader.queries - before) % per_read == 0  # one query per family, whatever the targets
     assert got["both"].values["queue_waiting"] == 37

@@ -53,10 +53,6 @@ class LiveSource:
         self.log = log
         self.last_errors: dict[str, str] = {}
 
-    @property
-    def live(self) -> bool:
-        return True
-
     def expects_data(self, target: Target) -> bool:
         """True when the target has somewhere to read from, so missing data means a fault."""
         return self.prometheus.address_for(target.policy) is not None
