@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler.config import Settings
 from scaler.engine import Engine
 from scaler.model import Decision, Observation
 from scaler.outputs.dryrun import format_json, format_line
@@ -20,6 +19,7 @@ from scaler.outputs.logs import DecisionLogger
 from scaler.outputs.trace import serve_metrics
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
+from scaler.settings import Settings
 from scaler.sources.files import ScaledObjectSpec
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -16,7 +15,8 @@ from scaler import __version__
 from scaler import convert as convert_cli
 from scaler import doctor as doctor_cli
 from scaler import picture as trace_cli
-from scaler.config import MetadataError, Settings
+from scaler import settings as serve_settings
+from scaler.config import MetadataError
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
 from scaler.sources.files import InputFileError, load_scaledobject, read_observations
@@ -25,65 +25,9 @@ if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(f"SCALER_{name}", default)
-
-
 def _add_serve(sub: Subparsers) -> None:
     p = sub.add_parser("serve", help="serve KEDA's ExternalScaler gRPC API")
-    add = p.add_argument
-    add("--host", default=_env("HOST", "0.0.0.0"), help="listen address (SCALER_HOST)")  # noqa: S104
-    add("--port", type=int, default=int(_env("PORT", "9090") or 9090), help="gRPC port (SCALER_PORT)")
-    add(
-        "--prometheus",
-        default=_env("PROMETHEUS"),
-        help="default Prometheus URL for targets without prometheusAddress (SCALER_PROMETHEUS)",
-    )
-    add(
-        "--rate-window",
-        default=_env("RATE_WINDOW", "1m"),
-        help="PromQL rate() window for token rates (SCALER_RATE_WINDOW)",
-    )
-    add(
-        "--kubernetes",
-        action="store_true",
-        default=(_env("KUBERNETES", "") or "").lower() in ("1", "true", "yes"),
-        help="read replicas and the GPU inventory from the Kubernetes API, in-cluster (SCALER_KUBERNETES)",
-    )
-    add("--kubeconfig", default=_env("KUBECONFIG_PATH"), help="as --kubernetes, through this kubeconfig file")
-    add(
-        "--metrics-port",
-        type=int,
-        default=int(_env("METRICS_PORT", "8080") or 8080),
-        help="Prometheus /metrics port; 0 turns it off (SCALER_METRICS_PORT)",
-    )
-    add(
-        "--refresh-interval",
-        type=float,
-        default=float(_env("REFRESH_INTERVAL", "15") or 15),
-        help="seconds between refreshes of every target's decision (SCALER_REFRESH_INTERVAL)",
-    )
-    add(
-        "--grace",
-        type=float,
-        default=float(_env("GRACE", "20") or 20),
-        help="seconds in-flight RPCs get on SIGTERM (SCALER_GRACE)",
-    )
-    add("--log-format", choices=["json", "console"], default=_env("LOG_FORMAT", "json"))
-    add("--log-level", choices=["debug", "info", "warning", "error"], default=_env("LOG_LEVEL", "info"))
-    add(
-        "--log-decisions",
-        choices=["all", "changes"],
-        default=_env("LOG_DECISIONS", "all"),
-        help="log every decision, or only those whose target changed (SCALER_LOG_DECISIONS)",
-    )
-    add("--tls-cert-file", default=_env("TLS_CERT_FILE"), help="server certificate (PEM) for TLS")
-    add("--tls-key-file", default=_env("TLS_KEY_FILE"), help="server private key (PEM) for TLS")
-    add(
-        "--tls-client-ca-file",
-        default=_env("TLS_CLIENT_CA_FILE"),
-        help="CA bundle (PEM); when set, clients must present a certificate it signed (mutual TLS)",
-    )
+    serve_settings.add_flags(p)  # one flag per Settings field, each also a SCALER_* variable
 
 
 def _add_dry_run(sub: Subparsers) -> None:
@@ -173,23 +117,7 @@ def _dry_run_live(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from scaler.app import serve
 
-    settings = Settings(
-        host=args.host,
-        port=args.port,
-        metrics_port=args.metrics_port,
-        prometheus_address=args.prometheus,
-        kubernetes=args.kubernetes,
-        kubeconfig=args.kubeconfig,
-        rate_window=args.rate_window,
-        refresh_interval_seconds=args.refresh_interval,
-        grace_seconds=args.grace,
-        log_format=args.log_format,
-        log_level=args.log_level,
-        log_decisions=args.log_decisions,
-        tls_cert_file=args.tls_cert_file,
-        tls_key_file=args.tls_key_file,
-        tls_client_ca_file=args.tls_client_ca_file,
-    )
+    settings = serve_settings.from_args(args)
     log = logs.configure(settings.log_format, settings.log_level)
     asyncio.run(serve(settings, log))
     return 0

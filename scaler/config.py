@@ -350,29 +350,3 @@ def parse_metadata(metadata: Mapping[str, str]) -> TargetPolicy:
     if problems:
         raise MetadataError(problems)
     return policy
-
-
-class Settings(BaseModel):
-    """Server settings, from flags or ``SCALER_*`` environment variables (see ``scaler serve --help``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    host: str = "0.0.0.0"  # noqa: S104 - a server in a pod listens on all interfaces
-    port: int = Field(9090, ge=0, le=65535)
-    metrics_port: int | None = Field(8080, ge=0, le=65535)
-    refresh_interval_seconds: float = Field(15.0, gt=0, le=3600)
-    prometheus_address: str | None = None
-    prometheus_timeout_seconds: float = Field(5.0, gt=0, le=60)
-    rate_window: str = Field("1m", pattern=r"^[0-9]+(ms|s|m|h)$")
-    history_seconds: float = Field(3600.0, ge=0, le=7 * 86400)
-    kubernetes: bool = False
-    kubeconfig: str | None = None
-    log_format: Literal["json", "console"] = "json"
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
-    log_decisions: Literal["all", "changes"] = "all"
-    grace_seconds: float = Field(20.0, ge=0, le=600)
-    target_idle_seconds: float = Field(3600.0, gt=0)
-    first_decision_timeout_seconds: float = Field(1.0, ge=0, le=10)
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
-    tls_client_ca_file: str | None = None

@@ -20,6 +20,7 @@ from scaler import coldstart
 from scaler.cli import build_parser
 from scaler.config import parse_metadata
 from scaler.outputs.trace import SERIES_BY_NAME
+from scaler.settings import from_args
 from scaler.sim.prometheus import find_binary
 from tests.conftest import require_prometheus
 from tests.crd import CRD, crd_validator
@@ -341,7 +342,7 @@ def test_deployment_is_hardened_and_matches_the_scalers_flags(
             monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    args = build_parser().parse_args(["serve"])
+    args = from_args(build_parser().parse_args(["serve"]))
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"grpc": args.port, "metrics": args.metrics_port}
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -349,7 +350,7 @@ def test_deployment_is_hardened_and_matches_the_scalers_flags(
     # SIGTERM comes after the preStop hook; then in-flight RPCs get --grace seconds.
     pre_stop = container["lifecycle"]["preStop"]["exec"]["command"]
     assert pre_stop[0] == "sleep"
-    assert pod["terminationGracePeriodSeconds"] > int(pre_stop[1]) + args.grace
+    assert pod["terminationGracePeriodSeconds"] > int(pre_stop[1]) + args.grace_seconds
 
 
 def test_pods_meet_the_restricted_pod_security_standard(default: list[dict[str, Any]]) -> None:
