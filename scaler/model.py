@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 
 class Signal(StrEnum):
@@ -150,7 +150,11 @@ class Landing:
         }
 
 
-def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _frozen(mapping: Mapping[K, V] | None) -> Mapping[K, V]:
     return MappingProxyType(dict(mapping or {}))
 
 
@@ -280,8 +284,8 @@ class Decision:
     now: datetime
     replicas: int
     binding: Signal
-    proposals: Mapping[str, int]
-    signal_reasons: Mapping[str, str]
+    proposals: Mapping[Signal, int]  # what each signal asked for (abstaining ones absent)
+    signal_reasons: Mapping[Signal, str]
     clamps: tuple[Clamp, ...]
     notes: tuple[str, ...]
     reason: str
@@ -313,8 +317,8 @@ class Decision:
             "time": self.now.isoformat(),
             "replicas": self.replicas,
             "binding": self.binding.value,
-            "proposals": dict(self.proposals),
-            "signals": dict(self.signal_reasons),
+            "proposals": {s.value: n for s, n in self.proposals.items()},
+            "signals": {s.value: why for s, why in self.signal_reasons.items()},
             "clamps": [
                 {"kind": c.kind.value, "before": c.before, "after": c.after, "reason": c.reason}
                 for c in self.clamps

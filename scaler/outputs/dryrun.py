@@ -7,14 +7,12 @@ from datetime import UTC
 
 from scaler.model import Decision, Signal
 
-_ORDER = [s.value for s in Signal]
-
 
 def format_line(decision: Decision, name: str | None = None) -> str:
     when = decision.now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     proposals = " ".join(
-        f"{signal}={decision.proposals[signal]}{'*' if signal == decision.binding.value else ''}"
-        for signal in _ORDER
+        f"{signal.value}={decision.proposals[signal]}{'*' if signal is decision.binding else ''}"
+        for signal in Signal
         if signal in decision.proposals
     )
     changed = [c for c in decision.clamps if c.before != c.after]

@@ -385,7 +385,7 @@ def _decision_rows(
     put("llm_scaler_desired_replicas", labels, decision.replicas)
     put("llm_scaler_decision_timestamp_seconds", labels, decision.now.timestamp())
     for signal, replicas in decision.proposals.items():
-        put("llm_scaler_signal_proposed_replicas", [*labels, signal], replicas)
+        put("llm_scaler_signal_proposed_replicas", [*labels, signal.value], replicas)
     put("llm_scaler_binding_signal_info", [*labels, decision.binding.value], 1)
     for clamp in decision.clamps:
         put("llm_scaler_clamp_active", [*labels, clamp.kind.value], 1)
@@ -400,7 +400,7 @@ def _decision_rows(
         )
         else 0,
     )
-    put("llm_scaler_prewarm_active", labels, 1 if Signal.PREWARM.value in decision.proposals else 0)
+    put("llm_scaler_prewarm_active", labels, 1 if Signal.PREWARM in decision.proposals else 0)
 
     obs = decision.observation
     for field, (name, _) in INPUT_SERIES.items():
