@@ -1,4 +1,4 @@
-"""Command line: ``scaler serve | dry-run | demo | replay | convert | doctor``. Parses, prints, exits."""
+"""Command line: every `scaler` subcommand (serve, dry-run, demo, replay, convert, doctor, trace)."""
 
 from __future__ import annotations
 
