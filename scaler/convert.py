@@ -52,6 +52,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from scaler.config import MetadataError, parse_metadata
 from scaler.matchers import SelectorError, parse_selector
 from scaler.replay import INSTALL_HINT, missing_extra
+from scaler.sources.presets import GPU_UTILISATION
 
 DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 KEDA_DEFAULT_MAX = 100  # KEDA's maxReplicaCount when a ScaledObject leaves it out
@@ -67,7 +68,6 @@ QUEUE_METRICS: Mapping[str, tuple[str, frozenset[str]]] = {
 _SUM_OF_ONE_SELECTOR = re.compile(
     r"^\s*sum\s*\(\s*(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*\)\s*$"
 )
-_GPU_UTILISATION = re.compile(r"dcgm_fi_dev_gpu_util|nvidia_gpu_duty_cycle|gpu_util|gpu_busy", re.I)
 # Prometheus-trigger keys with no counterpart in this scaler, and why.
 _DROPPED_PROMETHEUS_KEYS = {
     "activationThreshold": "this scaler is always active: its floor never reaches zero",
@@ -171,7 +171,7 @@ class _Triggers:
     def prometheus(self, where: str, trigger: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
         out, metadata = self.out, self.metadata
         query = str(meta.get("query") or "")
-        if _GPU_UTILISATION.search(query):
+        if GPU_UTILISATION.search(query):
             self.dropped.append(f"{where} on GPU utilisation")
             out.changes.append(
                 f"{where}: dropped: GPU utilisation lags the queue and cannot see requests"

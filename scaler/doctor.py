@@ -57,6 +57,7 @@ from typing import Any, Literal
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
 from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json
 from scaler.matchers import SelectorError, parse_selector
+from scaler.sources.presets import GPU_UTILISATION, preset_for
 
 Severity = Literal["error", "warning", "info"]
 DEFAULT_MAX_GENERATION_S = 300.0
@@ -64,7 +65,6 @@ INGRESS_NGINX = "nginx.ingress.kubernetes.io/"
 INGRESS_NGINX_DEFAULT_TIMEOUT_S = 60.0  # ingress-nginx's proxy-read/send-timeout default
 TOLERANCE_DEFAULT_ON = (1, 35)  # KEP-4951: beta, on by default (alpha behind a gate in 1.33)
 _INFERENCE_IMAGE = re.compile(r"vllm|sglang|text-generation-inference|tritonserver|tensorrt", re.I)
-_GPU_UTILISATION = re.compile(r"dcgm_fi_dev_gpu_util|nvidia_gpu_duty_cycle|gpu_util|gpu_busy", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +185,7 @@ def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
         for trigger in triggers:
             kind = trigger.get("type")
             query = str((trigger.get("metadata") or {}).get("query", ""))
-            if kind in ("cpu", "memory") or (kind == "prometheus" and _GPU_UTILISATION.search(query)):
+            if kind in ("cpu", "memory") or (kind == "prometheus" and GPU_UTILISATION.search(query)):
                 what = "GPU utilisation" if kind == "prometheus" else f"{kind} utilisation"
                 yield Finding(
                     "error",
@@ -241,7 +241,7 @@ def check_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
             body = (metric.get(kind[:1].lower() + kind[1:]) or {}) if kind else {}
             name = str(body.get("name") or (body.get("metric") or {}).get("name") or "")
             if (kind in ("Resource", "ContainerResource") and name in ("cpu", "memory")) or (
-                _GPU_UTILISATION.search(name)
+                GPU_UTILISATION.search(name)
             ):
                 yield Finding(
                     "error",
@@ -461,7 +461,6 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
 
 def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | None]:
     """Per ScaledObject of this scaler: pods with its engine's series for its labelSelector."""
-    from scaler.sources.presets import preset_for
     from scaler.sources.prometheus import PrometheusClient
 
     out: dict[str, int | None] = {}

@@ -12,6 +12,7 @@ comment above each preset.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -164,3 +165,9 @@ PRESETS: dict[str, Preset] = {p.engine: p for p in (VLLM, SGLANG, TGI, TRITON)}
 
 def preset_for(engine: str) -> Preset | None:
     return PRESETS.get(engine)
+
+
+# GPU utilisation series, as KEDA triggers and HPAs name them: DCGM's exporter, the older
+# nvidia_gpu_exporter, and the usual recording-rule names. scaler convert drops a trigger on
+# one; scaler doctor reports an inference workload scaled on one.
+GPU_UTILISATION = re.compile(r"dcgm_fi_dev_gpu_util|nvidia_gpu_duty_cycle|gpu_util|gpu_busy", re.I)
