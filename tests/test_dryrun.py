@@ -1,0 +1,74 @@
+"""The dry-run line and JSON, and the engine presets' queries: what a user reads and what Prometheus runs."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from scaler.engine import Engine
+from scaler.model import Decision, Observation
+from scaler.outputs.dryrun import format_json, format_line
+from scaler.sources.presets import PRESETS, Combine
+
+NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+
+
+def decision(waiting: float, schedulable: int) -> Decision:
+    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    obs = Observation(
+        now=NOW,
+        queue_waiting=waiting,
+        current_replicas=4,
+        ready_replicas=4,
+        gpu_schedulable_replicas=schedulable,
+    )
+    return engine.decide(obs)
+
+
+def test_the_line_names_every_proposal_the_binding_signal_and_each_clamp_that_changed_the_target() -> None:
+    d = decision(waiting=150, schedulable=3)  # the queue asks 15: max 12, then 4 + 3 GPUs fit 7
+    line = format_line(d, "inference/llama")
+    assert line.startswith("2026-12-01T09:30:00Z inference/llama target=7 binding=queue [floor=2 queue=15*] ")
+    assert (
+        "clamps: max 15->12: maxReplicas=12; gpu_inventory 12->7: GPU inventory fits 7: 4 bound + 3" in line
+    )
+    assert "| lead 180s (default)" in line
+
+
+def test_without_clamps_the_line_says_none_and_the_json_carries_the_same_decision() -> None:
+    d = decision(waiting=30, schedulable=20)
+    line = format_line(d)
+    assert " target=3 binding=queue [floor=2 queue=3*] clamps: none | " in line
+    body = json.loads(format_json(d, "inference/llama"))
+    assert body["scaledobject"] == "inference/llama"
+    assert body["replicas"] == 3 and body["proposals"] == {"floor": 2, "queue": 3}
+    assert body["binding"] == "queue"
+
+
+@pytest.mark.parametrize("engine", sorted(PRESETS))
+def test_every_preset_reads_the_queue_and_renders_grouped_by_the_selector_s_labels(engine: str) -> None:
+    preset = PRESETS[engine]
+    queue = preset.family("queue_waiting")
+    assert queue is not None and preset.family("replicas_reporting") is not None
+    query = queue.render(("model_name", "namespace"), "1m")
+    assert "by (model_name, namespace)" in query and "{by}" not in query
+    for family in preset.families:
+        rendered = family.render(("pod",), "30s")
+        assert "{window}" not in rendered and "{by}" not in rendered
+        if family.combine is Combine.HISTOGRAM:
+            assert "by (le, pod)" in rendered and "_bucket[30s]" in rendered
+
+
+def test_a_label_name_that_is_not_one_is_refused_before_it_reaches_promql() -> None:
+    family = PRESETS["vllm"].family("queue_waiting")
+    assert family is not None
+    with pytest.raises(ValueError, match="invalid label name"):
+        family.render(("model_name) or vector(1) #",), "1m")
+
+
+def test_triton_s_first_response_histogram_is_in_milliseconds() -> None:
+    ttft = PRESETS["triton"].family("ttft")
+    assert ttft is not None and ttft.le_scale == 0.001
+    assert PRESETS["tgi"].family("ttft") is None  # TGI exports no time-to-first-token histogram
