@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from fnmatch import fnmatchcase
 from fractions import Fraction
@@ -852,39 +852,32 @@ def workload_state(
             requirement = requirement.with_gpus({resource: gpus_per_replica_override})
             note = f"; {gpus_per_replica_override} {resource} per replica from gpusPerReplica"
 
-    if not requirement.gpus:
-        return WorkloadState(
-            current_replicas=current,
-            ready_replicas=ready,
-            starting_replicas=starting,
-            pending_replicas=unbound + missing,
-            gpus_per_replica=0,
-            gpu_resource=None,
-            gpu_schedulable_replicas=None,
-            explanation=f"{counts}; GPU room unknown: the pod template requests no GPU"
-            " and gpusPerReplica is not set",
-            cold_start=cold_start,
-            pod_times=measured,
-            deployment_replicas=deployment.replicas,
-            hpa=hpa,
-            hpa_read=hpa_read,
-            scaledobject_fallback=scaledobject.fallback_active,
-        )
-    fit = schedulable_replicas(nodes, gpu_pods, requirement)
-    return WorkloadState(
+    # Without a GPU request there is no GPU room to assess; with one, the fit fills it in.
+    unassessed = WorkloadState(
         current_replicas=current,
         ready_replicas=ready,
         starting_replicas=starting,
         pending_replicas=unbound + missing,
-        gpus_per_replica=requirement.gpus_per_replica,
-        gpu_resource=requirement.gpu_resource,
-        gpu_schedulable_replicas=fit.replicas,
-        explanation=f"{counts}{note}; {fit.explanation}",
-        nodes=fit.nodes,
+        gpus_per_replica=0,
+        gpu_resource=None,
+        gpu_schedulable_replicas=None,
+        explanation=f"{counts}; GPU room unknown: the pod template requests no GPU"
+        " and gpusPerReplica is not set",
         cold_start=cold_start,
         pod_times=measured,
         deployment_replicas=deployment.replicas,
         hpa=hpa,
         hpa_read=hpa_read,
         scaledobject_fallback=scaledobject.fallback_active,
+    )
+    if not requirement.gpus:
+        return unassessed
+    fit = schedulable_replicas(nodes, gpu_pods, requirement)
+    return replace(
+        unassessed,
+        gpus_per_replica=requirement.gpus_per_replica,
+        gpu_resource=requirement.gpu_resource,
+        gpu_schedulable_replicas=fit.replicas,
+        explanation=f"{counts}{note}; {fit.explanation}",
+        nodes=fit.nodes,
     )
