@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
-from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json
+from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json, scaledobject_from_json
 from scaler.matchers import SelectorError, parse_selector
 from scaler.sources.presets import GPU_UTILISATION, preset_for
 
@@ -134,12 +134,12 @@ def _containers(deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _targets(scaledobjects: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """ "ns/deployment" -> the ScaledObject that scales it."""
+    """ "ns/deployment" -> the ScaledObject that scales it (apps/v1 Deployments only)."""
     out = {}
     for so in scaledobjects:
-        ref = (so.get("spec") or {}).get("scaleTargetRef") or {}
-        if (ref.get("kind") or "Deployment") == "Deployment":
-            out[f"{_meta(so).get('namespace', '')}/{ref.get('name', '')}"] = so
+        parsed = scaledobject_from_json(so)  # KEDA's defaults for scaleTargetRef, read once
+        if parsed.unsupported_target() is None:
+            out[f"{parsed.namespace}/{parsed.target_name}"] = so
     return out
 
 

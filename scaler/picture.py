@@ -91,10 +91,10 @@ class History:
         return len(self.series.get("target", []))
 
     def binding_share(self) -> dict[str, float]:
-        total = sum(sum(1 for _, v in pts if v >= 1) for pts in self.binding.values())
+        counts = {s: sum(1 for _, v in pts if v >= 1) for s, pts in self.binding.items()}
+        total = sum(counts.values())
         if not total:
             return {}
-        counts = {s: sum(1 for _, v in pts if v >= 1) for s, pts in self.binding.items()}
         return {s: n / total for s, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n}
 
     def clamp_steps(self) -> dict[str, int]:
