@@ -1,0 +1,289 @@
+"""Kubernetes objects as the inventory needs them, decoded from the API's JSON. Pure.
+
+Nodes (GPU allocatable, labels, taints, Ready), Pods (effective GPU requests, phase,
+Ready and its timestamps), KEDA ScaledObjects (what they scale, their HPA), Deployments
+(replicas, selector) and the replica requirement read from a pod template.
+*Example*: a Deployment whose template requests ``nvidia.com/gpu: 1`` and tolerates the
+GPU taint decodes to ``ReplicaRequirement({"nvidia.com/gpu": 1}, tolerations=(...))``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scaler.inventory.fields import _freeze, _items, _labels, _obj, _str
+from scaler.inventory.quantities import GPU_RESOURCE_PATTERNS, _extended, is_gpu_resource, pod_requests
+from scaler.inventory.selectors import (
+    _NODE_OPERATORS,
+    LabelSelector,
+    NodeSelectorTerm,
+    SelectorError,
+    Taint,
+    Toleration,
+    _requirements,
+    label_selector_from_json,
+    tolerated,
+)
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node as the GPU inventory needs it. ``allocatable`` holds extended resources only."""
+
+    name: str
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allocatable", _freeze(self.allocatable))
+        object.__setattr__(self, "labels", _freeze(self.labels))
+
+
+def node_from_json(obj: Mapping[str, Any]) -> Node:
+    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
+    taints = tuple(
+        Taint(_str(t.get("key")), _str(t.get("value")), _str(t.get("effect")))
+        for t in _items(spec.get("taints"))
+    )
+    ready = any(
+        _str(c.get("type")) == "Ready" and _str(c.get("status")) == "True"
+        for c in _items(status.get("conditions"))
+    )
+    return Node(
+        name=_str(meta.get("name")),
+        allocatable=_extended(status.get("allocatable")),
+        labels=_labels(meta.get("labels")),
+        taints=taints,
+        unschedulable=spec.get("unschedulable") is True,
+        ready=ready,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod's GPU usage and the state the workload counts need.
+
+    ``requests`` holds the effective extended-resource requests. A terminal pod
+    (Succeeded or Failed) frees its GPUs; a pod being deleted still holds them until it is gone.
+    """
+
+    name: str
+    namespace: str
+    node_name: str | None = None
+    requests: Mapping[str, int] = field(default_factory=dict)
+    phase: str = "Pending"
+    ready: bool = False
+    deleting: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+    created_at: float | None = None  # metadata.creationTimestamp, Unix seconds
+    scheduled_at: float | None = None  # PodScheduled became True
+    ready_at: float | None = None  # Ready became True (None while not Ready)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "requests", _freeze(self.requests))
+        object.__setattr__(self, "labels", _freeze(self.labels))
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.node_name)
+
+
+def _timestamp(value: Any) -> float | None:
+    """An RFC 3339 time as the API writes it (``2026-12-01T08:00:00Z``), in Unix seconds."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
+
+
+def _became_true(conditions: list[Mapping[str, Any]], kind: str) -> float | None:
+    for c in conditions:
+        if _str(c.get("type")) == kind and _str(c.get("status")) == "True":
+            return _timestamp(c.get("lastTransitionTime"))
+    return None
+
+
+def pod_from_json(obj: Mapping[str, Any]) -> Pod:
+    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
+    conditions = _items(status.get("conditions"))
+    ready = any(_str(c.get("type")) == "Ready" and _str(c.get("status")) == "True" for c in conditions)
+    return Pod(
+        name=_str(meta.get("name")),
+        namespace=_str(meta.get("namespace")),
+        node_name=_str(spec.get("nodeName")) or None,
+        requests=pod_requests(spec),
+        phase=_str(status.get("phase"), "Pending"),
+        ready=ready,
+        deleting=meta.get("deletionTimestamp") is not None,
+        labels=_labels(meta.get("labels")),
+        created_at=_timestamp(meta.get("creationTimestamp")),
+        scheduled_at=_became_true(conditions, "PodScheduled"),
+        ready_at=_became_true(conditions, "Ready"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRequirement:
+    """What one replica of a workload needs from a node, learned from its pod template.
+
+    ``gpus`` maps each GPU resource to the count one replica requests (usually one entry).
+    ``node_affinity`` is the required node affinity's terms (ORed), or None when absent.
+    """
+
+    gpus: Mapping[str, int] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", _freeze(self.gpus))
+        object.__setattr__(self, "node_selector", _freeze(self.node_selector))
+
+    @property
+    def gpu_resource(self) -> str | None:
+        return "+".join(sorted(self.gpus)) or None
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return sum(self.gpus.values())
+
+    def describe_gpus(self) -> str:
+        return " + ".join(f"{n} {r}" for r, n in sorted(self.gpus.items())) or "no GPU"
+
+    def with_gpus(self, gpus: Mapping[str, int]) -> ReplicaRequirement:
+        return ReplicaRequirement(gpus, self.node_selector, self.tolerations, self.node_affinity)
+
+    def tolerates(self, taint: Taint) -> bool:
+        return tolerated(taint, self.tolerations)
+
+
+def requirement_from_pod_spec(
+    pod_spec: Mapping[str, Any], gpu_patterns: Sequence[str] = GPU_RESOURCE_PATTERNS
+) -> ReplicaRequirement:
+    """The replica requirement of a pod template's ``spec``.
+
+    Raises SelectorError when the required node affinity uses an operator Kubernetes does not define.
+    """
+    requests = pod_requests(pod_spec)
+    gpus = {name: count for name, count in requests.items() if is_gpu_resource(name, gpu_patterns)}
+    tolerations = tuple(
+        Toleration(
+            _str(t.get("key")),
+            _str(t.get("operator"), "Equal") or "Equal",
+            _str(t.get("value")),
+            _str(t.get("effect")),
+        )
+        for t in _items(pod_spec.get("tolerations"))
+    )
+    affinity = _obj(_obj(pod_spec.get("affinity")).get("nodeAffinity"))
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms: tuple[NodeSelectorTerm, ...] | None = None
+    if isinstance(required, Mapping):
+        terms = tuple(
+            NodeSelectorTerm(
+                _requirements(t.get("matchExpressions"), _NODE_OPERATORS, "node affinity"),
+                _requirements(t.get("matchFields"), _NODE_OPERATORS, "node affinity"),
+            )
+            for t in _items(required.get("nodeSelectorTerms"))
+        )
+    return ReplicaRequirement(gpus, _labels(pod_spec.get("nodeSelector")), tolerations, terms)
+
+
+@dataclass(frozen=True, slots=True)
+class ScaledObject:
+    """The part of a KEDA ScaledObject this module reads: what it scales."""
+
+    namespace: str
+    name: str
+    target_kind: str = "Deployment"
+    target_name: str = ""
+    target_api_version: str = "apps/v1"
+    hpa_name: str = ""  # status.hpaName, or KEDA's default keda-hpa-<name>
+    fallback_active: bool = False  # the Fallback condition is True: KEDA serves fallback replicas
+
+    def unsupported_target(self) -> str | None:
+        """Why the scale target cannot be read, or None for an apps/v1 Deployment."""
+        if not self.target_name:
+            return f"ScaledObject {self.namespace}/{self.name} has no spec.scaleTargetRef.name"
+        group = self.target_api_version.split("/")[0] if "/" in self.target_api_version else ""
+        if self.target_kind != "Deployment" or group != "apps":
+            return (
+                f"ScaledObject {self.namespace}/{self.name} scales {self.target_kind}"
+                f" {self.target_name} ({self.target_api_version}); only apps/v1 Deployments are supported"
+            )
+        return None
+
+
+def scaledobject_from_json(obj: Mapping[str, Any]) -> ScaledObject:
+    meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
+    status = _obj(obj.get("status"))
+    ref = _obj(spec.get("scaleTargetRef"))
+    name = _str(meta.get("name"))
+    configured_hpa = _str(_obj(_obj(spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get("name"))
+    return ScaledObject(
+        namespace=_str(meta.get("namespace")),
+        name=name,
+        # KEDA's defaults for scaleTargetRef: kind Deployment, apiVersion apps/v1.
+        target_kind=_str(ref.get("kind")) or "Deployment",
+        target_name=_str(ref.get("name")),
+        target_api_version=_str(ref.get("apiVersion")) or "apps/v1",
+        hpa_name=_str(status.get("hpaName")) or configured_hpa or f"keda-hpa-{name}",
+        fallback_active=any(
+            _str(c.get("type")) == "Fallback" and _str(c.get("status")) == "True"
+            for c in _items(status.get("conditions"))
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """An apps/v1 Deployment: desired replicas, pod selector and the replica requirement.
+
+    ``problem`` says why the Deployment cannot be assessed (an unusable selector or
+    template); ``selector`` and ``requirement`` are then placeholders.
+    """
+
+    namespace: str
+    name: str
+    replicas: int
+    selector: LabelSelector
+    requirement: ReplicaRequirement
+    problem: str | None = None
+
+
+def deployment_from_json(
+    obj: Mapping[str, Any], gpu_patterns: Sequence[str] = GPU_RESOURCE_PATTERNS
+) -> Deployment:
+    meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
+    namespace, name = _str(meta.get("namespace")), _str(meta.get("name"))
+    raw_replicas = spec.get("replicas", 1)
+    replicas = raw_replicas if isinstance(raw_replicas, int) and raw_replicas >= 0 else 1
+    problems: list[str] = []
+    try:
+        selector = label_selector_from_json(_obj(spec.get("selector")))
+    except SelectorError as exc:
+        selector, problems = LabelSelector(), [str(exc)]
+    if selector.empty and not problems:
+        problems.append("empty spec.selector (it would match every pod in the namespace)")
+    try:
+        requirement = requirement_from_pod_spec(_obj(_obj(spec.get("template")).get("spec")), gpu_patterns)
+    except SelectorError as exc:
+        requirement, problems = ReplicaRequirement(), [*problems, str(exc)]
+    return Deployment(
+        namespace, name, replicas, selector, requirement, "; ".join(problems) if problems else None
+    )
