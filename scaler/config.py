@@ -8,7 +8,9 @@ bad key with its value and the rule it broke, which the gRPC layer maps to
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +21,7 @@ from croniter import croniter
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -78,6 +81,49 @@ def _preview(value: str, limit: int = 80) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
+# The five cron fields, their ranges and the names croniter accepts (day 7 is Sunday too).
+CRON_FIELDS: tuple[tuple[str, int, int, tuple[str, ...]], ...] = (
+    ("minute", 0, 59, ()),
+    ("hour", 0, 23, ()),
+    ("day of month", 1, 31, ()),
+    ("month", 1, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")),
+    ("day of week", 0, 7, ("sun", "mon", "tue", "wed", "thu", "fri", "sat")),
+)
+_CRON_RANGE = re.compile(r"^(?P<a>[^-/]+)(?:-(?P<b>[^-/]+))?(?:/(?P<step>.+))?$")
+
+
+def _cron_value(text: str, low: int, names: tuple[str, ...]) -> int | None:
+    if text.isdigit():
+        return int(text)
+    lowered = text.lower()
+    return names.index(lowered) + low if lowered in names else None
+
+
+def cron_field_problem(index: int, text: str) -> str | None:
+    """Why one cron field is invalid, naming the field and its range, or None.
+
+    *Example*: field 0 ``"61"`` -> ``minute "61" is out of range 0-59``; field 4 ``"1-8"``
+    -> ``day of week "8" is out of range 0-7 (or sun-sat)``.
+    """
+    name, low, high, names = CRON_FIELDS[index]
+    allowed = f"{low}-{high}" + (f" (or {names[0]}-{names[-1]})" if names else "")
+    for part in text.split(","):
+        match = _CRON_RANGE.match(part)
+        if match is None:
+            return f"{name} {part!r} is not a value, a range a-b, * or a step */n ({allowed})"
+        step = match["step"]
+        if step is not None and (not step.isdigit() or int(step) == 0):
+            return f"{name} step {step!r} must be a whole number of 1 or more"
+        bounds = [match["a"]] if match["b"] is None else [match["a"], match["b"]]
+        if bounds == ["*"]:
+            continue
+        for bound in bounds:
+            value = _cron_value(bound, low, names)
+            if value is None or not low <= value <= high:
+                return f'{name} "{bound}" is out of range {allowed}'
+    return None
+
+
 def _cron(value: str) -> str:
     fields = value.split()
     if len(fields) != 5:
@@ -85,8 +131,21 @@ def _cron(value: str) -> str:
             f"must be a 5-field cron expression (minute hour day month weekday), got {len(fields)} fields"
         )
     if not croniter.is_valid(value):
-        raise ValueError("is not a valid cron expression")
+        # croniter decides; the field check only says which field is wrong and its range.
+        problems = (cron_field_problem(index, text) for index, text in enumerate(fields))
+        problem = next((p for p in problems if p is not None), None)
+        raise ValueError("is not a valid cron expression" + (f": {problem}" if problem else ""))
     return " ".join(fields)
+
+
+def _strict_bool(value: Any) -> Any:
+    """Only ``true`` or ``false`` (any case): ``yes``, ``1`` or ``on`` are refused, not guessed."""
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        raise ValueError('must be "true" or "false"')
+    return value
 
 
 def _timezone(value: str) -> str:
@@ -109,6 +168,7 @@ def _custom_query(value: str) -> str:
 
 
 Cron = Annotated[str, AfterValidator(_cron)]
+StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]
 CustomQuery = Annotated[str, Field(max_length=MAX_QUERY_LENGTH), AfterValidator(_custom_query)]
 TimeZone = Annotated[str, AfterValidator(_timezone)]
 
@@ -155,7 +215,7 @@ class TargetPolicy(BaseModel):
     prewarm_replicas: int | None = Field(None, alias="prewarmReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
     prewarm_windows: tuple[PrewarmWindow, ...] = Field((), alias="prewarmWindows")
     timezone: TimeZone = "UTC"
-    gpu_check: bool = Field(True, alias="gpuCheck")
+    gpu_check: StrictBool = Field(True, alias="gpuCheck")
     gpu_check_failure: Literal["open", "closed"] = Field("open", alias="gpuCheckFailure")
     gpus_per_replica: int | None = Field(None, alias="gpusPerReplica", ge=1, le=64)
     max_pending_replicas: int = Field(0, alias="maxPendingReplicas", ge=0, le=MAX_REPLICAS_LIMIT)
@@ -306,10 +366,24 @@ def _problem_from_pydantic(error: Mapping[str, Any], raw: Mapping[str, str]) -> 
         message = f"at {'.'.join(str(p) for p in loc[1:])}: {message}"
     if error.get("type") == "extra_forbidden":
         message = "unknown key (see the README's metadata reference)"
+        guess = did_you_mean(key)
+        if guess:
+            message = f'unknown key; did you mean "{guess}"? (see the README\'s metadata reference)'
+
     hint = _RULE_HINTS.get(key)
     if hint and error.get("type") != "extra_forbidden":
         message = f"{message} ({hint})"
     return FieldProblem(key, raw.get(key), message)
+
+
+def did_you_mean(key: str) -> str | None:
+    """The documented key a misspelled one most resembles (case and one slip forgiven), or None.
+
+    *Example*: ``targetQueuePerReplca`` -> ``targetQueuePerReplica``; ``gpucheck`` -> ``gpuCheck``.
+    """
+    known = {k.lower(): k for k in [*ALIASES, *KEDA_KEYS]}
+    found = difflib.get_close_matches(key.lower(), list(known), n=1, cutoff=0.8)
+    return known[found[0]] if found else None
 
 
 def normalize_metadata(metadata: Mapping[str, str]) -> tuple[dict[str, str], list[FieldProblem]]:
