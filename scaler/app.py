@@ -13,7 +13,7 @@ from typing import Any
 
 from scaler.engine import Engine
 from scaler.model import Decision, Observation
-from scaler.outputs.dryrun import format_json, format_line
+from scaler.outputs.dryrun import Summary, format_json, format_line
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
 from scaler.outputs.trace import serve_metrics
@@ -27,7 +27,7 @@ from scaler.sources.prometheus import PrometheusReader, redact_url
 
 
 def wall_clock() -> datetime:
-    return datetime.now(UTC)
+    return datetime.now(UTC)  # noqa: TID251 - the one wall clock the live path reads
 
 
 def build_source(
@@ -150,9 +150,19 @@ def dry_run_offline(metadata: dict[str, str], observations: Iterable[Observation
         yield engine.decide(obs)
 
 
-def decision_printer(output: str, name: str, write: Callable[[str], None] = print) -> DecisionSink:
+def decision_printer(
+    output: str,
+    name: str,
+    write: Callable[[str], None] = print,
+    timezone: str = "UTC",
+    summary: Summary | None = None,
+) -> DecisionSink:
+    """A sink that prints each decision (a line or JSON), counting it in ``summary`` if given."""
+
     def sink(target: Target, decision: Decision) -> None:
-        write(format_json(decision, name) if output == "json" else format_line(decision))
+        write(format_json(decision, name) if output == "json" else format_line(decision, None, timezone))
+        if summary is not None:
+            summary.add(decision)
 
     return sink
 

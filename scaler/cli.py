@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -16,10 +17,10 @@ from scaler import convert as convert_cli
 from scaler import doctor as doctor_cli
 from scaler import picture as trace_cli
 from scaler import settings as serve_settings
-from scaler.config import MetadataError
+from scaler.config import MetadataError, TargetPolicy, parse_metadata
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
-from scaler.sources.files import InputFileError, load_scaledobject, read_observations
+from scaler.sources.files import InputFileError, ScaledObjectSpec, load_scaledobject, read_observations
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -76,14 +77,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _checked(spec: ScaledObjectSpec) -> TargetPolicy:
+    """The trigger's policy (or MetadataError), after warning of what KEDA would refuse or misread."""
+    policy = parse_metadata(spec.metadata)
+    raw = spec.raw.get("spec")
+    raw_spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    for warning in dryrun.manifest_warnings(
+        raw_spec, spec.trigger_index, policy.min_replicas, policy.max_replicas
+    ):
+        print(f"scaler: warning: {warning}", file=sys.stderr)
+    return policy
+
+
+def _end(summary: dryrun.Summary, output: str) -> None:
+    """The closing line: on stdout after text lines, on stderr so JSON output stays JSON lines."""
+    print(summary.line(), file=sys.stdout if output == "text" else sys.stderr, flush=True)
+
+
 def _print_decisions(scaledobject: str, observations: str, output: str, trigger_index: int | None) -> int:
     from scaler.app import dry_run_offline
 
     spec = load_scaledobject(scaledobject, trigger_index)
+    policy = _checked(spec)
     name = f"{spec.namespace}/{spec.name}"
+    summary = dryrun.Summary()
     for decision in dry_run_offline(dict(spec.metadata), read_observations(observations)):
-        line = dryrun.format_json(decision, name) if output == "json" else dryrun.format_line(decision)
-        print(line, flush=True)
+        if output == "json":
+            print(dryrun.format_json(decision, name), flush=True)
+        else:
+            print(dryrun.format_line(decision, None, policy.timezone), flush=True)
+        summary.add(decision)
+    _end(summary, output)
     return 0
 
 
@@ -93,9 +117,15 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     from scaler.sources.prometheus import PrometheusReader
 
     spec = load_scaledobject(args.scaledobject, args.trigger_index)
+    policy = _checked(spec)
     reader = PrometheusReader(args.prometheus, rate_window=args.rate_window, history_step_s=args.interval)
+    summary = dryrun.Summary()
     printer = decision_printer(
-        args.output, f"{spec.namespace}/{spec.name}", lambda line: print(line, flush=True)
+        args.output,
+        f"{spec.namespace}/{spec.name}",
+        lambda line: print(line, flush=True),
+        policy.timezone,
+        summary,
     )
     inventory = None
     if args.kubeconfig or args.kubernetes:
@@ -111,6 +141,7 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     finally:
         if inventory is not None:
             inventory.stop()
+        _end(summary, args.output)  # after --once, or Ctrl-C
     return 0
 
 
@@ -159,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader left (``| head``): stop quietly, and let nothing flush into the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (MetadataError, InputFileError, ValidationError, ValueError, OSError, RuntimeError) as exc:
         print(f"scaler: error: {exc}", file=sys.stderr)
         return 2

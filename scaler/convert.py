@@ -206,10 +206,15 @@ class _Triggers:
             )
         if "threshold" in meta:
             metadata["targetQueuePerReplica"] = str(meta["threshold"])
-            out.changes.append(f"{where}: threshold {meta['threshold']} became targetQueuePerReplica")
+            out.changes.append(
+                f"{where}: threshold {meta['threshold']} became targetQueuePerReplica: the same waiting"
+                " requests per replica the HPA divided the query by (AverageValue)"
+            )
         if meta.get("serverAddress"):
             metadata["prometheusAddress"] = str(meta["serverAddress"])
-            out.changes.append(f"{where}: serverAddress became prometheusAddress")
+            out.changes.append(
+                f"{where}: serverAddress became prometheusAddress: the scaler reads that Prometheus"
+            )
         if str(trigger.get("metricType") or "AverageValue") != "AverageValue":
             out.warnings.append(
                 f"{where}: metricType {trigger['metricType']}: its threshold was a total, not a"
@@ -310,7 +315,8 @@ def _replica_bounds(spec: CommentedMap, metadata: dict[str, str], out: Conversio
     metadata["minReplicas"] = str(low)
     metadata["maxReplicas"] = str(high)
     out.changes.append(
-        f"metadata minReplicas/maxReplicas: {low}/{high}, equal to minReplicaCount/maxReplicaCount"
+        f"metadata minReplicas/maxReplicas: {low}/{high}, equal to minReplicaCount/maxReplicaCount:"
+        " the HPA keeps replicas within the latter, the scaler decides within the former"
     )
 
 
@@ -370,7 +376,7 @@ def convert_text(text: str, scaler_address: str = DEFAULT_SCALER_ADDRESS) -> tup
     yaml = YAML()
     try:
         docs = list(yaml.load_all(text))
-    except Exception as exc:  # ruamel raises several unrelated error types
+    except Exception as exc:  # noqa: BLE001 - ruamel raises several unrelated error types
         raise ConvertError(f"not valid YAML: {exc}") from None
     conversions = []
     result = []
@@ -404,7 +410,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--replay",
         metavar="TRACE.csv",
         default=None,
-        help="also replay the old and the new ScaledObject on this trace and print both tables",
+        help="also replay the old and the new ScaledObject on this trace: one table, a row each,"
+        " with the clairvoyant reference",
     )
     p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
     p.add_argument(

@@ -23,21 +23,25 @@ SCALER = [sys.executable, "-m", "scaler"]
 
 
 def free_port() -> int:
+    """A loopback TCP port free at the time of asking."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m scaler`` with ``args``, capturing its text output."""
     return subprocess.run([*SCALER, *args], capture_output=True, text=True, timeout=60, check=check)
 
 
 def write_observations(path: Path, rows: list[dict[str, object]]) -> Path:
+    """Write ``rows`` to ``path`` as JSON lines and return the path."""
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
 def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
+    """dry-run prints one line per observation, a backlog counting only at two refreshes in a row."""
     obs = write_observations(
         tmp_path / "obs.jsonl",
         [
@@ -62,12 +66,17 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
             ),
         ],
     )
-    out = run("dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(obs)).stdout.splitlines()
-    assert len(out) == 3
-    assert out[0].startswith("2026-12-01T03:00:00Z target=6 binding=prewarm")  # 11:00 in Shanghai
+    lines = run("dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(obs)).stdout.splitlines()
+    assert len(lines) == 4
+    out, summary = lines[:3], lines[3]
+    # the example's windows are written in Asia/Shanghai: its wall time stands beside UTC
+    assert out[0].startswith("2026-12-01T03:00:00Z (11:00:00 Asia/Shanghai) target=6 binding=prewarm")
+    assert summary == "summary: 3 decisions; binding prewarm 2, queue 1; clamps max 1, gpu_inventory 1"
     assert "queue=0" in out[1]  # 400 waiting at one refresh only: not yet a backlog
-    assert "target=6" in out[2] and "queue=40*" in out[2]  # at two in a row: 400 / 10
-    assert "gpu_inventory" in out[2] and "max 40->16" in out[2]
+    assert "target=6" in out[2]  # at two in a row: 400 / 10
+    assert "queue=40*" in out[2]
+    assert "gpu_inventory" in out[2]
+    assert "max 40->16" in out[2]
     # each line says which capacities the token signal used and where they came from
     assert (
         "capacity: 9,000 prompt + 1,800 generated tokens/s per replica at 0.75 usable (configured)" in out[0]
@@ -75,6 +84,7 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
 
 
 def test_dry_run_json_output(tmp_path: Path) -> None:
+    """dry-run --output json prints the decision, its proposals, clamps and capacity as JSON."""
     obs = write_observations(
         tmp_path / "obs.jsonl",
         [
@@ -93,7 +103,8 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
     ).stdout
     decision = json.loads(out)
     assert decision["scaledobject"] == "inference/llama-3-8b"
-    assert decision["replicas"] == 2 and decision["binding"] == "floor"
+    assert decision["replicas"] == 2
+    assert decision["binding"] == "floor"
     assert set(decision["proposals"]) >= {"floor", "queue", "tokens", "hold"}
     assert decision["clamps"] == []
     assert decision["capacity"] == {
@@ -107,21 +118,27 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
 
 
 def test_dry_run_reports_bad_metadata_and_bad_lines(tmp_path: Path) -> None:
+    """Bad metadata or an observation without a timezone exits 2 and names the key or the line."""
     so = tmp_path / "so.yaml"
     so.write_text(EXAMPLE.read_text().replace('minReplicas: "2"', 'minReplicas: "0"'))
     obs = write_observations(tmp_path / "obs.jsonl", [{"now": "2026-12-01T03:00:00Z"}])
     failed = run("dry-run", "--scaledobject", str(so), "--observations", str(obs), check=False)
-    assert failed.returncode == 2 and "minReplicas" in failed.stderr
+    assert failed.returncode == 2
+    assert "minReplicas" in failed.stderr
     (tmp_path / "bad.jsonl").write_text('{"now": "2026-12-01T03:00:00"}\n')
     failed = run(
         "dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(tmp_path / "bad.jsonl"), check=False
     )
-    assert failed.returncode == 2 and "bad.jsonl:1" in failed.stderr and "timezone" in failed.stderr
+    assert failed.returncode == 2
+    assert "bad.jsonl:1" in failed.stderr
+    assert "timezone" in failed.stderr
 
 
 def test_offline_demo_replays_the_embedded_observations() -> None:
-    out = run("demo", "--offline").stdout.splitlines()
+    """demo --offline prints its replay, with floor, prewarm and tokens binding and a GPU clamp."""
+    *out, summary = run("demo", "--offline").stdout.splitlines()
     assert len(out) > 30
+    assert summary.startswith(f"summary: {len(out)} decisions; binding ")
     bindings = {line.split("binding=")[1].split()[0] for line in out}
     assert {"floor", "prewarm", "tokens"} <= bindings
     assert any("gpu_inventory" in line for line in out)
@@ -129,6 +146,7 @@ def test_offline_demo_replays_the_embedded_observations() -> None:
 
 @pytest.mark.slow
 def test_serve_answers_then_stops_gracefully_on_sigterm() -> None:
+    """serve answers gRPC, then on SIGTERM ends streams, logs and exits 0 within the grace period."""
     port = free_port()
     env = {**os.environ, "SCALER_LOG_FORMAT": "json"}
     proc = subprocess.Popen(
@@ -141,7 +159,7 @@ def test_serve_answers_then_stops_gracefully_on_sigterm() -> None:
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=20)
-        stub = pb_grpc.ExternalScalerStub(channel)
+        stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
         ref = pb.ScaledObjectRef(name="llama", namespace="inference", scalerMetadata={"minReplicas": "3"})
         assert (
             stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5).metricValues[0].metricValue
@@ -155,11 +173,15 @@ def test_serve_answers_then_stops_gracefully_on_sigterm() -> None:
             next(stream)  # the stream ends cleanly when the server shuts down
         assert proc.wait(timeout=15) == 0
         assert time.monotonic() - started < 6
+        assert proc.stderr is not None
         logs = [json.loads(line) for line in proc.stderr.read().splitlines() if line.startswith("{")]
         events = [entry["event"] for entry in logs]
-        assert events[0] == "serving" and "stopping" in events and events[-1] == "stopped"
+        assert events[0] == "serving"
+        assert "stopping" in events
+        assert events[-1] == "stopped"
         decision = next(entry for entry in logs if entry["event"] == "decision")
-        assert decision["namespace"] == "inference" and decision["scaledobject"] == "llama"
+        assert decision["namespace"] == "inference"
+        assert decision["scaledobject"] == "llama"
         assert decision["replicas"] == 3
     finally:
         if proc.poll() is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from scaler.model import Signal
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
@@ -26,12 +27,14 @@ REFRESH_S = 1.0
 
 @pytest.fixture
 def live_server(prometheus: LocalPrometheus) -> Iterator[ServerThread]:
+    """A ServerThread reading the local Prometheus live, refreshing every second."""
     source = LiveSource(PrometheusReader(prometheus.url, rate_window="5s", history_seconds=60))
     with ServerThread(source=source, refresh_interval_s=REFRESH_S) as server:
         yield server
 
 
 def metric(server: ServerThread, **metadata: str) -> int:
+    """The metric value GetMetrics answers for a ScaledObject with ``metadata``."""
     reply = server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(**metadata)), timeout=5)
     return int(reply.metricValues[0].metricValue)
 
@@ -39,6 +42,7 @@ def metric(server: ServerThread, **metadata: str) -> int:
 def test_300_waiting_raise_the_target_within_two_refreshes(
     fleet: SimulatedFleet, prometheus: LocalPrometheus, live_server: ServerThread
 ) -> None:
+    """300 waiting requests raise the queue-bound target to 30 within two refreshes, failing open on GPUs."""
     md = {"labelSelector": MODEL, "minReplicas": "2", "maxReplicas": "40", "targetQueuePerReplica": "10"}
     assert metric(live_server, **md) == 2  # registers the target; idle fleet
     fleet.set_fleet_load(PodLoad(waiting=300, running=40))
@@ -49,13 +53,15 @@ def test_300_waiting_raise_the_target_within_two_refreshes(
         time.sleep(0.05)
     assert metric(live_server, **md) == 30
     decision = live_server.runtime.registry.targets()[0].latest
-    assert decision is not None and decision.binding.value == "queue"
+    assert decision is not None
+    assert decision.binding.value == "queue"
     assert any("GPU check not applied" in note for note in decision.notes)  # no Kubernetes here: fail open
 
 
 def test_idle_after_load_keeps_floor_and_hold(
     fleet: SimulatedFleet, prometheus: LocalPrometheus, live_server: ServerThread
 ) -> None:
+    """After token load ends, the target stays above the floor of 2 and at least the hold proposal."""
     md = {
         "labelSelector": MODEL,
         "minReplicas": "2",
@@ -84,12 +90,13 @@ def test_idle_after_load_keeps_floor_and_hold(
     assert decision.observation.prompt_tokens_per_s == 0
     # idle now, but the hold keeps what the forecast may need within one cold start
     assert decision.replicas > 2
-    assert decision.replicas >= decision.proposals["hold"]
+    assert decision.replicas >= decision.proposals[Signal.HOLD]
 
 
 def test_live_dry_run_prints_decisions_once(
     fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path
 ) -> None:
+    """dry-run --once against Prometheus prints one decision line, bound by the live queue."""
     require_prometheus()
     fleet.set_fleet_load(PodLoad(waiting=55, running=10))
     assert prometheus.wait_for("sum(vllm:num_requests_waiting) == 55")
@@ -118,12 +125,15 @@ def test_live_dry_run_prints_decisions_once(
         timeout=60,
         check=True,
     ).stdout.splitlines()
-    assert len(out) == 1
-    assert "target=6 binding=queue" in out[0] and "queue=6*" in out[0]
+    assert len(out) == 2
+    assert "target=6 binding=queue" in out[0]
+    assert out[1].startswith("summary: 1 decisions; binding queue 1;")
+    assert "queue=6*" in out[0]
 
 
 @pytest.mark.slow
 def test_demo_prints_live_decisions_within_a_minute() -> None:
+    """The demo prints decisions from live inputs, with tokens and queue proposals, in under 90 s."""
     require_prometheus()
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -181,18 +191,20 @@ def test_no_gpu_that_fits_holds_the_target_at_current_replicas(
                 while True:
                     value = server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue
                     decision = server.runtime.registry.targets()[0].latest
-                    if decision is not None and decision.proposals.get("queue") == 30:
+                    if decision is not None and decision.proposals.get(Signal.QUEUE) == 30:
                         break
                     assert time.monotonic() < deadline
                     time.sleep(0.1)
                 assert value == 2  # the current replicas: nothing more fits
-                assert decision.limited_by is not None and decision.limited_by.value == "gpu_inventory"
+                assert decision.limited_by is not None
+                assert decision.limited_by.value == "gpu_inventory"
                 assert "GPU inventory fits 2" in decision.reason
                 # a node with room arrives: the scale-up the inventory held goes through, as far as it fits
                 double.apply(k8s.node("gpu-c", 8))
                 deadline = time.monotonic() + 10
                 while server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue != 6:
-                    assert time.monotonic() < deadline, server.runtime.registry.targets()[0].latest.reason
+                    latest = server.runtime.registry.targets()[0].latest
+                    assert time.monotonic() < deadline, latest.reason if latest is not None else latest
                     time.sleep(0.1)
         finally:
             inventory.stop()

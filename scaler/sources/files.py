@@ -33,6 +33,7 @@ class ScaledObjectSpec:
     cooldown_period: int = 300
     triggers: tuple[Mapping[str, Any], ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
+    trigger_index: int = 0  # which of ``triggers`` is this scaler's
 
 
 def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = None) -> ScaledObjectSpec:
@@ -48,7 +49,7 @@ def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = N
         external = [(i, t) for i, t in external if i == trigger_index]
     if not external:
         raise InputFileError("the ScaledObject has no trigger of type external (or external-push)")
-    _, trigger = external[0]
+    index, trigger = external[0]
     metadata = {str(k): str(v) for k, v in (trigger.get("metadata") or {}).items()}
     return ScaledObjectSpec(
         name=str(meta.get("name", "scaledobject")),
@@ -60,6 +61,7 @@ def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = N
         cooldown_period=int(spec.get("cooldownPeriod", 300)),
         triggers=triggers,
         raw=doc,
+        trigger_index=index,
     )
 
 
