@@ -281,7 +281,8 @@ class CapacityCalibration:
         return math.log(2.0) / doubling * dt
 
     def _move_usable(self, step: float) -> None:
-        assert self._ln_usable is not None and self._ln_scale is not None
+        assert self._ln_usable is not None
+        assert self._ln_scale is not None
         self._samples += 1
         floor = self._ln_scale + math.log(self.params.min_usable_fraction)
         self._ln_usable = max(floor, self._ln_usable + step)

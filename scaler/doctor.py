@@ -528,7 +528,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cluster = read_cluster(args.kubeconfig, args.namespace)
         scraped = scraped_pods(cluster, args.prometheus)
-    except Exception as exc:  # the client's errors have no common base; say what failed
+    except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say what failed
         print(f"scaler doctor: error: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     cluster = dataclasses.replace(cluster, scraped=scraped)

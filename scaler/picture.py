@@ -307,7 +307,7 @@ def _span(args: argparse.Namespace) -> tuple[datetime, datetime, float]:
         if end.tzinfo is None:
             raise TraceError("--until needs a zone (Z or +08:00)")
     else:
-        end = datetime.now(UTC)
+        end = datetime.now(UTC)  # noqa: TID251 - --until defaults to now
     span = duration_s(args.since)
     step = duration_s(args.step) if args.step else max(15.0, span / 600)
     return end - timedelta(seconds=span), end, step

@@ -149,12 +149,12 @@ class Runtime:
             now = self.tick(self.clock())
             try:
                 await self.source.warm(batch, now, self.refresh_interval_s if self.grid else None)
-            except Exception as exc:  # warming is best effort: the forecaster starts conservatively
+            except Exception as exc:  # noqa: BLE001 - warming is best effort: the forecaster starts conservatively
                 if self.log is not None:
                     self.log.warning("warm_failed", targets=len(batch), error=str(exc))
             try:
                 await self._decide(batch, now)
-            except Exception as exc:  # the refresh loop decides for them on its next pass
+            except Exception as exc:  # noqa: BLE001 - the refresh loop decides for them on its next pass
                 if self.log is not None:
                     self.log.warning("first_decision_failed", targets=len(batch), error=str(exc))
 
@@ -189,7 +189,7 @@ class Runtime:
         while not stop.is_set():
             try:
                 await self.refresh_once(at)
-            except Exception as exc:  # a failed refresh keeps the previous decisions
+            except Exception as exc:  # noqa: BLE001 - a failed refresh keeps the previous decisions
                 if self.log is not None:
                     self.log.error("refresh_failed", error=str(exc), error_type=type(exc).__name__)
             if self.grid:

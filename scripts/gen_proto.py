@@ -20,6 +20,7 @@ MODULES = ("externalscaler_pb2.py", "externalscaler_pb2.pyi", "externalscaler_pb
 
 
 def generate(out: Path) -> list[Path]:
+    """Generate the gRPC modules from protos/externalscaler.proto into ``out``; return their paths."""
     out.mkdir(parents=True, exist_ok=True)
     args = [
         "grpc_tools.protoc",

@@ -18,6 +18,7 @@ START = datetime(2026, 12, 7, 8, 40, tzinfo=ZoneInfo("Asia/Shanghai"))
 
 
 def main() -> None:
+    """Write scaler/examples/observations.jsonl."""
     replicas = 2
     rows = []
     for minute in range(0, 91):

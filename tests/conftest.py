@@ -19,6 +19,7 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def require_prometheus() -> None:
+    """Skip the test (or fail it under CI) when the Prometheus binaries are not installed."""
     try:
         find_binary("prometheus")
         find_binary("promtool")
@@ -30,6 +31,7 @@ def require_prometheus() -> None:
 
 @pytest.fixture
 def fleet() -> Iterator[SimulatedFleet]:
+    """A started simulated fleet of two vLLM pods, stopped after the test."""
     sim = SimulatedFleet()
     sim.set_pods(["vllm-0", "vllm-1"])
     sim.start()

@@ -28,6 +28,7 @@ def strict(schema: Any) -> Any:
 
 
 def crd_validator(path: Path = CRD) -> jsonschema.protocols.Validator:
+    """A strict validator for the CRD's v1alpha1 ScaledObject schema."""
     crd = yaml.safe_load(path.read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
     schema = strict(version["schema"]["openAPIV3Schema"])
@@ -37,4 +38,5 @@ def crd_validator(path: Path = CRD) -> jsonschema.protocols.Validator:
 
 
 def crd_errors(validator: jsonschema.protocols.Validator, obj: Any) -> list[str]:
+    """Every schema error for ``obj``, each as ``field.path: message``."""
     return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(obj)]

@@ -43,9 +43,11 @@ class StepClock:
         self.now = start or datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
     def __call__(self) -> datetime:
+        """The clock's current time."""
         return self.now
 
     def advance(self, seconds: float) -> datetime:
+        """Move the clock forward by ``seconds`` and return the new time."""
         self.now += timedelta(seconds=seconds)
         return self.now
 
@@ -60,6 +62,7 @@ class ScriptedSource:
         self.fail: Exception | None = None
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        """The scripted observations for each target, or the scripted failure raised."""
         self.calls += 1
         if self.fail is not None:
             raise self.fail
@@ -68,9 +71,11 @@ class ScriptedSource:
         }
 
     async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
+        """Nothing to warm: scripted values need no history."""
         return None
 
     def expects_data(self, target: Target) -> bool:
+        """Every target is expected to have data."""
         return True
 
 
@@ -90,7 +95,7 @@ class ServerThread:
         self.grid = grid
         self.settle_s = settle_s
         self.source = source or OfflineSource()
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or (lambda: datetime.now(UTC))  # noqa: TID251 - the server under test runs on the wall clock unless given one
         self.refresh_interval_s = refresh_interval_s
         self.tls = tls
         self.options = options or ServerOptions()
@@ -120,12 +125,15 @@ class ServerThread:
         self.refresher = asyncio.get_running_loop().create_task(self.runtime.run(self.stop_event))
 
     def call(self, coro_factory: Callable[[], Any]) -> Any:
+        """Run the coroutine ``coro_factory`` makes on the server's loop and return its result."""
+
         async def run() -> Any:
             return await coro_factory()
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
 
     def refresh(self) -> None:
+        """Run one refresh of every registered target on the server's loop."""
         self.call(self.runtime.refresh_once)
 
     def __exit__(self, *exc: object) -> None:
@@ -140,12 +148,15 @@ class ServerThread:
         self.thread.join(10)
 
     def channel(self) -> grpc.Channel:
+        """An insecure channel to the server's loopback port."""
         return grpc.insecure_channel(f"127.0.0.1:{self.port}")
 
     def stub(self) -> pb_grpc.ExternalScalerStub:
-        return pb_grpc.ExternalScalerStub(self.channel())
+        """An ExternalScaler stub on a new insecure channel to the server."""
+        return pb_grpc.ExternalScalerStub(self.channel())  # type: ignore[no-untyped-call]
 
 
 def ref(name: str = "llama", namespace: str = "inference", **metadata: str) -> pb.ScaledObjectRef:
+    """A ScaledObjectRef carrying a scalerAddress plus the given metadata."""
     md = {"scalerAddress": "scaler:9090", **metadata}
     return pb.ScaledObjectRef(name=name, namespace=namespace, scalerMetadata=md)

@@ -48,6 +48,8 @@ CREATED = "2026-12-01T08:00:00Z"
 
 @dataclass(frozen=True)
 class Resource:
+    """One API resource the double serves: its URL plural, prefix, scope, kind and apiVersion."""
+
     name: str  # plural, as in the URL
     prefix: str  # /api/v1 or /apis/GROUP/VERSION
     namespaced: bool
@@ -79,6 +81,8 @@ WATCHED = tuple(name for name in RESOURCES if name != "ingresses")
 
 @dataclass
 class RequestRecord:
+    """One request the double answered, as parsed from its URL, with the status sent."""
+
     method: str
     path: str
     resource: str | None
@@ -89,17 +93,21 @@ class RequestRecord:
 
     @property
     def watch(self) -> bool:
+        """Whether the request asked for a watch (``?watch=true`` or ``1``)."""
         return self.query.get("watch") in ("true", "1")
 
 
 @dataclass
 class Fault:
+    """An injected HTTP error for requests on one resource (or all), watches and/or lists."""
+
     code: int
     resource: str | None
     watch: bool | None  # None: lists and watches alike
     times: int | None  # None: until healed
 
     def matches(self, record: RequestRecord) -> bool:
+        """Whether this fault applies to the request ``record``."""
         if self.resource is not None and record.resource != self.resource:
             return False
         return self.watch is None or self.watch == record.watch
@@ -107,12 +115,15 @@ class Fault:
 
 @dataclass
 class Subscription:
+    """One open watch: its resource, namespace (None: all) and queue of events to send."""
+
     resource: str
     namespace: str | None
     events: queue.Queue[tuple[str, Any]] = field(default_factory=queue.Queue)
 
 
 def status_object(code: int, reason: str, message: str) -> dict[str, Any]:
+    """A Kubernetes ``Status`` failure body with the given code, reason and message."""
     return {
         "kind": "Status",
         "apiVersion": "v1",
@@ -163,6 +174,7 @@ class KubeDouble:
     # ---- lifecycle -------------------------------------------------------------------
 
     def start(self) -> KubeDouble:
+        """Serve on a free loopback port from a background thread; returns the double."""
         double = self
 
         class Handler(_Handler):
@@ -177,6 +189,7 @@ class KubeDouble:
         return self
 
     def stop(self) -> None:
+        """End open watches, shut the server down and join its thread."""
         self._closing.set()
         with self.lock:
             subs = list(self.subscriptions)
@@ -196,6 +209,7 @@ class KubeDouble:
 
     @property
     def url(self) -> str:
+        """The double's base URL, ``http://127.0.0.1:PORT``."""
         assert self._server is not None, "start() the double first"
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
@@ -260,6 +274,7 @@ class KubeDouble:
         return self.apply(current, notify)
 
     def delete(self, kind: str, namespace: str, name: str, notify: bool = True) -> None:
+        """Remove a stored object (DELETED), bumping the resourceVersion."""
         resource = BY_KIND[kind].name
         with self.lock:
             obj = self.objects[resource].pop((namespace, name))
@@ -268,6 +283,7 @@ class KubeDouble:
             self._publish(resource, "DELETED", obj, rv, notify)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A copy of the stored object, or None when there is none."""
         with self.lock:
             obj = self.objects[BY_KIND[kind].name].get((namespace, name))
             return copy.deepcopy(obj) if obj is not None else None
@@ -286,6 +302,7 @@ class KubeDouble:
             self.faults.append(Fault(code, resource, watch, times))
 
     def heal(self) -> None:
+        """Clear every injected fault."""
         with self.lock:
             self.faults.clear()
 
@@ -320,10 +337,12 @@ class KubeDouble:
         return self._signal_watches("bookmark", resource)
 
     def watchers(self, resource: str | None = None) -> int:
+        """How many watches are open on ``resource`` (all resources when None)."""
         with self.lock:
             return sum(1 for s in self.subscriptions if resource is None or s.resource == resource)
 
     def wait_watchers(self, resource: str, count: int = 1, timeout: float = 5.0) -> bool:
+        """Wait up to ``timeout`` for ``count`` open watches on ``resource``; whether they came."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.watchers(resource) >= count:
@@ -332,6 +351,7 @@ class KubeDouble:
         return False
 
     def count(self, resource: str | None = None, watch: bool | None = None, status: int | None = None) -> int:
+        """How many recorded requests match the resource, watch flag and status given."""
         with self.lock:
             return sum(
                 1
@@ -364,6 +384,7 @@ class KubeDouble:
     def list_body(
         self, res: Resource, namespace: str | None, limit: int | None, token: str | None
     ) -> tuple[int, dict[str, Any]]:
+        """The status and body of one list page, paged from a snapshot taken at the first page."""
         with self.lock:
             snapshot_id: str | None = None
             if token:
@@ -409,7 +430,7 @@ class KubeDouble:
                 ]
             else:
                 try:
-                    version = int(since)  # type: ignore[arg-type]
+                    version = int(since)
                 except ValueError:
                     version = -1
                 if version < self.compacted - 1 or version < 0:
@@ -427,6 +448,7 @@ class KubeDouble:
             return sub, backlog
 
     def unsubscribe(self, sub: Subscription) -> None:
+        """Forget an open watch."""
         with self.lock:
             if sub in self.subscriptions:
                 self.subscriptions.remove(sub)
@@ -727,6 +749,7 @@ def pod_spec(
     affinity: dict[str, Any] | None = None,
     limits_only: bool = False,
 ) -> dict[str, Any]:
+    """A GPU inference pod spec as the API server returns it, with default tolerations."""
     spec: dict[str, Any] = {
         "containers": [_container("vllm", gpus, resource, limits_only)],
         "restartPolicy": "Always",
@@ -846,6 +869,7 @@ def deployment(
     tolerations: list[dict[str, Any]] | None = None,
     affinity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A Deployment whose pods request ``gpus`` of ``resource``, with its selector and status."""
     labels = dict(match_labels if match_labels is not None else {"app": name})
     selector: dict[str, Any] = {"matchLabels": labels}
     if match_expressions:

@@ -93,6 +93,7 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
 
 
 def full_source() -> ScriptedSource:
+    """A scripted source serving LOAD's full inputs for both ScaledObjects."""
     source = ScriptedSource()
     source.per_target = {key: dict(values) for key, values in LOAD.items()}
     return source
@@ -128,6 +129,7 @@ class TracedServer:
 
     @property
     def address(self) -> str:
+        """The /metrics endpoint's host:port."""
         return f"127.0.0.1:{self.metrics.port}"
 
     def register(self, *keys: TargetKey) -> None:
@@ -143,6 +145,7 @@ class TracedServer:
         assert self.thread.stub().IsActive(ref, timeout=5).result is True
 
     def scrape_text(self) -> str:
+        """The text of one real HTTP scrape of /metrics."""
         with urllib.request.urlopen(f"http://{self.address}/metrics", timeout=5) as reply:
             text: str = reply.read().decode()
         return text
@@ -159,6 +162,7 @@ class TracedServer:
 def samples_for(
     samples: list[tuple[str, dict[str, str], float]], name: str, key: TargetKey
 ) -> list[tuple[dict[str, str], float]]:
+    """The (labels, value) samples of metric ``name`` for one ScaledObject."""
     return [
         (labels, value)
         for sample_name, labels, value in samples
@@ -169,6 +173,7 @@ def samples_for(
 
 
 def value_for(samples: list[tuple[str, dict[str, str], float]], name: str, key: TargetKey) -> float | None:
+    """The one value of metric ``name`` for one ScaledObject, or None when absent."""
     found = samples_for(samples, name, key)
     assert len(found) <= 1, f"{name} has {len(found)} series for {key}"
     return found[0][1] if found else None

@@ -38,6 +38,7 @@ class ToyFleet:
     spec: int | None = None  # the Deployment's replicas (Ready ones plus those still starting)
 
     def observe(self, now: datetime, requests_per_s: float, step_s: float = 15.0) -> Observation:
+        """One refresh at ``requests_per_s``: the queue advances by ``step_s`` of excess demand."""
         capacity = self.ready * REQUESTS_PER_REPLICA
         served = min(requests_per_s, capacity)
         self.waiting = max(0.0, self.waiting + (requests_per_s - capacity) * step_s)
@@ -76,13 +77,14 @@ def test_configured_capacities_converge_to_the_truth_within_an_hour(factor: floa
     for step in range(4 * 60):  # one hour of 15 s refreshes
         now = T0 + timedelta(seconds=15 * step)
         decision = engine.decide(fleet.observe(now, saturated_and_calm(step / 4)))
-    assert decision is not None and decision.capacity is not None
+    assert decision is not None
+    assert decision.capacity is not None
     capacity = decision.capacity
     assert capacity.source == "calibrated"
     assert capacity.prompt_tokens_per_s == pytest.approx(TRUE_PROMPT, rel=0.15)
     assert capacity.generation_tokens_per_s == pytest.approx(TRUE_GENERATION, rel=0.15)
     assert capacity.overloads > 0
-    assert "calibrated over" in decision.signal_reasons["tokens"]
+    assert "calibrated over" in decision.signal_reasons[Signal.TOKENS]
 
 
 def test_without_capacities_the_token_signal_turns_on_and_follows_a_ramp() -> None:
@@ -104,7 +106,7 @@ def test_without_capacities_the_token_signal_turns_on_and_follows_a_ramp() -> No
     first_on = next(m for m, _, d in decisions if d.capacity is not None and d.capacity.known)
     assert first_on < 5  # measured within minutes of the first saturated minute
     late = [(m, r, d) for m, r, d in decisions if m >= 30]
-    assert all(d.proposals.get(Signal.TOKENS.value) is not None for _, _, d in late)
+    assert all(d.proposals.get(Signal.TOKENS) is not None for _, _, d in late)
     for minute, rate, decision in late:
         need_then = math.ceil((rate + 3 * 1.0) / REQUESTS_PER_REPLICA)  # three minutes later
         assert decision.replicas >= need_then, f"minute {minute}: {decision.replicas} < {need_then}"
@@ -309,7 +311,8 @@ def test_a_restart_warmed_from_history_decides_within_one_replica_of_the_old_pro
     fleet.waiting = 0.0  # a calm minute: the token signal, not the queue, sets the target
     probe = fleet.observe(T0 + timedelta(seconds=15 * 8 * 60), 0.6 * 4 * REQUESTS_PER_REPLICA)
     want, got, naive = old.decide(probe), restarted.decide(probe), cold.decide(probe)
-    assert got.capacity is not None and got.capacity.source == "calibrated"
+    assert got.capacity is not None
+    assert got.capacity.source == "calibrated"
     assert want.capacity is not None
     assert got.capacity.prompt_tokens_per_s == pytest.approx(want.capacity.prompt_tokens_per_s, rel=0.15)
     assert abs(got.replicas - want.replicas) <= 1
@@ -331,6 +334,7 @@ def test_kv_cache_usage_measures_the_capacity_without_saturation() -> None:
     for step in range(4 * 60):
         obs = fleet.observe(T0 + timedelta(seconds=15 * step), rate)
         decision = engine.decide(dataclasses.replace(obs, kv_cache_usage=0.55, ttft_over_objective=0.0))
-    assert decision is not None and decision.capacity is not None
+    assert decision is not None
+    assert decision.capacity is not None
     assert decision.capacity.overloads == 0  # never saturated
     assert decision.capacity.prompt_tokens_per_s == pytest.approx(TRUE_PROMPT, rel=0.15)

@@ -75,12 +75,14 @@ def test_the_lead_follows_slower_pods_and_opens_the_prewarm_window_earlier() -> 
 
     start = datetime(2026, 12, 7, 8, 40, tzinfo=UTC)
     first = engine.decide(obs(start, 2, 180.0))
-    assert first.lead is not None and (first.lead.seconds, first.lead.source) == (180.0, "default")
+    assert first.lead is not None
+    assert (first.lead.seconds, first.lead.source) == (180.0, "default")
     opened = None
     for minute in range(1, 20):
         now = start + timedelta(minutes=minute)
         decision = engine.decide(obs(now, 12, 420.0))  # twelve pods now, the slow ones among them
-        assert decision.lead is not None and decision.lead.seconds == 420.0
+        assert decision.lead is not None
+        assert decision.lead.seconds == 420.0
         if opened is None and Signal.PREWARM.value in decision.proposals:
             opened = now
     assert opened == datetime(2026, 12, 7, 8, 53, tzinfo=UTC)  # 09:00 minus 420 s is 08:53

@@ -14,6 +14,7 @@ def test_cold_start_auto_is_unset() -> None:
 
 
 def test_defaults_from_empty_metadata() -> None:
+    """Empty metadata gives vllm, 1..100 replicas, 0.8 utilization, GPU check on, no windows."""
     policy = parse_metadata({})
     assert policy.engine == "vllm"
     assert policy.min_replicas == 1
@@ -51,11 +52,13 @@ def test_defaults_from_empty_metadata() -> None:
     ],
 )
 def test_each_key_parses(key: str, value: str, field: str, expected: object) -> None:
+    """Each documented key's value parses into its policy field."""
     assert getattr(parse_metadata({key: value}), field) == expected
 
 
 @pytest.mark.parametrize("key", sorted(ALIASES))
 def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
+    """Every key given as ``<key>FromEnv`` parses as the key would; all but prewarmWindows change it."""
     samples = {
         "engine": "tgi",
         "labelSelector": 'a="b"',
@@ -85,16 +88,20 @@ def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
 
 
 def test_keda_keys_are_ignored() -> None:
+    """KEDA's own trigger keys leave the policy at its defaults."""
     assert parse_metadata(dict.fromkeys(KEDA_KEYS, "x")) == parse_metadata({})
 
 
 def test_min_replicas_zero_and_utilization_two_are_named_together() -> None:
+    """One error names minReplicas=0 and targetUtilization=2, each with its rule."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata({"minReplicas": "0", "targetUtilization": "2"})
     message = str(caught.value)
     assert caught.value.keys == ["minReplicas", "targetUtilization"]
-    assert 'minReplicas="0"' in message and "never scales to zero" in message
-    assert 'targetUtilization="2"' in message and "(0, 1]" in message
+    assert 'minReplicas="0"' in message
+    assert "never scales to zero" in message
+    assert 'targetUtilization="2"' in message
+    assert "(0, 1]" in message
 
 
 @pytest.mark.parametrize(
@@ -141,8 +148,39 @@ def test_min_replicas_zero_and_utilization_two_are_named_together() -> None:
         ({"minReplicas": "2", "minReplicasFromEnv": "3"}, ["minReplicasFromEnv"]),
         ({"engine": "x" * 9000}, ["engine"]),
     ],
+    ids=[
+        "min-negative",
+        "min-fraction",
+        "max-zero",
+        "utilization-zero",
+        "utilization-nan",
+        "cold-start-inf",
+        "cold-start-negative",
+        "queue-target-zero",
+        "prompt-capacity-huge",
+        "unknown-engine",
+        "gpu-check-not-bool",
+        "gpu-check-failure-unknown",
+        "timezone-unknown",
+        "timezone-path",
+        "timezone-too-long",
+        "prometheus-no-scheme",
+        "selector-injection",
+        "selector-bad-regex",
+        "cron-four-fields",
+        "cron-six-fields",
+        "cron-minute-61",
+        "windows-not-json",
+        "windows-not-a-list",
+        "windows-zero-replicas",
+        "windows-unknown-field",
+        "unknown-key",
+        "key-and-from-env",
+        "engine-too-long",
+    ],
 )
 def test_invalid_values_name_their_key(metadata: dict[str, str], bad_keys: list[str]) -> None:
+    """An invalid value raises MetadataError naming exactly the offending keys."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata(metadata)
     assert caught.value.keys == bad_keys
@@ -151,6 +189,7 @@ def test_invalid_values_name_their_key(metadata: dict[str, str], bad_keys: list[
 
 
 def test_all_field_errors_are_reported_at_once() -> None:
+    """Every bad field is reported in one error, keys sorted."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata(
             {"minReplicas": "0", "maxReplicas": "x", "engine": "?", "coldStartSeconds": "-1", "zzz": "1"}
@@ -178,14 +217,23 @@ def test_all_field_errors_are_reported_at_once() -> None:
         ),
         ({"maxPendingReplicas": "20", "maxReplicas": "10"}, ["maxPendingReplicas"]),
     ],
+    ids=[
+        "min-above-max",
+        "prewarm-start-alone",
+        "prewarm-empty-window",
+        "prewarm-above-max",
+        "pending-above-max",
+    ],
 )
 def test_cross_field_rules(metadata: dict[str, str], bad_keys: list[str]) -> None:
+    """Rules between keys (bounds, complete windows, pending cap) name the key that breaks them."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata(metadata)
     assert caught.value.keys == bad_keys
 
 
 def test_several_windows_combine_single_keys_and_json_list() -> None:
+    """The single-key window and the JSON list combine, in order, each with its timezone."""
     policy = parse_metadata(
         {
             "prewarmStart": "0 9 * * 1-5",
@@ -204,18 +252,21 @@ def test_several_windows_combine_single_keys_and_json_list() -> None:
 
 
 def test_too_many_keys_is_refused() -> None:
+    """Metadata with 100 keys is refused as a whole, under the key "metadata"."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata({f"k{i}": "1" for i in range(100)})
     assert caught.value.keys == ["metadata"]
 
 
 def test_values_are_quoted_in_errors_without_breaking_the_message() -> None:
+    """A bad value appears in the error quoted, its quotes and newlines escaped."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata({"minReplicas": 'a"b\nc'})
     assert '"a\\"b\\nc"' in str(caught.value)
 
 
 def test_custom_engine_takes_its_queries_from_metadata() -> None:
+    """The custom engine takes its queue and prompt-token queries from metadata."""
     policy = parse_metadata(
         {
             "engine": "custom",
@@ -237,8 +288,17 @@ def test_custom_engine_takes_its_queries_from_metadata() -> None:
         ({"engine": "custom", "queueQuery": "sum(x)\x00"}, ["queueQuery"]),
         ({"engine": "custom", "queueQuery": "x" * 3000}, ["queueQuery"]),
     ],
+    ids=[
+        "custom-without-queue",
+        "query-with-vllm",
+        "queries-with-default-engine",
+        "blank-query",
+        "nul-in-query",
+        "query-too-long",
+    ],
 )
 def test_custom_query_rules(metadata: dict[str, str], bad_keys: list[str]) -> None:
+    """Custom queries need engine custom and a queueQuery, each non-blank, NUL-free and not too long."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata(metadata)
     assert caught.value.keys == bad_keys

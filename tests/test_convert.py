@@ -23,6 +23,7 @@ AZURE = ROOT / "benchmarks" / "traces" / "azure2023_conv.csv"
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.protocols.Validator:
+    """The ScaledObject CRD's schema validator, built once for the module."""
     return crd_validator()
 
 
@@ -47,12 +48,14 @@ QUEUE = """\
 
 
 def converted(text: str) -> tuple[dict[str, Any], Any]:
+    """The converted ScaledObject document and its conversion record, from ``text``."""
     out, conversions = convert_text(text)
     (doc,) = [d for d in yaml.safe_load_all(out) if d and d.get("kind") == "ScaledObject"]
     return doc, conversions[0]
 
 
 def external(doc: dict[str, Any]) -> dict[str, str]:
+    """The metadata of the one external trigger in a converted ScaledObject."""
     (trigger,) = [t for t in doc["spec"]["triggers"] if t["type"] == "external"]
     return dict(trigger["metadata"])
 
@@ -60,6 +63,7 @@ def external(doc: dict[str, Any]) -> dict[str, str]:
 def test_the_published_configuration_becomes_one_external_trigger(
     validator: jsonschema.protocols.Validator,
 ) -> None:
+    """The published KEDA config becomes one valid external trigger; the rest is kept as written."""
     out, (conversion,) = convert_text(PUBLISHED.read_text())
     doc = yaml.safe_load(out)
     assert [t["type"] for t in doc["spec"]["triggers"]] == ["external"]
@@ -101,6 +105,7 @@ def test_the_published_configuration_becomes_one_external_trigger(
 
 
 def test_several_cron_triggers_become_prewarm_windows(validator: jsonschema.protocols.Validator) -> None:
+    """Several cron triggers become a prewarmWindows list, each with its own timezone."""
     crons = """\
 - type: cron
   metadata: {timezone: Europe/Paris, start: 0 8 * * 1-5, end: 0 18 * * 1-5, desiredReplicas: "6"}
@@ -121,6 +126,7 @@ def test_several_cron_triggers_become_prewarm_windows(validator: jsonschema.prot
 
 
 def test_authentication_refs_and_unknown_triggers(validator: jsonschema.protocols.Validator) -> None:
+    """Unknown triggers are kept with a warning; the Prometheus authenticationRef is dropped."""
     triggers = """\
 - type: prometheus
   authenticationRef: {name: prometheus-bearer}
@@ -148,7 +154,8 @@ def test_authentication_refs_and_unknown_triggers(validator: jsonschema.protocol
         },
     }
     assert "authenticationRef" not in doc["spec"]["triggers"][0]
-    assert external(doc)["engine"] == "vllm" and "labelSelector" not in external(doc)
+    assert external(doc)["engine"] == "vllm"
+    assert "labelSelector" not in external(doc)
     assert any("authenticationRef dropped" in c for c in conversion.changes)
     assert any("activationThreshold dropped" in c for c in conversion.changes)
     (warning,) = conversion.warnings
@@ -160,6 +167,7 @@ def test_authentication_refs_and_unknown_triggers(validator: jsonschema.protocol
 def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
     validator: jsonschema.protocols.Validator,
 ) -> None:
+    """minReplicaCount 0 becomes 1, idleReplicaCount goes, and both trigger bounds agree."""
     out, (conversion,) = convert_text(scaledobject(QUEUE, spec="minReplicaCount: 0\nidleReplicaCount: 0\n"))
     doc = yaml.safe_load(out)
     spec = doc["spec"]
@@ -198,12 +206,26 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
         ("sum(vllm:num_requests_waiting) / 2", None),
         ("sum(my_queue_depth)", None),
     ],
+    ids=[
+        "vllm",
+        "vllm-spaced-two-labels",
+        "sglang",
+        "tgi",
+        "triton-waiting",
+        "triton-active",
+        "rate-of-queue",
+        "max-not-sum",
+        "arithmetic",
+        "unknown-metric",
+    ],
 )
 def test_which_queries_are_an_engine_s_queue(query: str, expected: tuple[str, str] | None) -> None:
+    """Only a plain sum of an engine's waiting-queue metric is recognised as its queue preset."""
     assert queue_preset(query) == expected
 
 
 def test_another_query_becomes_a_custom_queue_query() -> None:
+    """A query no preset matches becomes engine custom, with the query as queueQuery."""
     query = 'sum(max_over_time(router_pending_requests{service="llm"}[30s]))'
     triggers = f'- type: prometheus\n  metadata: {{query: {json.dumps(query)}, threshold: "5"}}\n'
     doc, conversion = converted(scaledobject(triggers))
@@ -214,6 +236,7 @@ def test_another_query_becomes_a_custom_queue_query() -> None:
 
 
 def test_an_object_s_own_fallback_and_behavior_are_kept() -> None:
+    """An object's own fallback and HPA behavior are kept, each with a warning."""
     spec = textwrap.dedent("""\
         minReplicaCount: 2
         maxReplicaCount: 8
@@ -254,14 +277,17 @@ def test_an_object_s_own_fallback_and_behavior_are_kept() -> None:
         ),
         (QUEUE, "minReplicaCount: two\n", "minReplicaCount='two' is not an integer"),
     ],
+    ids=["no-prometheus-trigger", "already-converted", "cron-above-max", "bad-min-replicas"],
 )
 def test_what_cannot_be_converted_says_why(triggers: str, spec: str | None, message: str) -> None:
+    """Objects that cannot be converted raise ConvertError naming the problem."""
     text = scaledobject(triggers) if spec is None else scaledobject(triggers, spec=spec)
     with pytest.raises(ConvertError, match=message):
         convert_text(text)
 
 
 def test_other_documents_are_kept_and_a_file_without_a_scaledobject_is_an_error() -> None:
+    """Other documents pass through unchanged; a file without a ScaledObject is an error."""
     deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\n"
     out, _ = convert_text(deployment + "---\n" + scaledobject(QUEUE))
     kinds = [d["kind"] for d in yaml.safe_load_all(out)]
@@ -273,6 +299,7 @@ def test_other_documents_are_kept_and_a_file_without_a_scaledobject_is_an_error(
 def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """scaler convert prints only YAML on stdout and the changes on stderr; a missing file exits 2."""
     old = tmp_path / "old.yaml"
     old.write_text(PUBLISHED.read_text())
     assert main(["convert", str(old), "--scaler-address", "scaler.example:9090"]) == 0
@@ -288,6 +315,7 @@ def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
 def test_the_command_replays_old_and_new_side_by_side(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """scaler convert --replay reports the old, new and clairvoyant scalers on the same trace."""
     old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
     old.write_text((ROOT / "scaler" / "examples" / "baseline.yaml").read_text())
     assert main(["convert", str(old), "-o", str(new), "--replay", str(AZURE)]) == 0

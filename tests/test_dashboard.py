@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,13 @@ BUILTINS = {"$__rate_interval": "4s", "$__range": "1m", "$__interval": "1s"}
 
 
 def load_dashboard() -> dict[str, Any]:
+    """The committed Grafana dashboard JSON."""
     dashboard: dict[str, Any] = json.loads(DASHBOARD.read_text())
     return dashboard
 
 
 def panel_targets(dashboard: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every query target with its panel's title, including panels nested in rows."""
     out = []
     for panel in dashboard["panels"]:
         for inner in [panel, *panel.get("panels", [])]:
@@ -45,6 +47,7 @@ def panel_targets(dashboard: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
 
 
 def substitute(expr: str, namespace: str, scaledobject: str) -> str:
+    """A panel query with Grafana's built-in and template variables filled in."""
     for name, value in BUILTINS.items():
         expr = expr.replace(name, value)
     expr = expr.replace("$namespace", namespace).replace("$scaledobject", scaledobject)
@@ -53,13 +56,16 @@ def substitute(expr: str, namespace: str, scaledobject: str) -> str:
 
 
 class Stand:
+    """The scaler under test, the Prometheus scraping it, and the source it reads."""
+
     def __init__(self, server: TracedServer, prometheus: LocalPrometheus, source: ScriptedSource) -> None:
         self.server = server
         self.prometheus = prometheus
         self.source = source
 
     def query_range(self, expr: str, seconds: float = 10.0) -> list[dict[str, Any]]:
-        end = time.time()
+        """The series a range query over the last ``seconds`` returns."""
+        end = time.time()  # noqa: TID251 - a real Prometheus holds samples near now
         params = {"query": expr, "start": f"{end - seconds:.3f}", "end": f"{end:.3f}", "step": "1"}
         url = f"{self.prometheus.url}/api/v1/query_range?" + urllib.parse.urlencode(params)
         with urllib.request.urlopen(url, timeout=10) as reply:  # loopback
@@ -69,13 +75,16 @@ class Stand:
         return result
 
     def latest(self, key: TargetKey) -> Any:
+        """The scaler's latest decision for one ScaledObject."""
         target = self.server.thread.runtime.registry.get(key)
-        assert target is not None and target.latest is not None
+        assert target is not None
+        assert target.latest is not None
         return target.latest
 
 
 @pytest.fixture(scope="module")
 def stand() -> Iterator[Stand]:
+    """The traced scaler deciding for two ScaledObjects, scraped by Prometheus until series exist."""
     require_prometheus()
     source = full_source()
     # Wall-clock decisions four times a second, scraped twice a second.
@@ -95,12 +104,12 @@ def stand() -> Iterator[Stand]:
 
 
 def test_the_dashboard_covers_what_it_must_show() -> None:
+    """The dashboard has its variables, shows every key series, and queries only exported ones."""
     dashboard = load_dashboard()
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert set(variables) == {"datasource", "namespace", "scaledobject"}
-    assert (
-        variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
-    )
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
     exprs = " ".join(t["expr"] for _, t in panel_targets(dashboard))
     for series in (
         "llm_scaler_desired_replicas",
@@ -130,6 +139,7 @@ def test_the_dashboard_covers_what_it_must_show() -> None:
 
 
 def test_every_panel_query_returns_series_for_each_scaledobject(stand: Stand) -> None:
+    """Every panel query parses and returns series for single, all and multi-value selections."""
     targets = panel_targets(load_dashboard())
     assert len(targets) >= 15
     cases = [
@@ -155,6 +165,7 @@ def test_every_panel_query_returns_series_for_each_scaledobject(stand: Stand) ->
 
 
 def test_variable_queries_list_both_scaledobjects(stand: Stand) -> None:
+    """The namespace and scaledobject variable queries list both ScaledObjects."""
     variables = {v["name"]: v for v in load_dashboard()["templating"]["list"]}
     found: dict[str, set[str]] = {}
     for name in ("namespace", "scaledobject"):
@@ -171,6 +182,7 @@ def test_variable_queries_list_both_scaledobjects(stand: Stand) -> None:
 
 
 def test_panels_show_what_the_scaler_decided(stand: Stand) -> None:
+    """The binding signal and proposals in Prometheus match each ScaledObject's latest decision."""
     for key in (LLAMA, QWEN):
         decision = stand.latest(key)
         selector = f'namespace="{key.namespace}", scaledobject="{key.name}"'
@@ -185,7 +197,8 @@ def test_panels_show_what_the_scaler_decided(stand: Stand) -> None:
     assert stand.latest(QWEN).binding.value == "prewarm"
 
 
-def wait_until(predicate: Any, timeout_s: float = 20.0) -> bool:
+def wait_until(predicate: Callable[[], object], timeout_s: float = 20.0) -> bool:
+    """Whether ``predicate`` becomes true within ``timeout_s``, polling every 0.2 s."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
@@ -195,6 +208,7 @@ def wait_until(predicate: Any, timeout_s: float = 20.0) -> bool:
 
 
 def test_decision_series_follow_a_change_in_load(stand: Stand) -> None:
+    """After more load and free GPUs, the decision series follow and the stale clamp series vanish."""
     selector = f'namespace="{LLAMA.namespace}", scaledobject="{LLAMA.name}"'
 
     def value(expr: str) -> float | None:

@@ -26,6 +26,7 @@ GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
 
 
 def healthy() -> list[dict[str, Any]]:
+    """A cluster with no pitfall: tainted GPU node, careful Deployment, agreeing ScaledObject, Ingress."""
     deployment = k8s.deployment(
         "vllm-llama",
         NS,
@@ -81,6 +82,7 @@ def healthy() -> list[dict[str, Any]]:
 
 
 def kind(objs: list[dict[str, Any]], kind_: str) -> dict[str, Any]:
+    """The first object of kind ``kind_`` in ``objs``."""
     return next(o for o in objs if o["kind"] == kind_)
 
 
@@ -91,6 +93,7 @@ def doctor(
     *extra: str,
     version: str = "1.35.0",
 ) -> tuple[int, list[dict[str, str]]]:
+    """Run ``scaler doctor --output json`` against a double serving ``objs``; exit code and findings."""
     with k8s.KubeDouble(token="t", version=version) as double:
         for obj in objs:
             double.apply(obj)
@@ -101,6 +104,7 @@ def doctor(
 
 
 def test_a_healthy_cluster_has_no_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A healthy cluster exits 0 with only the note that Prometheus was not asked."""
     code, findings = doctor(healthy(), tmp_path, capsys)
     assert code == 0
     assert [(f["severity"], f["check"], f["object"]) for f in findings] == [
@@ -109,6 +113,8 @@ def test_a_healthy_cluster_has_no_finding(tmp_path: Path, capsys: pytest.Capture
 
 
 def add_trigger(trigger: dict[str, Any]) -> Callable[[list[dict[str, Any]]], None]:
+    """A change that appends ``trigger`` to the ScaledObject's triggers."""
+
     def change(objs: list[dict[str, Any]]) -> None:
         kind(objs, "ScaledObject")["spec"]["triggers"].append(trigger)
 
@@ -116,6 +122,8 @@ def add_trigger(trigger: dict[str, Any]) -> Callable[[list[dict[str, Any]]], Non
 
 
 def set_in(kind_: str, *path: str, value: Any) -> Callable[[list[dict[str, Any]]], None]:
+    """A change that sets (or, for None, deletes) the value at ``path`` in the object of ``kind_``."""
+
     def change(objs: list[dict[str, Any]]) -> None:
         obj = kind(objs, kind_)
         for key in path[:-1]:
@@ -129,6 +137,8 @@ def set_in(kind_: str, *path: str, value: Any) -> Callable[[list[dict[str, Any]]
 
 
 def container(key: str, value: Any) -> Callable[[list[dict[str, Any]]], None]:
+    """A change that sets the pod's grace period or removes ``key`` from the vLLM container."""
+
     def change(objs: list[dict[str, Any]]) -> None:
         spec = kind(objs, "Deployment")["spec"]["template"]["spec"]
         if key == "terminationGracePeriodSeconds":
@@ -140,10 +150,12 @@ def container(key: str, value: Any) -> Callable[[list[dict[str, Any]]], None]:
 
 
 def untainted(objs: list[dict[str, Any]]) -> None:
+    """Remove the GPU node's taints."""
     del next(o for o in objs if o["kind"] == "Node")["spec"]["taints"]
 
 
 def cpu_hpa(objs: list[dict[str, Any]]) -> None:
+    """Add a second HPA scaling the Deployment on CPU utilisation."""
     hpa = copy.deepcopy(kind(objs, "HorizontalPodAutoscaler"))
     hpa["metadata"]["name"] = "vllm-llama-cpu"
     hpa["spec"]["scaleTargetRef"]["name"] = "vllm-llama"
@@ -157,6 +169,8 @@ def cpu_hpa(objs: list[dict[str, Any]]) -> None:
 
 
 def annotate(key: str, value: str | None) -> Callable[[list[dict[str, Any]]], None]:
+    """A change that sets (or, for None, removes) one ingress-nginx annotation on the Ingress."""
+
     def change(objs: list[dict[str, Any]]) -> None:
         annotations = kind(objs, "Ingress")["metadata"]["annotations"]
         if value is None:
@@ -168,6 +182,8 @@ def annotate(key: str, value: str | None) -> Callable[[list[dict[str, Any]]], No
 
 
 def bounds(low: int | None, high: int) -> Callable[[list[dict[str, Any]]], None]:
+    """A change that sets the ScaledObject's maxReplicaCount, dropping minReplicaCount when None."""
+
     def change(objs: list[dict[str, Any]]) -> None:
         spec = kind(objs, "ScaledObject")["spec"]
         if low is None:
@@ -178,6 +194,8 @@ def bounds(low: int | None, high: int) -> Callable[[list[dict[str, Any]]], None]
 
 
 def both_bounds(high: int) -> Callable[[list[dict[str, Any]]], None]:
+    """A change that sets maxReplicaCount and the trigger's maxReplicas to ``high`` together."""
+
     def change(objs: list[dict[str, Any]]) -> None:
         so = kind(objs, "ScaledObject")
         so["spec"]["maxReplicaCount"] = high
@@ -283,6 +301,7 @@ def test_each_pitfall_is_named(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Each pitfall gives exactly its findings, each with a problem and a fix, and its exit code."""
     objs = healthy()
     change(objs)
     exit_code, findings = doctor(objs, tmp_path, capsys)
@@ -295,6 +314,7 @@ def test_each_pitfall_is_named(
 def test_the_tolerance_finding_needs_a_cluster_that_takes_a_per_hpa_tolerance(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """No hpa-tolerance finding before Kubernetes 1.35 or when a scale-up tolerance is set."""
     objs = healthy()
     both_bounds(16)(objs)
     _, findings = doctor(objs, tmp_path, capsys, version="1.34.2")
@@ -306,6 +326,7 @@ def test_the_tolerance_finding_needs_a_cluster_that_takes_a_per_hpa_tolerance(
 
 
 def test_a_namespace_limits_what_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--namespace limits the findings to ScaledObjects in that namespace."""
     objs = healthy()
     other = k8s.scaledobject("other", "elsewhere")  # minReplicaCount 1 vs the trigger's 1: fine, but
     other["spec"]["triggers"].append(CRON)  # several triggers
@@ -319,6 +340,7 @@ def test_a_namespace_limits_what_is_read(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_the_text_output_has_one_row_per_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The text output is a table with one row per finding and a count of findings and errors."""
     objs = healthy()
     untainted(objs)
     with k8s.KubeDouble(token="t") as double:
@@ -328,7 +350,8 @@ def test_the_text_output_has_one_row_per_finding(tmp_path: Path, capsys: pytest.
         assert main(["doctor", "--kubeconfig", str(config)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["SEVERITY", "OBJECT", "PROBLEM"]
-    assert lines[1].startswith("warning   Node gpu-a") and " -> taint it" in lines[1]
+    assert lines[1].startswith("warning   Node gpu-a")
+    assert " -> taint it" in lines[1]
     assert lines[2].startswith("info      ScaledObject inference/llama")
     assert lines[-1] == "2 findings, 0 errors"
 
@@ -336,6 +359,7 @@ def test_the_text_output_has_one_row_per_finding(tmp_path: Path, capsys: pytest.
 def test_an_unreachable_cluster_is_an_error_not_a_clean_bill(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """An unreachable API server exits 2 with an error, not a clean report."""
     with k8s.KubeDouble(token="t") as double:
         url = double.url
     config = k8s.kubeconfig(tmp_path / "kubeconfig", url, "t")
@@ -347,6 +371,7 @@ def test_an_unreachable_cluster_is_an_error_not_a_clean_bill(
 def test_pods_prometheus_does_not_scrape(
     fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With --prometheus, a selector no scraped pod matches is a not-scraped error; a matched one is fine."""
     assert prometheus.wait_for("count(vllm:num_requests_running) >= 2", timeout_s=30)
     objs = healthy()
     _, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)

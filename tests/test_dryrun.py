@@ -16,6 +16,7 @@ NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 
 
 def decision(waiting: float, schedulable: int) -> Decision:
+    """One decision of a 2..12, 10-per-replica engine on four ready replicas at NOW."""
     engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
     obs = Observation(
         now=NOW,
@@ -28,6 +29,7 @@ def decision(waiting: float, schedulable: int) -> Decision:
 
 
 def test_the_line_names_every_proposal_the_binding_signal_and_each_clamp_that_changed_the_target() -> None:
+    """The line names each proposal, the binding signal, each clamp that changed the target, the lead."""
     d = decision(waiting=150, schedulable=3)  # the queue asks 15: max 12, then 4 + 3 GPUs fit 7
     line = format_line(d, "inference/llama")
     assert line.startswith("2026-12-01T09:30:00Z inference/llama target=7 binding=queue [floor=2 queue=15*] ")
@@ -38,30 +40,38 @@ def test_the_line_names_every_proposal_the_binding_signal_and_each_clamp_that_ch
 
 
 def test_without_clamps_the_line_says_none_and_the_json_carries_the_same_decision() -> None:
+    """An unclamped line says "clamps: none" and the JSON carries the same replicas and proposals."""
     d = decision(waiting=30, schedulable=20)
     line = format_line(d)
     assert " target=3 binding=queue [floor=2 queue=3*] clamps: none | " in line
     body = json.loads(format_json(d, "inference/llama"))
     assert body["scaledobject"] == "inference/llama"
-    assert body["replicas"] == 3 and body["proposals"] == {"floor": 2, "queue": 3}
+    assert body["replicas"] == 3
+    assert body["proposals"] == {"floor": 2, "queue": 3}
     assert body["binding"] == "queue"
 
 
 @pytest.mark.parametrize("engine", sorted(PRESETS))
 def test_every_preset_reads_the_queue_and_renders_grouped_by_the_selector_s_labels(engine: str) -> None:
+    """Every preset has a queue family; every family renders grouped by the given labels, no placeholder."""
     preset = PRESETS[engine]
     queue = preset.family("queue_waiting")
-    assert queue is not None and preset.family("replicas_reporting") is not None
+    assert queue is not None
+    assert preset.family("replicas_reporting") is not None
     query = queue.render(("model_name", "namespace"), "1m")
-    assert "by (model_name, namespace)" in query and "{by}" not in query
+    assert "by (model_name, namespace)" in query
+    assert "{by}" not in query
     for family in preset.families:
         rendered = family.render(("pod",), "30s")
-        assert "{window}" not in rendered and "{by}" not in rendered
+        assert "{window}" not in rendered
+        assert "{by}" not in rendered
         if family.combine is Combine.HISTOGRAM:
-            assert "by (le, pod)" in rendered and "_bucket[30s]" in rendered
+            assert "by (le, pod)" in rendered
+            assert "_bucket[30s]" in rendered
 
 
 def test_a_label_name_that_is_not_one_is_refused_before_it_reaches_promql() -> None:
+    """A label name that is not a valid Prometheus label raises ValueError before rendering PromQL."""
     family = PRESETS["vllm"].family("queue_waiting")
     assert family is not None
     with pytest.raises(ValueError, match="invalid label name"):
@@ -69,6 +79,8 @@ def test_a_label_name_that_is_not_one_is_refused_before_it_reaches_promql() -> N
 
 
 def test_triton_s_first_response_histogram_is_in_milliseconds() -> None:
+    """Triton's TTFT histogram is scaled from milliseconds; TGI has no TTFT family."""
     ttft = PRESETS["triton"].family("ttft")
-    assert ttft is not None and ttft.le_scale == 0.001
+    assert ttft is not None
+    assert ttft.le_scale == 0.001
     assert PRESETS["tgi"].family("ttft") is None  # TGI exports no time-to-first-token histogram

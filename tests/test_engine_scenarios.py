@@ -49,6 +49,7 @@ def obs(
 
 
 def test_idle_deployment_gets_min_replicas() -> None:
+    """An idle deployment settles at minReplicas, bound by the floor, and the reason says so."""
     engine = Engine.from_metadata(LLAMA)
     for i in range(40):
         d = engine.decide(obs(T0 + timedelta(seconds=15 * i)))
@@ -58,6 +59,7 @@ def test_idle_deployment_gets_min_replicas() -> None:
 
 
 def test_400_waiting_raise_the_target_but_not_above_max() -> None:
+    """400 waiting requests push the queue proposal past maxReplicas, which clamps it to 16."""
     engine = Engine.from_metadata(LLAMA)
     d = engine.decide(obs(T0, waiting=400, current=4, schedulable=100))
     assert 2 < d.replicas <= 16
@@ -67,6 +69,7 @@ def test_400_waiting_raise_the_target_but_not_above_max() -> None:
 
 
 def test_ten_minutes_before_a_prewarm_window_with_900s_cold_start() -> None:
+    """With a 900 s cold start, ten minutes before a window the pre-warm replicas are asked for."""
     md = {
         **LLAMA,
         "coldStartSeconds": "900",
@@ -83,12 +86,14 @@ def test_ten_minutes_before_a_prewarm_window_with_900s_cold_start() -> None:
 
 
 def test_no_schedulable_gpu_holds_heavy_load_at_current_replicas() -> None:
+    """With no schedulable GPU, heavy load holds at current replicas and reports what is held back."""
     engine = Engine.from_metadata(LLAMA)
     d = engine.decide(obs(T0, rate=40, waiting=500, current=5, schedulable=0))
     assert d.replicas == 5
     assert d.limited_by is ClampKind.GPU_INVENTORY
     gpu = next(c for c in d.clamps if c.kind is ClampKind.GPU_INVENTORY)
-    assert gpu.after == 5 and gpu.before > 5
+    assert gpu.after == 5
+    assert gpu.before > 5
     assert "GPU inventory" in d.reason
     assert d.gpu_held_back == gpu.before - 5
 
@@ -97,6 +102,7 @@ def test_no_schedulable_gpu_holds_heavy_load_at_current_replicas() -> None:
 
 
 def test_prewarm_window_walk_with_lead() -> None:
+    """Walking through a window, pre-warm starts one cold start early and ends when it closes."""
     md = {
         **LLAMA,
         "prewarmStart": "0 9 * * *",
@@ -117,6 +123,7 @@ def test_prewarm_window_walk_with_lead() -> None:
 
 
 def test_burst_and_decay() -> None:
+    """A burst is met at once, held while the peak guard remembers it, then released without steps up."""
     engine = Engine.from_metadata(LLAMA)
     # capacity per replica at 75%: 0.75 / (1100/9000 + 210/1800) = 3.14 requests/s
     history = []
@@ -152,6 +159,7 @@ def test_burst_and_decay() -> None:
 
 
 def test_ramp_is_served_ahead_of_time() -> None:
+    """On a steady ramp the target covers, within 5%, the rate one cold start (180 s) ahead."""
     engine = Engine.from_metadata(LLAMA)
     t = T0
     decisions = []
@@ -166,6 +174,7 @@ def test_ramp_is_served_ahead_of_time() -> None:
 
 
 def test_missing_data_holds_the_last_demand_then_recovers() -> None:
+    """While Prometheus is gone the last demand is held, with the error noted; idle again, it falls."""
     engine = Engine.from_metadata(LLAMA)
     t = T0
     for _ in range(20):
@@ -193,6 +202,7 @@ def test_missing_data_holds_the_last_demand_then_recovers() -> None:
 
 
 def test_pending_and_starting_replicas_do_not_stack_scale_ups() -> None:
+    """Starting replicas do not add to the target: the same queue asks for the same count."""
     engine = Engine.from_metadata(
         {**LLAMA, "promptTokensPerSecondPerReplica": "1e9", "generationTokensPerSecondPerReplica": "1e9"}
     )
@@ -203,6 +213,7 @@ def test_pending_and_starting_replicas_do_not_stack_scale_ups() -> None:
 
 
 def test_stuck_pending_pods_are_released_beyond_max_pending() -> None:
+    """Without GPUs, Pending pods beyond maxPendingReplicas are released; allowed ones are kept."""
     engine = Engine.from_metadata(LLAMA)
     d = engine.decide(obs(T0, rate=30, waiting=100, current=8, schedulable=0, pending_replicas=3))
     assert d.replicas == 5
@@ -215,6 +226,7 @@ def test_stuck_pending_pods_are_released_beyond_max_pending() -> None:
 
 
 def test_floor_wins_over_gpu_capacity_and_says_so() -> None:
+    """minReplicas wins over missing GPU capacity, and the reason mentions Pending pods."""
     engine = Engine.from_metadata({**LLAMA, "minReplicas": "4"})
     d = engine.decide(obs(T0, current=2, schedulable=0))
     assert d.replicas == 4
@@ -223,6 +235,7 @@ def test_floor_wins_over_gpu_capacity_and_says_so() -> None:
 
 
 def test_unknown_inventory_fails_open_by_default_and_closed_on_request() -> None:
+    """An unknown GPU inventory skips the GPU check by default and holds current with fail-closed."""
     heavy = obs(T0, rate=40, waiting=300, current=4, schedulable=None)
     open_ = Engine.from_metadata(LLAMA).decide(heavy)
     assert open_.replicas == 16
@@ -255,6 +268,7 @@ def test_warm_from_history_restores_the_trend() -> None:
 
 
 def test_engine_refuses_naive_datetimes() -> None:
+    """An Observation with a naive datetime raises ValueError."""
     with pytest.raises(ValueError, match="timezone-aware"):
         Observation(now=datetime(2026, 1, 1))
 
@@ -285,13 +299,14 @@ def test_a_one_poll_queue_spike_buys_no_replica_but_a_sustained_one_does() -> No
     spike = engine.decide(obs(t, rate=3, waiting=315, current=2, schedulable=40))
     t += timedelta(seconds=15)
     after = engine.decide(obs(t, rate=3, waiting=0, current=2, schedulable=40))
-    assert spike.replicas == quiet and after.replicas == quiet
-    assert spike.proposals["queue"] == 0
+    assert spike.replicas == quiet
+    assert after.replicas == quiet
+    assert spike.proposals[Signal.QUEUE] == 0
     sustained = []
     for _ in range(3):
         t += timedelta(seconds=15)
         sustained.append(engine.decide(obs(t, rate=3, waiting=315, current=2, schedulable=40)))
-    assert sustained[0].proposals["queue"] == 0  # the first poll of it: not yet a backlog
+    assert sustained[0].proposals[Signal.QUEUE] == 0  # the first poll of it: not yet a backlog
     assert sustained[1].replicas == 32  # 315 at two polls in a row, 10 per replica
     assert sustained[1].binding is Signal.QUEUE
 
@@ -304,6 +319,7 @@ def test_a_growing_queue_counts_as_demand_the_served_rates_do_not_show() -> None
         engine.decide(obs(t, rate=3, current=4, requests_per_s=3.0))
         t += timedelta(seconds=15)
     base = engine._prompt.level  # the served prompt rate: 3 requests/s x 1,100 tokens
+    assert base is not None
     assert base == pytest.approx(3300, rel=0.01)
     waiting = 0.0
     for _ in range(8):  # served stays at 3 requests/s while 6 more arrive each second and wait
@@ -311,4 +327,6 @@ def test_a_growing_queue_counts_as_demand_the_served_rates_do_not_show() -> None
         engine.decide(obs(t, rate=3, waiting=waiting, current=4, requests_per_s=3.0))
         t += timedelta(seconds=15)
     # demand is 9 requests/s: the forecaster follows it although the served rate did not move
-    assert engine._prompt.level > 2.5 * base
+    level = engine._prompt.level
+    assert level is not None
+    assert level > 2.5 * base

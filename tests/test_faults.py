@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
 
 import grpc
 import pytest
@@ -20,60 +16,35 @@ from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
+from tests.fake_prometheus import Answer, FakePrometheus, query_of, vector
 from tests.helpers import ServerThread, ref
 
 
-class ScriptedPrometheus:
+class FaultScript:
     """Answers the query API with a queue depth, or fails the way the test says."""
 
     def __init__(self) -> None:
         self.mode = "ok"  # ok | slow | error | garbage | empty | nan
         self.waiting = 120.0
-        fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                query = parse_qs(urlparse(self.path).query).get("query", [""])[0]
-                status, body = fake.answer(query)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def answer(self, query: str) -> tuple[int, bytes]:
+    def __call__(self, path: str) -> Answer:
+        """Answer one request: the queue depth for the waiting-queue query, no series otherwise."""
+        query = query_of(path)
         if self.mode == "slow":
             time.sleep(3)
         if self.mode == "error":
             return 500, b"boom"
         if self.mode == "garbage":
             return 200, b"<html>not prometheus</html>"
-        value = "NaN" if self.mode == "nan" else str(self.waiting)
-        rows = (
-            []
-            if self.mode == "empty" or "bucket" in query or "num_requests_waiting" not in query
-            else [{"metric": {"model_name": "m", "pod": "p0"}, "value": [time.time(), value]}]
-        )
-        return 200, json.dumps(
-            {"status": "success", "data": {"resultType": "vector", "result": rows}}
-        ).encode()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        if self.mode == "empty" or "bucket" in query or "num_requests_waiting" not in query:
+            return 200, vector()
+        return 200, vector("NaN" if self.mode == "nan" else str(self.waiting), labels={"model_name": "m"})
 
 
 @pytest.fixture
-def scripted() -> Iterator[ScriptedPrometheus]:
-    fake = ScriptedPrometheus()
+def scripted() -> Iterator[FakePrometheus[FaultScript]]:
+    """A fake Prometheus answering from a FaultScript the test switches between modes."""
+    fake = FakePrometheus(FaultScript())
     yield fake
     fake.close()
 
@@ -81,6 +52,7 @@ def scripted() -> Iterator[ScriptedPrometheus]:
 def timed_metrics(
     stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest
 ) -> tuple[float, int | grpc.StatusCode]:
+    """One GetMetrics call: its latency in seconds and the metric value, or the gRPC status code."""
     started = time.perf_counter()
     try:
         value: int | grpc.StatusCode = stub.GetMetrics(request, timeout=5).metricValues[0].metricValue
@@ -90,8 +62,9 @@ def timed_metrics(
 
 
 def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
-    scripted: ScriptedPrometheus,
+    scripted: FakePrometheus[FaultScript],
 ) -> None:
+    """Slow or broken Prometheus answers hold the target fast, go UNAVAILABLE when stale, then heal."""
     source = LiveSource(PrometheusReader(scripted.url, timeout_s=1.0))
     request = pb.GetMetricsRequest(
         scaledObjectRef=ref(minReplicas="2", targetQueuePerReplica="10", maxStalenessSeconds="3")
@@ -105,7 +78,7 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
         assert timed_metrics(stub, request)[1] == 12
         latencies = []
         for mode in ("slow", "error", "garbage", "empty", "nan"):
-            scripted.mode = mode
+            scripted.respond.mode = mode
             until = time.monotonic() + 0.5
             while time.monotonic() < until:
                 latency, value = timed_metrics(stub, request)
@@ -117,8 +90,8 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
         while timed_metrics(stub, request)[1] != grpc.StatusCode.UNAVAILABLE:
             assert time.monotonic() < until, "never turned UNAVAILABLE after maxStalenessSeconds"
             time.sleep(0.1)
-        scripted.mode = "ok"
-        scripted.waiting = 50.0
+        scripted.respond.mode = "ok"
+        scripted.respond.waiting = 50.0
         recovered_by = time.monotonic() + 2 * 0.25 + 1.0  # two refreshes, plus a query timeout in flight
         while timed_metrics(stub, request)[1] != 5:  # a live decision again: 50 waiting at 10 per replica
             assert time.monotonic() < recovered_by, "did not recover without a restart"
@@ -129,6 +102,7 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
 
 
 def test_prometheus_down_from_the_start_ends_in_unavailable() -> None:
+    """With Prometheus never reachable, GetMetrics answers minReplicas, then UNAVAILABLE once stale."""
     source = LiveSource(PrometheusReader("http://127.0.0.1:9", timeout_s=0.5))
     request = pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="3", maxStalenessSeconds="1"))
     with ServerThread(source=source, refresh_interval_s=0.25) as server:
@@ -140,6 +114,7 @@ def test_prometheus_down_from_the_start_ends_in_unavailable() -> None:
 
 
 def test_restart_warmed_from_history_decides_within_one_replica() -> None:
+    """An engine warmed from history decides within one replica of one that ran all along."""
     md = {
         "minReplicas": "2",
         "maxReplicas": "40",
@@ -182,6 +157,7 @@ def test_restart_warmed_from_history_decides_within_one_replica() -> None:
 
 @pytest.mark.prometheus
 def test_two_scaler_replicas_answer_alike(fleet: SimulatedFleet, prometheus: LocalPrometheus) -> None:
+    """Two scaler replicas on the same grid give KEDA equal decisions for the same grid times."""
     fleet.set_fleet_load(
         PodLoad(waiting=70, running=20, prompt_tokens_per_s=20000, generation_tokens_per_s=4000)
     )

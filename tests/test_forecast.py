@@ -15,6 +15,7 @@ from scaler.signals.forecast import ForecastParams, SeriesForecaster, _TimedWind
 
 
 def test_constant_series_converges_with_no_trend() -> None:
+    """A constant series forecasts its level, no trend and no margin, at any horizon."""
     f = SeriesForecaster(horizon_s=180)
     for i in range(200):
         f.update(i * 15.0, 100.0)
@@ -27,6 +28,7 @@ def test_constant_series_converges_with_no_trend() -> None:
 
 
 def test_ramp_is_followed_one_horizon_ahead() -> None:
+    """On a steady ramp the trend is the slope and the +180 s point is within 10% of the truth."""
     f = SeriesForecaster(
         horizon_s=180, params=ForecastParams(margin_multiplier=0.0, initial_margin_fraction=0.0)
     )
@@ -41,6 +43,7 @@ def test_ramp_is_followed_one_horizon_ahead() -> None:
 
 
 def test_moving_average_would_lag_where_trend_does_not() -> None:
+    """On a ramp the forecast's error is under a quarter of a 5-minute moving average's."""
     f = SeriesForecaster(
         horizon_s=300, params=ForecastParams(margin_multiplier=0.0, initial_margin_fraction=0.0)
     )
@@ -55,6 +58,7 @@ def test_moving_average_would_lag_where_trend_does_not() -> None:
 
 
 def test_burst_is_held_by_the_peak_guard() -> None:
+    """A one-sample burst holds the forecast at its peak, released once the guard's window passes."""
     f = SeriesForecaster(horizon_s=180)
     for i in range(100):
         f.update(i * 15.0, 10.0)
@@ -66,15 +70,18 @@ def test_burst_is_held_by_the_peak_guard() -> None:
     for i in range(1, 10):  # burst gone: the guard releases after its window
         f.update(1500.0 + i * 15.0, 10.0)
     fc = f.forecast()
-    assert fc is not None and fc.peak == 10.0
+    assert fc is not None
+    assert fc.peak == 10.0
 
 
 def test_margin_grows_with_under_forecasts_and_is_conservative_at_start() -> None:
+    """The margin starts at the initial fraction of the level and grows with noise to k x semi-RMS."""
     params = ForecastParams()
     f = SeriesForecaster(horizon_s=60, params=params)
     f.update(0.0, 100.0)
     fc = f.forecast()
-    assert fc is not None and fc.margin == pytest.approx(params.initial_margin_fraction * 100.0)
+    assert fc is not None
+    assert fc.margin == pytest.approx(params.initial_margin_fraction * 100.0)
 
     rng = random.Random(7)
     quiet = SeriesForecaster(horizon_s=60, params=params)
@@ -83,7 +90,8 @@ def test_margin_grows_with_under_forecasts_and_is_conservative_at_start() -> Non
         quiet.update(i * 15.0, 100.0 + rng.gauss(0, 1))
         noisy.update(i * 15.0, 100.0 + rng.gauss(0, 20))
     q, n = quiet.forecast(), noisy.forecast()
-    assert q is not None and n is not None
+    assert q is not None
+    assert n is not None
     assert quiet.samples_checked > params.min_error_checks
     assert n.margin > 5 * q.margin
     # relative errors of N(0, 20%) have a semi-RMS of about 0.2/sqrt(2); the margin is the
@@ -93,6 +101,7 @@ def test_margin_grows_with_under_forecasts_and_is_conservative_at_start() -> Non
 
 
 def test_out_of_order_and_repeated_samples_are_ignored() -> None:
+    """A sample at or before the last one's time leaves the forecaster's state unchanged."""
     f = SeriesForecaster(horizon_s=60)
     f.update(100.0, 5.0)
     before = f.snapshot()
@@ -102,13 +111,15 @@ def test_out_of_order_and_repeated_samples_are_ignored() -> None:
 
 
 def test_rejects_nan_and_negative() -> None:
+    """NaN, infinite and negative values raise ValueError."""
     f = SeriesForecaster(horizon_s=60)
     for bad in (math.nan, math.inf, -1.0):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="finite values >= 0"):
             f.update(1.0, bad)
 
 
 def test_snapshot_restore_gives_equal_forecasts() -> None:
+    """A forecaster restored from a snapshot forecasts as the original does on the same samples."""
     f = SeriesForecaster(horizon_s=120)
     for i in range(50):
         f.update(i * 15.0, 10 + (i % 7))
@@ -120,6 +131,7 @@ def test_snapshot_restore_gives_equal_forecasts() -> None:
 
 
 def test_gap_in_data_does_not_score_stale_checks() -> None:
+    """A check whose time passed during a gap in the data is dropped, not scored."""
     f = SeriesForecaster(horizon_s=60)
     f.update(0.0, 1.0)
     f.update(10_000.0, 1000.0)  # hours later: the check due at t=60 is dropped, not scored
@@ -127,6 +139,7 @@ def test_gap_in_data_does_not_score_stale_checks() -> None:
 
 
 def test_snapshot_restore_after_the_error_window_has_wrapped() -> None:
+    """A snapshot taken after the error ring wrapped survives JSON and restores an equal forecaster."""
     # A short error window over many samples: the ring has grown, expired and wrapped.
     params = ForecastParams(error_window_s=600.0)
     f = SeriesForecaster(horizon_s=180, params=params)
@@ -156,6 +169,7 @@ def test_snapshot_restore_after_the_error_window_has_wrapped() -> None:
     )
 )
 def test_timed_window_behaves_like_a_deque_of_pairs(ops: list[tuple[str, float, float]]) -> None:
+    """The timed window appends and expires exactly as a deque of (time, value) pairs."""
     window, reference = _TimedWindow(), deque[tuple[float, float]]()
     t = 0.0
     for op, step, value in ops:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import grpc
@@ -18,12 +19,14 @@ from tests.helpers import ScriptedSource, ServerThread, StepClock, ref
 
 
 @pytest.fixture
-def server() -> ServerThread:
+def server() -> Iterator[ServerThread]:
+    """An offline ServerThread with default options, for one test."""
     with ServerThread() as s:
         yield s
 
 
 def test_get_metric_spec_is_one_spec_of_target_one(server: ServerThread) -> None:
+    """GetMetricSpec answers one spec, named METRIC_NAME, with a target size of 1."""
     reply = server.stub().GetMetricSpec(ref(minReplicas="2"), timeout=5)
     assert len(reply.metricSpecs) == 1
     spec = reply.metricSpecs[0]
@@ -33,15 +36,18 @@ def test_get_metric_spec_is_one_spec_of_target_one(server: ServerThread) -> None
 
 
 def test_metric_name_is_stable_and_valid(server: ServerThread) -> None:
+    """Every ScaledObject gets the same metric name, lower-case alphanumerics and dashes."""
     names = {
         server.stub().GetMetricSpec(ref(name=f"so-{i}"), timeout=5).metricSpecs[0].metricName
         for i in range(3)
     }
     assert names == {METRIC_NAME}
-    assert METRIC_NAME.replace("-", "").isalnum() and METRIC_NAME.islower()
+    assert METRIC_NAME.replace("-", "").isalnum()
+    assert METRIC_NAME.islower()
 
 
 def test_get_metrics_returns_the_decided_replicas(server: ServerThread) -> None:
+    """GetMetrics answers one value, the decided replicas, as integer and float."""
     reply = server.stub().GetMetrics(
         pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="3"), metricName=METRIC_NAME), timeout=5
     )
@@ -53,10 +59,12 @@ def test_get_metrics_returns_the_decided_replicas(server: ServerThread) -> None:
 
 
 def test_is_active_is_always_true(server: ServerThread) -> None:
+    """IsActive answers true."""
     assert server.stub().IsActive(ref(), timeout=5).result is True
 
 
 def test_stream_is_active_sends_true_and_stays_open(server: ServerThread) -> None:
+    """StreamIsActive sends true once and then stays open."""
     stream = server.stub().StreamIsActive(ref())
     first = next(stream)
     assert first.result is True
@@ -80,7 +88,7 @@ def test_open_streams_are_bounded_and_never_starve_unary_rpcs() -> None:
     """Each open StreamIsActive parks a thread but holds no RPC slot; past the limit, a clear refusal."""
     with ServerThread(options=ServerOptions(workers=2, max_streams=3)) as server:
         channel = server.channel()
-        stub = pb_grpc.ExternalScalerStub(channel)
+        stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
         streams = [stub.StreamIsActive(ref(name=f"push-{i}")) for i in range(3)]
         assert all(next(s).result is True for s in streams)
         # more open streams than RPC slots, and unary RPCs still answer at once
@@ -96,12 +104,15 @@ def test_open_streams_are_bounded_and_never_starve_unary_rpcs() -> None:
         deadline = time.monotonic() + 5
         while True:
             try:
-                assert next(stub.StreamIsActive(ref(name="push-3"), timeout=5)).result is True
-                break
+                reply_stream = next(stub.StreamIsActive(ref(name="push-3"), timeout=5))
             except grpc.RpcError as exc:
-                assert exc.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-                assert time.monotonic() < deadline, "a cancelled stream never gave its place back"
-                time.sleep(0.2)
+                code = exc.code()
+            else:
+                assert reply_stream.result is True
+                break
+            assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert time.monotonic() < deadline, "a cancelled stream never gave its place back"
+            time.sleep(0.2)
         channel.close()
 
 
@@ -117,10 +128,12 @@ def test_concurrent_first_calls_register_a_target_once() -> None:
         def caller(chunk: list[str]) -> None:
             start.wait()
             for name in chunk:
+                # Blind on purpose: any failure in a caller thread, whatever its type, is collected
+                # here and asserted on the main thread below (BLE is not in the project's ruff set).
                 try:
                     request = pb.GetMetricsRequest(scaledObjectRef=ref(name=name, minReplicas="4"))
                     replies.append(stub.GetMetrics(request, timeout=5).metricValues[0].metricValue)
-                except BaseException as exc:  # collected and asserted below
+                except BaseException as exc:  # noqa: BLE001, RUF100
                     errors.append(exc)
 
         threads = [threading.Thread(target=caller, args=(names[i::20],)) for i in range(20)]
@@ -156,6 +169,7 @@ def test_a_busy_event_loop_delays_only_new_targets_and_never_fails_with_internal
 
 
 def test_stream_metric_spec_is_unimplemented(server: ServerThread) -> None:
+    """StreamMetricSpec answers UNIMPLEMENTED."""
     with pytest.raises(grpc.RpcError) as caught:
         next(server.stub().StreamMetricSpec(ref()))
     assert caught.value.code() is grpc.StatusCode.UNIMPLEMENTED
@@ -163,28 +177,38 @@ def test_stream_metric_spec_is_unimplemented(server: ServerThread) -> None:
 
 @pytest.mark.parametrize("method", ["IsActive", "GetMetricSpec", "GetMetrics", "StreamIsActive"])
 def test_invalid_metadata_is_invalid_argument_naming_every_bad_key(server: ServerThread, method: str) -> None:
+    """Every RPC answers bad metadata with INVALID_ARGUMENT naming each bad key and the ScaledObject."""
     bad = ref(minReplicas="0", targetUtilization="2")
     stub = server.stub()
-    with pytest.raises(grpc.RpcError) as caught:
+
+    def call() -> object:
         if method == "GetMetrics":
-            stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=bad, metricName=METRIC_NAME), timeout=5)
-        elif method == "StreamIsActive":
-            next(stub.StreamIsActive(bad, timeout=5))
-        else:
-            getattr(stub, method)(bad, timeout=5)
+            return stub.GetMetrics(
+                pb.GetMetricsRequest(scaledObjectRef=bad, metricName=METRIC_NAME), timeout=5
+            )
+        if method == "StreamIsActive":
+            return next(stub.StreamIsActive(bad, timeout=5))
+        return getattr(stub, method)(bad, timeout=5)
+
+    with pytest.raises(grpc.RpcError) as caught:
+        call()
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     details = caught.value.details()
-    assert "minReplicas" in details and "targetUtilization" in details
+    assert details is not None
+    assert "minReplicas" in details
+    assert "targetUtilization" in details
     assert "inference/llama" in details
 
 
 def test_missing_name_is_invalid_argument(server: ServerThread) -> None:
+    """A ScaledObjectRef without a name is INVALID_ARGUMENT."""
     with pytest.raises(grpc.RpcError) as caught:
         server.stub().IsActive(pb.ScaledObjectRef(namespace="ns"), timeout=5)
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
 
 
 def test_bad_metadata_does_not_disturb_other_targets(server: ServerThread) -> None:
+    """A target refused for bad metadata leaves other targets answering."""
     stub = server.stub()
     with pytest.raises(grpc.RpcError):
         stub.GetMetricSpec(ref(name="broken", minReplicas="zero"), timeout=5)
@@ -193,6 +217,7 @@ def test_bad_metadata_does_not_disturb_other_targets(server: ServerThread) -> No
 
 
 def test_offline_server_says_it_decides_without_live_sources(server: ServerThread) -> None:
+    """An offline server's decisions note that no live source is configured."""
     server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="2")), timeout=5)
     target = server.runtime.registry.targets()[0]
     assert target.latest is not None
@@ -200,6 +225,7 @@ def test_offline_server_says_it_decides_without_live_sources(server: ServerThrea
 
 
 def test_prewarm_window_is_served_without_live_sources() -> None:
+    """Offline, a pre-warm window raises the target ahead of its start and releases it after."""
     clock = StepClock(datetime(2026, 12, 1, 8, 58, tzinfo=UTC))
     with ServerThread(clock=clock) as server:
         md = {
@@ -217,6 +243,7 @@ def test_prewarm_window_is_served_without_live_sources() -> None:
 
 
 def test_refresh_updates_decisions_from_the_source() -> None:
+    """Refreshes feed the source's values to decisions: a queue seen twice in a row scales up."""
     source = ScriptedSource()
     source.values = {"queue_waiting": 0.0, "current_replicas": 2, "gpu_schedulable_replicas": 10}
     clock = StepClock()
@@ -233,6 +260,7 @@ def test_refresh_updates_decisions_from_the_source() -> None:
 
 
 def test_stale_inputs_turn_into_unavailable_then_recover() -> None:
+    """A queue missing past maxStalenessSeconds is held, then UNAVAILABLE, then live again."""
     source = ScriptedSource()
     source.values = {"queue_waiting": 50.0, "current_replicas": 2, "gpu_schedulable_replicas": 10}
     clock = StepClock()
@@ -248,7 +276,7 @@ def test_stale_inputs_turn_into_unavailable_then_recover() -> None:
         with pytest.raises(grpc.RpcError) as caught:
             server.stub().GetMetrics(request, timeout=5)
         assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
-        assert "maxStalenessSeconds" in caught.value.details()
+        assert "maxStalenessSeconds" in (caught.value.details() or "")
         source.values["queue_waiting"] = 10.0
         clock.advance(15)
         server.refresh()
@@ -257,6 +285,7 @@ def test_stale_inputs_turn_into_unavailable_then_recover() -> None:
 
 
 def test_health_and_reflection(server: ServerThread) -> None:
+    """Health checks answer SERVING and reflection lists the scaler and health services."""
     channel = server.channel()
     health = health_pb2_grpc.HealthStub(channel)
     for service in ("", "externalscaler.ExternalScaler"):
@@ -272,6 +301,7 @@ def test_health_and_reflection(server: ServerThread) -> None:
 
 
 def test_metadata_is_parsed_once_per_distinct_map(server: ServerThread) -> None:
+    """Metadata is parsed once per distinct map, however often it is sent."""
     stub = server.stub()
     for _ in range(5):
         stub.GetMetricSpec(ref(minReplicas="2"), timeout=5)
@@ -281,6 +311,7 @@ def test_metadata_is_parsed_once_per_distinct_map(server: ServerThread) -> None:
 
 
 def test_changed_metadata_applies_to_the_next_decision() -> None:
+    """Changed metadata for a ScaledObject takes effect at the next refresh."""
     clock = StepClock()
     with ServerThread(clock=clock) as server:
         stub = server.stub()
@@ -302,6 +333,7 @@ def test_changed_metadata_applies_to_the_next_decision() -> None:
 
 
 def test_idle_targets_are_forgotten() -> None:
+    """A target nobody asks about for two hours is dropped from the registry."""
     clock = StepClock()
     with ServerThread(clock=clock) as server:
         server.stub().IsActive(ref(name="old"), timeout=5)
@@ -311,14 +343,17 @@ def test_idle_targets_are_forgotten() -> None:
 
 
 def test_now_is_not_read_by_the_engine() -> None:
+    """A decision's time is the injected clock's, not the host's."""
     clock = StepClock(datetime(2030, 1, 1, tzinfo=UTC))
     with ServerThread(clock=clock) as server:
         server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()), timeout=5)
         decision = server.runtime.registry.targets()[0].latest
-        assert decision is not None and decision.now == clock.now
+        assert decision is not None
+        assert decision.now == clock.now
         # A second clock, years apart: the decision follows the injected clock, not the host's.
         later = StepClock(datetime(2041, 6, 1, tzinfo=UTC))
     with ServerThread(clock=later) as server:
         server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref()), timeout=5)
         decision = server.runtime.registry.targets()[0].latest
-        assert decision is not None and decision.now == later.now
+        assert decision is not None
+        assert decision.now == later.now

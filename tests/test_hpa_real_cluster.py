@@ -47,6 +47,8 @@ SYNC_S = 15.0
 
 @dataclass(frozen=True)
 class Sample:
+    """One 5 s sample of a recorded run: phase, the external metric, the HPA's and Deployment's replicas."""
+
     t: float
     phase: str
     external_metric: float | None
@@ -56,6 +58,7 @@ class Sample:
 
 
 def samples(name: str) -> list[Sample]:
+    """Every sample of the recorded run ``name``, in file order."""
     out = []
     with (RUNS / name).open(newline="") as handle:
         for row in csv.DictReader(handle):
@@ -132,4 +135,5 @@ def test_fallback_after_the_outage_is_not_the_external_metric() -> None:
     """
     recorded = samples("run2-scaler-outage.csv")
     after = [s for s in recorded if s.phase in ("recovered", "done")]
-    assert after and all(s.deploy_spec == 4 for s in after[-10:])
+    assert after
+    assert all(s.deploy_spec == 4 for s in after[-10:])

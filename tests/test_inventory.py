@@ -41,14 +41,17 @@ MIG2 = "nvidia.com/mig-2g.20gb"
 
 
 def gpu_node(name: str, gpus: int = 8, **kw: Any) -> Node:
+    """A ready, schedulable node offering ``gpus`` whole nvidia.com/gpu devices."""
     return Node(name=name, allocatable={GPU: gpus}, **kw)
 
 
 def holding(node: str, gpus: int, resource: str = GPU, **kw: Any) -> Pod:
+    """A pod bound to ``node`` that requests ``gpus`` of ``resource``."""
     return Pod(name=f"p-{node}-{gpus}", namespace="x", node_name=node, requests={resource: gpus}, **kw)
 
 
 def need(gpus: int = 1, resource: str = GPU, **kw: Any) -> ReplicaRequirement:
+    """What one replica needs: ``gpus`` of ``resource``, plus any placement rules in ``kw``."""
     return ReplicaRequirement(gpus={resource: gpus}, **kw)
 
 
@@ -77,8 +80,10 @@ def need(gpus: int = 1, resource: str = GPU, **kw: Any) -> ReplicaRequirement:
         (None, None),
         (1.0, None),
     ],
+    ids=repr,
 )
 def test_parse_count(value: Any, expected: int | None) -> None:
+    """Device counts parse as whole non-negative numbers; fractions, negatives and junk are None."""
     assert parse_count(value) == expected
 
 
@@ -105,8 +110,25 @@ GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
         (Toleration("dedicated", "Equal", "", "NoSchedule"), Taint("dedicated", "", "NoSchedule"), True),
         (Toleration("nvidia.com/gpu", "Lt", "present"), GPU_TAINT, False),  # unknown operator
     ],
+    ids=[
+        "any-key-exists",
+        "any-key-exists-noexecute",
+        "any-key-other-effect",
+        "key-exists",
+        "key-exists-same-effect",
+        "key-exists-other-effect",
+        "equal-value-effect",
+        "equal-any-effect",
+        "empty-operator-is-equal",
+        "equal-wrong-value",
+        "equal-empty-value",
+        "other-key",
+        "equal-empty-both",
+        "unknown-operator",
+    ],
 )
 def test_toleration_rules(toleration: Toleration, taint: Taint, tolerates: bool) -> None:
+    """A toleration matches a taint by key, operator, value and effect as Kubernetes does."""
     assert toleration.tolerates(taint) is tolerates
 
 
@@ -116,6 +138,7 @@ def test_toleration_rules(toleration: Toleration, taint: Taint, tolerates: bool)
 def container(
     gpus: int | None = None, limit: int | None = None, restart: str | None = None
 ) -> dict[str, Any]:
+    """A container spec with cpu and memory, plus optional GPU request, limit and restartPolicy."""
     resources: dict[str, Any] = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "8Gi"}}
     if gpus is not None:
         resources["requests"][GPU] = str(gpus)
@@ -153,8 +176,22 @@ def container(
         ({"containers": [{"name": "c", "resources": {"requests": {GPU: "500m"}}}]}, {}),
         ({}, {}),
     ],
+    ids=[
+        "request",
+        "limit-only",
+        "app-containers-add",
+        "no-gpu",
+        "init-larger",
+        "init-smaller",
+        "sidecar-adds",
+        "init-plus-sidecar",
+        "overhead",
+        "fraction-ignored",
+        "empty-spec",
+    ],
 )
 def test_pod_requests(spec: dict[str, Any], expected: dict[str, int]) -> None:
+    """A pod's effective request follows the scheduler's init, sidecar and overhead rules."""
     assert pod_requests(spec) == expected
 
 
@@ -185,12 +222,34 @@ LABELS = {"gpu-type": "h100", "memory": "81920", "zone": "a"}
         (Requirement("missing", "Lt", ("1",)), False),
         (Requirement("zone", "Near", ("a",)), False),
     ],
+    ids=[
+        "in",
+        "in-miss",
+        "in-absent",
+        "notin",
+        "notin-miss",
+        "notin-absent",
+        "exists",
+        "exists-absent",
+        "doesnotexist-absent",
+        "doesnotexist-present",
+        "gt",
+        "gt-equal",
+        "lt",
+        "lt-equal",
+        "gt-not-integer",
+        "gt-two-values",
+        "lt-absent",
+        "unknown-operator",
+    ],
 )
 def test_requirement_operators(requirement: Requirement, matches: bool) -> None:
+    """Each matchExpressions operator matches node labels as Kubernetes defines it."""
     assert requirement.matches(LABELS) is matches
 
 
 def test_node_selector_term_ands_expressions_and_fields() -> None:
+    """A node selector term needs all its expressions and fields; an empty one matches none."""
     node = Node("gpu-7", labels=LABELS)
     assert NodeSelectorTerm((Requirement("zone", "In", ("a",)), Requirement("gpu-type", "Exists"))).matches(
         node
@@ -208,6 +267,7 @@ def test_node_selector_term_ands_expressions_and_fields() -> None:
 
 
 def test_label_selector() -> None:
+    """A label selector ANDs matchLabels and expressions, renders as a string and refuses Gt."""
     selector = label_selector_from_json(
         {
             "matchLabels": {"app": "llama"},
@@ -228,6 +288,7 @@ def test_label_selector() -> None:
 
 
 def test_fragmented_free_gpus_do_not_add_up() -> None:
+    """Free GPUs spread over nodes count only where a whole replica fits on one node."""
     nodes = [gpu_node("a"), gpu_node("b")]
     pods = [holding("a", 7), holding("b", 7)]
     two = schedulable_replicas(nodes, pods, need(2))
@@ -241,6 +302,7 @@ def test_fragmented_free_gpus_do_not_add_up() -> None:
 
 
 def test_free_is_allocatable_minus_bound_non_terminal_pods() -> None:
+    """Free GPUs are allocatable minus what bound, non-terminal pods (even deleting) hold."""
     nodes = [gpu_node("a"), gpu_node("b", 4)]
     pods = [
         holding("a", 3),
@@ -260,6 +322,7 @@ def test_free_is_allocatable_minus_bound_non_terminal_pods() -> None:
 
 
 def test_overcommitted_node_has_no_room_not_negative_room() -> None:
+    """A node whose pods hold more than it offers has zero free GPUs, never negative."""
     result = schedulable_replicas([gpu_node("a", 2)], [holding("a", 3)], need(1))
     assert result.replicas == 0
     assert result.nodes[0].free[GPU] == 0
@@ -276,8 +339,18 @@ def test_overcommitted_node_has_no_room_not_negative_room() -> None:
         (Taint(GPU, "present", "NoSchedule"), (Toleration(GPU, "Equal", "other"),), 0),
         (Taint("dedicated", "llm", "NoExecute"), (Toleration("", "Exists"),), 4),
     ],
+    ids=[
+        "noschedule",
+        "noexecute",
+        "prefer-noschedule",
+        "tolerated-exists",
+        "tolerated-equal",
+        "wrong-value",
+        "tolerate-everything",
+    ],
 )
 def test_taints_block_unless_tolerated(taint: Taint, tolerations: tuple[Toleration, ...], fits: int) -> None:
+    """NoSchedule and NoExecute taints block a node unless the replica tolerates them."""
     result = schedulable_replicas([gpu_node("a", taints=(taint,))], [], need(2, tolerations=tolerations))
     assert result.replicas == fits
     if not fits:
@@ -286,6 +359,7 @@ def test_taints_block_unless_tolerated(taint: Taint, tolerations: tuple[Tolerati
 
 
 def test_cordoned_and_not_ready_nodes_are_skipped() -> None:
+    """Cordoned and NotReady nodes fit nothing, unless the unschedulable taint is tolerated."""
     nodes = [gpu_node("cordoned", unschedulable=True), gpu_node("down", ready=False), gpu_node("ok", 2)]
     result = schedulable_replicas(nodes, [], need(2))
     assert result.replicas == 1
@@ -302,6 +376,7 @@ def test_cordoned_and_not_ready_nodes_are_skipped() -> None:
 
 
 def test_node_selector_and_required_affinity() -> None:
+    """nodeSelector and required node affinity (ORed terms) both limit the nodes counted."""
     nodes = [
         gpu_node("h100-a", labels={"gpu": "h100", "zone": "a"}),
         gpu_node("h100-b", labels={"gpu": "h100", "zone": "b"}),
@@ -329,6 +404,7 @@ def test_node_selector_and_required_affinity() -> None:
 
 
 def test_mig_profiles_are_their_own_resources() -> None:
+    """Each MIG profile is its own resource; a multi-profile replica fits by its scarcest."""
     nodes = [
         Node("mig", allocatable={MIG1: 7, MIG2: 3}),
         gpu_node("full"),
@@ -351,12 +427,14 @@ def test_mig_profiles_are_their_own_resources() -> None:
 
 
 def test_no_node_offers_the_resource() -> None:
+    """When no node offers the requested resource, nothing fits and the explanation says so."""
     result = schedulable_replicas([Node("cpu")], [], need(1, "amd.com/gpu"))
     assert result.replicas == 0
     assert result.explanation == "0 more replicas of 1 amd.com/gpu fit: no node offers amd.com/gpu"
 
 
 def test_long_node_lists_are_summarised() -> None:
+    """Past the first nodes, the explanation sums the rest up by outcome."""
     nodes = [gpu_node(f"n{i:02}", 2) for i in range(12)] + [gpu_node("full", 2)]
     result = schedulable_replicas(nodes, [holding("full", 2)], need(2))
     assert result.replicas == 12
@@ -367,6 +445,7 @@ def test_long_node_lists_are_summarised() -> None:
 
 
 def test_requirement_without_gpu_is_refused() -> None:
+    """Counting replicas for a requirement with no GPU raises ValueError."""
     with pytest.raises(ValueError, match="at least one GPU"):
         schedulable_replicas([gpu_node("a")], [], ReplicaRequirement())
 
@@ -383,6 +462,7 @@ pods_strategy = st.lists(
 def build(
     nodes: list[tuple[int, bool, bool]], pods: list[tuple[int, int, str]]
 ) -> tuple[list[Node], list[Pod]]:
+    """Nodes and pods from the property test's (gpus, cordoned, ready) and (node, gpus, phase)."""
     node_values = [gpu_node(f"n{i}", g, unschedulable=c, ready=r) for i, (g, c, r) in enumerate(nodes)]
     pod_values = [
         Pod(f"p{i}", "x", f"n{n}", {GPU: g} if g else {}, phase=phase) for i, (n, g, phase) in enumerate(pods)
@@ -395,6 +475,7 @@ def build(
 def test_more_pods_never_make_more_room(
     nodes: list[tuple[int, bool, bool]], pods: list[tuple[int, int, str]], size: int, extra: int, on: str
 ) -> None:
+    """Another pod never adds room, and the count never exceeds the pooled free GPUs."""
     node_values, pod_values = build(nodes, pods)
     before = schedulable_replicas(node_values, pod_values, need(size))
     after = schedulable_replicas(node_values, [*pod_values, Pod("new", "x", on, {GPU: extra})], need(size))
@@ -408,6 +489,7 @@ def test_more_pods_never_make_more_room(
 
 
 def test_node_from_json() -> None:
+    """A Node object parses into name, extended allocatable, labels, taints and readiness."""
     obj = k8s.node(
         "gpu-a",
         4,
@@ -429,6 +511,7 @@ def test_node_from_json() -> None:
 
 
 def test_pod_from_json() -> None:
+    """A Pod object parses into binding, requests (limits standing in), phase and readiness."""
     bound = pod_from_json(k8s.pod("p", "ns", labels={"app": "a"}, node="gpu-a", gpus=2, ready=True))
     assert (bound.name, bound.namespace, bound.node_name, dict(bound.requests)) == (
         "p",
@@ -436,7 +519,10 @@ def test_pod_from_json() -> None:
         "gpu-a",
         {GPU: 2},
     )
-    assert bound.ready and bound.bound and not bound.terminal and not bound.deleting
+    assert bound.ready
+    assert bound.bound
+    assert not bound.terminal
+    assert not bound.deleting
     assert dict(bound.labels) == {"app": "a"}
     pending = pod_from_json(k8s.pod("q", gpus=1, limits_only=True))
     assert (pending.node_name, pending.phase, dict(pending.requests), pending.ready) == (
@@ -450,6 +536,7 @@ def test_pod_from_json() -> None:
 
 
 def test_requirement_from_pod_spec() -> None:
+    """A pod spec gives GPU needs, nodeSelector, tolerations and required affinity terms."""
     spec = k8s.pod_spec(
         2,
         node_selector={"gpu": "h100"},
@@ -507,24 +594,30 @@ def test_requirement_from_pod_spec() -> None:
         (k8s.scaledobject("so", kind="Deployment", api_version="example.com/v1"), "only apps/v1 Deployments"),
         ({"metadata": {"name": "so", "namespace": "ns"}, "spec": {}}, "has no spec.scaleTargetRef.name"),
     ],
+    ids=["default-kind", "deployment", "statefulset", "argo-rollout", "other-group", "no-target-name"],
 )
 def test_scaledobject_targets(obj: dict[str, Any], problem: str | None) -> None:
+    """Only apps/v1 Deployments with a name are supported ScaledObject targets."""
     found = scaledobject_from_json(obj).unsupported_target()
     if problem is None:
         assert found is None
     else:
-        assert found is not None and problem in found
+        assert found is not None
+        assert problem in found
 
 
 def test_deployment_from_json() -> None:
+    """A Deployment parses replicas, selector and GPU needs, and names an unusable selector."""
     dep = deployment_from_json(k8s.deployment("llama", "inference", replicas=3, gpus=2))
     assert (dep.namespace, dep.name, dep.replicas, dep.problem) == ("inference", "llama", 3, None)
     assert dict(dep.selector.match_labels) == {"app": "llama"}
     assert dict(dep.requirement.gpus) == {GPU: 2}
     empty = deployment_from_json(k8s.deployment("x", match_labels={}))
-    assert empty.problem is not None and "empty spec.selector" in empty.problem
+    assert empty.problem is not None
+    assert "empty spec.selector" in empty.problem
     bad = deployment_from_json(k8s.deployment("x", match_expressions=[{"key": "a", "operator": "Gt"}]))
-    assert bad.problem is not None and "unsupported operator 'Gt'" in bad.problem
+    assert bad.problem is not None
+    assert "unsupported operator 'Gt'" in bad.problem
     no_replicas = k8s.deployment("x")
     del no_replicas["spec"]["replicas"]
     assert deployment_from_json(no_replicas).replicas == 1  # the API's default
@@ -536,15 +629,18 @@ SO = ScaledObject("inference", "llama", target_name="llama")
 
 
 def dep(replicas: int = 3, gpus: int = 2, **kw: Any) -> Deployment:
+    """The llama Deployment in inference, parsed, with ``replicas`` and ``gpus`` per pod."""
     return deployment_from_json(k8s.deployment("llama", "inference", replicas=replicas, gpus=gpus, **kw))
 
 
 def member(name: str, **kw: Any) -> Pod:
+    """A pod of the llama Deployment, with 2 GPUs and the app=llama label by default."""
     kw.setdefault("labels", {"app": "llama"})
     return pod_from_json(k8s.pod(name, "inference", gpus=2, **kw))
 
 
 def test_workload_counts() -> None:
+    """Pods of the workload split into ready, starting and pending; the others are ignored."""
     pods = [
         member("ready", node="a", ready=True),
         member("loading", node="a"),  # bound, not Ready: starting
@@ -581,6 +677,7 @@ def test_workload_counts() -> None:
 
 
 def test_current_counts_live_pods_beyond_spec_replicas() -> None:
+    """More live pods than spec.replicas (a surge) count as current replicas."""
     pods = [member(f"p{i}", node="a", ready=True) for i in range(4)]  # e.g. a rolling update surge
     state = workload_state(SO, dep(replicas=3), pods, [], pods)
     assert isinstance(state, WorkloadState)
@@ -588,6 +685,7 @@ def test_current_counts_live_pods_beyond_spec_replicas() -> None:
 
 
 def test_template_without_gpu() -> None:
+    """A template with no GPU gives no GPU count unless gpusPerReplica overrides it."""
     state = workload_state(SO, dep(gpus=0), [], [gpu_node("a")], [])
     assert isinstance(state, WorkloadState)
     assert state.gpu_schedulable_replicas is None
@@ -601,6 +699,7 @@ def test_template_without_gpu() -> None:
 
 
 def test_override_keeps_the_templates_resource() -> None:
+    """gpusPerReplica keeps the template's GPU resource and must be at least 1."""
     nodes = [Node("mig", allocatable={MIG1: 7})]
     state = workload_state(SO, dep(gpus=1, resource=MIG1), [], nodes, [], gpus_per_replica_override=2)
     assert isinstance(state, WorkloadState)
@@ -610,6 +709,7 @@ def test_override_keeps_the_templates_resource() -> None:
 
 
 def test_unusable_deployment_is_unknown() -> None:
+    """A Deployment with an unusable selector yields Unknown with the reason."""
     bad = deployment_from_json(k8s.deployment("llama", "inference", match_labels={}))
     state = workload_state(SO, bad, [], [], [])
     assert isinstance(state, Unknown)
@@ -625,6 +725,7 @@ def test_unusable_deployment_is_unknown() -> None:
     ),
 )
 def test_counts_add_up(replicas: int, shapes: list[tuple[bool, bool, str]]) -> None:
+    """Ready, starting and pending always add up to the current replica count."""
     pods = [
         member(f"p{i}", node="a" if bound else None, ready=bound and ready, phase=phase)
         for i, (bound, ready, phase) in enumerate(shapes)

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client, watch
 
+from scaler import inventory as scaler_inventory
+from scaler.model import Decision
 from scaler.registry import Target, TargetKey
 from scaler.sources import kubernetes as source
 from scaler.sources.kubernetes import (
@@ -43,6 +45,12 @@ FAST = InventoryOptions(
 T = TypeVar("T")
 
 
+def present(value: T | None) -> T:
+    """``value``, asserted not None: the client's models type every field as optional."""
+    assert value is not None
+    return value
+
+
 class CaptureLog:
     """A structlog-style logger that keeps what it is given."""
 
@@ -51,26 +59,31 @@ class CaptureLog:
         self._lock = threading.Lock()
 
     def warning(self, event: str, /, **kw: Any) -> None:
+        """Keep a warning event and its fields."""
         with self._lock:
             self.records.append(("warning", event, kw))
 
     def info(self, event: str, /, **kw: Any) -> None:
+        """Keep an info event and its fields."""
         with self._lock:
             self.records.append(("info", event, kw))
 
     def events(self, event: str, resource: str | None = None) -> list[dict[str, Any]]:
+        """The fields of every ``event`` logged, only those for ``resource`` when one is given."""
         with self._lock:
             return [kw for _, e, kw in self.records if e == event and resource in (None, kw.get("resource"))]
 
 
 @pytest.fixture
 def double() -> Iterator[KubeDouble]:
+    """A running local Kubernetes API double, stopped after the test."""
     with KubeDouble() as server:
         yield server
 
 
 @pytest.fixture
 def log() -> CaptureLog:
+    """A fresh log capture."""
     return CaptureLog()
 
 
@@ -102,6 +115,7 @@ def seed(
     gpus: int = 2,
     **deployment: Any,
 ) -> None:
+    """Seed GPU nodes, the llama Deployment and its ScaledObject into the double."""
     for name, count in nodes:
         double.apply(k8s.node(name, count))
     double.apply(k8s.deployment("llama", NS, replicas=replicas, gpus=gpus, **deployment))
@@ -109,27 +123,33 @@ def seed(
 
 
 def llama_pod(name: str, **kw: Any) -> dict[str, Any]:
+    """A pod owned by the llama Deployment, requesting 2 GPUs unless told otherwise."""
     kw.setdefault("gpus", 2)
     return k8s.pod(name, NS, labels={"app": "llama"}, owner="llama-5d8f", **kw)
 
 
 def state_of(inventory: KubernetesInventory, **kw: Any) -> Callable[[], WorkloadState | Unknown]:
+    """A callable reading llama's workload state from the inventory."""
     return lambda: inventory.workload(NS, "llama", **kw)
 
 
 def known(check: Callable[[WorkloadState], bool]) -> Callable[[WorkloadState | Unknown], bool]:
+    """A predicate true for a known WorkloadState that passes ``check``."""
     return lambda s: isinstance(s, WorkloadState) and check(s)
 
 
 def wait_state(
     inventory: KubernetesInventory, check: Callable[[WorkloadState], bool], **kw: Any
 ) -> WorkloadState:
+    """The first known llama state that passes ``check``, polled until it appears."""
     state = eventually(state_of(inventory, **kw), known(check))
     assert isinstance(state, WorkloadState)
     return state
 
 
 def set_phase(phase: str) -> Callable[[dict[str, Any]], None]:
+    """A modifier that sets a pod's phase and marks the pod not Ready."""
+
     def change(obj: dict[str, Any]) -> None:
         obj["status"]["phase"] = phase
         for condition in obj["status"]["conditions"]:
@@ -143,26 +163,30 @@ def set_phase(phase: str) -> Callable[[dict[str, Any]], None]:
 
 
 def test_double_objects_deserialize_into_client_models(double: KubeDouble) -> None:
+    """The double's lists, pages, reads, custom objects, watches and 404s parse as client models."""
     seed(double)
     double.apply(llama_pod("p1", node="gpu-a", ready=True))
     double.apply(llama_pod("p2"))
     api = client.ApiClient(client.Configuration(host=double.url))
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     nodes = core.list_node()
-    assert [n.metadata.name for n in nodes.items] == ["gpu-a", "gpu-b"]
-    assert nodes.items[0].status.allocatable[GPU] == "8"
-    assert int(nodes.metadata.resource_version) >= int(nodes.items[1].metadata.resource_version)
+    assert [present(n.metadata).name for n in nodes.items] == ["gpu-a", "gpu-b"]
+    assert present(present(nodes.items[0].status).allocatable)[GPU] == "8"
+    list_version = present(present(nodes.metadata).resource_version)
+    assert int(list_version) >= int(present(present(nodes.items[1].metadata).resource_version))
     first = core.list_pod_for_all_namespaces(limit=1)
-    assert first.metadata._continue and len(first.items) == 1
-    assert core.read_namespaced_pod("p1", NS).spec.node_name == "gpu-a"
-    assert (
-        apps.read_namespaced_deployment("llama", NS).spec.template.spec.containers[0].resources.limits[GPU]
-        == "2"
-    )
+    assert present(first.metadata)._continue
+    assert len(first.items) == 1
+    assert present(core.read_namespaced_pod("p1", NS).spec).node_name == "gpu-a"
+    template = present(apps.read_namespaced_deployment("llama", NS).spec).template
+    container = present(template.spec).containers[0]
+    assert present(present(container.resources).limits)[GPU] == "2"
     custom = client.CustomObjectsApi(api)
     found = custom.get_namespaced_custom_object("keda.sh", "v1alpha1", NS, "scaledobjects", "llama")
+    assert isinstance(found, dict)
     assert found["kind"] == "ScaledObject"
-    stream = watch.Watch()
+    # kubernetes.watch has no annotations: its Watch is used untyped
+    stream: Any = watch.Watch()  # type: ignore[no-untyped-call]
     events = []
     for event in stream.stream(core.list_node, resource_version="0"):
         events.append((event["type"], event["object"].metadata.name))
@@ -180,6 +204,7 @@ def test_double_objects_deserialize_into_client_models(double: KubeDouble) -> No
 def test_lists_pages_then_answers_from_the_cache(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """The inventory lists in pages, counts replicas and GPU room per node, and reads from its cache."""
     seed(double, nodes=(("gpu-a", 8), ("gpu-b", 8), ("gpu-c", 8)), replicas=3)
     double.apply(llama_pod("llama-1", node="gpu-a", ready=True))
     double.apply(llama_pod("llama-2", node="gpu-b"))
@@ -217,6 +242,7 @@ def test_lists_pages_then_answers_from_the_cache(
 def test_fragmented_gpus_and_pods_freeing_them_through_watch_events(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """Fragmented free GPUs fit no replica; watch events that free or take GPUs change the room."""
     seed(double)
     for node in ("gpu-a", "gpu-b"):
         double.apply(k8s.pod(f"batch-{node}", "training", node=node, gpus=7, ready=True))
@@ -237,6 +263,7 @@ def test_fragmented_gpus_and_pods_freeing_them_through_watch_events(
 def test_node_changes_taints_cordon_and_readiness(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """Untolerated taints, cordoning, NotReady and deletion each take a node's GPU room away."""
     seed(double, nodes=(("gpu-a", 4),))
     inventory = start()
     wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 2)
@@ -278,6 +305,7 @@ def test_node_changes_taints_cordon_and_readiness(
 def test_node_selector_and_required_affinity(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """Only nodes matching nodeSelector and required affinity count; the others say which excluded them."""
     double.apply(k8s.node("h100-1", 8, labels={"gpu": "h100", "nvidia.com/gpu.memory": "81559"}))
     double.apply(k8s.node("h100-2", 8, labels={"gpu": "h100", "nvidia.com/gpu.memory": "81559"}))
     double.apply(k8s.node("a100-1", 8, labels={"gpu": "a100", "nvidia.com/gpu.memory": "40960"}))
@@ -308,6 +336,7 @@ def test_node_selector_and_required_affinity(
 
 
 def test_mig_profiles(double: KubeDouble, start: Callable[..., KubernetesInventory]) -> None:
+    """A MIG profile counts as its own GPU resource; nodes without it are reported apart."""
     mig = "nvidia.com/mig-1g.10gb"
     double.apply(k8s.node("mig-a", 7, mig))
     double.apply(k8s.node("full-a", 8))
@@ -323,6 +352,7 @@ def test_mig_profiles(double: KubeDouble, start: Callable[..., KubernetesInvento
 def test_replica_progression_pending_starting_ready(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """Replicas count as pending, starting or Ready as pods progress; deleting and foreign pods do not."""
     seed(double, replicas=2)
     inventory = start()
 
@@ -352,6 +382,7 @@ def test_replica_progression_pending_starting_ready(
 def test_override_and_template_without_gpu(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """A template requesting no GPU leaves GPU room unknown unless gpus_per_replica is overridden."""
     seed(double, gpus=0)
     inventory = start()
     state = wait_state(inventory, lambda s: True)
@@ -367,6 +398,7 @@ def test_override_and_template_without_gpu(
 def test_missing_and_unsupported_targets(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """Missing ScaledObjects, non-Deployment targets and absent Deployments are Unknown with a reason."""
     seed(double)
     double.apply(k8s.scaledobject("sts", NS, target="llama-sts", kind="StatefulSet", api_version="apps/v1"))
     double.apply(k8s.scaledobject("orphan", NS, target="gone"))
@@ -388,6 +420,7 @@ def test_missing_and_unsupported_targets(
 def test_not_synced_is_unknown_until_the_first_list(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
+    """Until the first list succeeds the state is Unknown with the API error; after it, known."""
     seed(double)
     double.fail(500, resource="nodes")
     inventory = start(sync=False)
@@ -408,6 +441,7 @@ def test_not_synced_is_unknown_until_the_first_list(
 def test_keda_missing_says_so(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
+    """A 404 on ScaledObjects gives an Unknown that asks whether KEDA is installed."""
     seed(double)
     double.fail(404, resource="scaledobjects")
     inventory = start(sync=False)
@@ -423,6 +457,7 @@ def test_keda_missing_says_so(
 def test_api_500s_turn_unknown_after_the_grace_period_then_recover(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
+    """Under API 500s the last state answers for the grace period, then Unknown; it recovers in place."""
     seed(double)
     now = [1000.0]
     inventory = start(options=dataclasses.replace(FAST, failure_grace_seconds=30), clock=lambda: now[0])
@@ -457,6 +492,7 @@ def test_api_500s_turn_unknown_after_the_grace_period_then_recover(
 def test_dropped_watch_relists_and_catches_changes_made_while_disconnected(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
+    """A dropped watch re-lists on reconnecting and so catches changes made while disconnected."""
     seed(double)
     double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
     inventory = start()
@@ -476,6 +512,7 @@ def test_dropped_watch_relists_and_catches_changes_made_while_disconnected(
 def test_410_gone_on_an_open_watch_relists(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
+    """A 410 on an open watch causes exactly one re-list and is not logged as a failure."""
     seed(double)
     double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
     inventory = start()
@@ -493,6 +530,7 @@ def test_410_gone_on_an_open_watch_relists(
 def test_410_gone_when_resuming_a_watch_relists(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """A 410 when resuming from a compacted version causes exactly one re-list."""
     seed(double)
     double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
     inventory = start()
@@ -509,6 +547,7 @@ def test_410_gone_when_resuming_a_watch_relists(
 def test_clean_watch_end_resumes_from_the_last_version_without_listing(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
+    """A watch that ends cleanly resumes from the last version seen, without listing again."""
     seed(double)
     inventory = start()
     wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 8)
@@ -522,12 +561,14 @@ def test_clean_watch_end_resumes_from_the_last_version_without_listing(
     double.apply(llama_pod("llama-2", node="gpu-b"))  # replayed from history or sent live
     wait_state(inventory, lambda s: s.starting_replicas == 2)
     resumed = [r for r in double.requests if r.resource == "pods" and r.watch][watches_before:]
-    assert resumed and resumed[0].query["resourceVersion"] == last_seen
+    assert resumed
+    assert resumed[0].query["resourceVersion"] == last_seen
     assert double.count(watch=False) == lists_before
     assert not log.events("kubernetes_watch_failed")
 
 
 def test_events_split_across_chunks_or_sharing_one(log: CaptureLog) -> None:
+    """Watch events split across chunks, or several sharing one chunk, are all applied."""
     with KubeDouble(odd_chunks=True) as double:
         seed(double)
         api = client.ApiClient(client.Configuration(host=double.url))
@@ -546,6 +587,7 @@ def test_events_split_across_chunks_or_sharing_one(log: CaptureLog) -> None:
 def test_bookmarks_move_the_resume_version(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """A bookmark moves the version the next watch resumes from; watches ask for bookmarks."""
     seed(double)
     inventory = start()
     wait_state(inventory, lambda s: True)
@@ -566,7 +608,8 @@ def test_a_malformed_object_is_skipped_not_fatal(
     log: CaptureLog,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = source.pod_from_json
+    """An object that fails to parse is skipped and logged while the watch goes on."""
+    real = scaler_inventory.pod_from_json  # what scaler.sources.kubernetes imports and calls
 
     def fragile(obj: Any) -> Any:
         if obj["metadata"]["name"] == "poison":
@@ -589,6 +632,7 @@ def test_a_malformed_object_is_skipped_not_fatal(
 
 
 def test_from_kubeconfig_with_a_token_that_is_never_logged(tmp_path: Path, log: CaptureLog) -> None:
+    """A kubeconfig token authenticates and is never logged; a wrong one's 401 reason omits it."""
     token = "tok-5f2a9c-very-secret"
     with KubeDouble(token=token) as double:
         seed(double)
@@ -619,6 +663,7 @@ def test_from_kubeconfig_with_a_token_that_is_never_logged(tmp_path: Path, log: 
 def test_from_config_defaults_to_kubeconfig_env_outside_a_cluster(
     double: KubeDouble, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Outside a cluster, from_config(None) reads the kubeconfig that KUBECONFIG names."""
     seed(double)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(k8s.kubeconfig(tmp_path / "config", double.url, "t")))
@@ -629,6 +674,7 @@ def test_from_config_defaults_to_kubeconfig_env_outside_a_cluster(
 def test_from_config_uses_the_service_account_inside_a_cluster(
     double: KubeDouble, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Inside a cluster, from_config(None) uses the service account over HTTPS and ignores KUBECONFIG."""
     from kubernetes.config import incluster_config
 
     (tmp_path / "token").write_text("sa-token")
@@ -650,6 +696,7 @@ def test_from_config_uses_the_service_account_inside_a_cluster(
 
 
 def test_from_config_errors_name_the_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Config errors name their source: the kubeconfig path or the in-cluster service account."""
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(KubernetesConfigError, match=r"from the kubeconfig .*absent"):
         KubernetesInventory.from_config(str(tmp_path / "absent"))
@@ -662,9 +709,11 @@ def test_from_config_errors_name_the_source(tmp_path: Path, monkeypatch: pytest.
 def test_stop_closes_open_watches_promptly(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """stop() closes every watch within 2 s, ends the watch threads, and a restart is refused."""
     seed(double)
     inventory = start()
-    assert double.wait_watchers("pods") and double.wait_watchers("scaledobjects")
+    assert double.wait_watchers("pods")
+    assert double.wait_watchers("scaledobjects")
     began = time.monotonic()
     inventory.stop()
     assert time.monotonic() - began < 2
@@ -677,6 +726,7 @@ def test_stop_closes_open_watches_promptly(
 def test_reads_are_consistent_while_watches_write(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
+    """Reads racing watch writes always see a consistent WorkloadState and never raise."""
     seed(double, replicas=4)
     inventory = start()
     wait_state(inventory, lambda s: True)
@@ -688,7 +738,7 @@ def test_reads_are_consistent_while_watches_write(
         try:
             while not done.is_set():
                 seen.append(inventory.workload(NS, "llama"))
-        except BaseException as exc:  # surfaced below
+        except BaseException as exc:  # noqa: BLE001, RUF100 - any failure in a reader is surfaced below
             errors.append(exc)
 
     readers = [threading.Thread(target=reader) for _ in range(3)]
@@ -735,7 +785,8 @@ def test_cold_start_is_measured_from_the_pods_timestamps(
     for i in range(5):
         double.delete("Pod", NS, f"llama-{i}")
     state = wait_state(inventory, lambda s: s.ready_replicas == 2)
-    assert state.cold_start.samples == 7 and state.cold_start.lead_p90_s == pytest.approx(288.0)
+    assert state.cold_start.samples == 7
+    assert state.cold_start.lead_p90_s == pytest.approx(288.0)
 
 
 def test_too_few_measured_pods_keep_the_configured_or_default_lead(
@@ -765,9 +816,11 @@ def test_too_few_measured_pods_keep_the_configured_or_default_lead(
         engine = Engine.from_metadata(metadata)
         target = Target(TargetKey(NS, "llama"), "fp", engine, 0.0, 0.0)
         obs = source._observe([target], datetime(2026, 12, 1, 9, 0, tzinfo=UTC))[TargetKey(NS, "llama")]
-        assert obs.cold_start_samples == 3 and obs.cold_start_seconds == pytest.approx(420.0)
+        assert obs.cold_start_samples == 3
+        assert obs.cold_start_seconds == pytest.approx(420.0)
         decision = engine.decide(obs)
-        assert decision.lead is not None and (decision.lead.seconds, decision.lead.source) == lead
+        assert decision.lead is not None
+        assert (decision.lead.seconds, decision.lead.source) == lead
 
 
 # ---- did the decision land? --------------------------------------------------------------
@@ -780,7 +833,7 @@ CPU_ONLY = [
 ]
 
 
-def landing_after_refreshes(inventory: KubernetesInventory, metadata: dict[str, str]) -> Any:
+def landing_after_refreshes(inventory: KubernetesInventory, metadata: dict[str, str]) -> Decision:
     """Decide at 0, 60 and 120 s through the live source; the last says whether the targets landed."""
     from scaler.engine import Engine
     from scaler.sources.live import LiveSource
@@ -828,8 +881,10 @@ def test_the_landing_reason_read_from_the_hpa_and_the_scaledobject(
         double.apply(hpa)
     inventory = start()
     state = wait_state(inventory, lambda s: s.ready_replicas == 2)
-    assert state.hpa_read and state.deployment_replicas == 2
-    assert (state.hpa is None) == (hpa is None) and state.scaledobject_fallback == fallback
+    assert state.hpa_read
+    assert state.deployment_replicas == 2
+    assert (state.hpa is None) == (hpa is None)
+    assert state.scaledobject_fallback == fallback
     decision = landing_after_refreshes(inventory, metadata)
     assert decision.landing is not None
     assert (decision.landing.landed, decision.landing.gap, decision.landing.reason) == (2, gap, reason)
@@ -847,6 +902,10 @@ def test_hpas_that_cannot_be_read_leave_the_inventory_standing_and_the_reason_un
     inventory = start(sync=False)
     assert inventory.wait_synced(5), inventory.problem()
     state = wait_state(inventory, lambda s: s.ready_replicas == 2)
-    assert not state.hpa_read and state.hpa is None and state.gpu_schedulable_replicas > 0
+    assert not state.hpa_read
+    assert state.hpa is None
+    assert state.gpu_schedulable_replicas is not None
+    assert state.gpu_schedulable_replicas > 0
     decision = landing_after_refreshes(inventory, {"minReplicas": "3"})
-    assert decision.landing is not None and decision.landing.reason == "hpa_unknown"
+    assert decision.landing is not None
+    assert decision.landing.reason == "hpa_unknown"

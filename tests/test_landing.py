@@ -36,12 +36,14 @@ CPU = [
 
 
 def status(**kw: Any) -> HpaStatus:
+    """The HpaStatus read from KEDA's HPA for the llama ScaledObject, shaped by ``kw``."""
     return hpa_from_json(k8s.hpa("llama", "inference", **kw))
 
 
 def obs(
     seconds: float, landed: int, hpa: HpaStatus | None, *, read: bool = True, fallback: bool = False
 ) -> Observation:
+    """An observation ``seconds`` after T0 with ``landed`` replicas running and the given HPA."""
     return Observation(
         now=T0 + timedelta(seconds=seconds),
         current_replicas=landed,
@@ -54,6 +56,7 @@ def obs(
 
 
 def test_keda_s_hpa_is_read_with_its_external_metric_limits_and_conditions() -> None:
+    """KEDA's HPA is read with its limits, replicas, conditions and whether it lists our metric."""
     got = status(min_replicas=2, max_replicas=8, current=3, desired=4)
     assert (got.name, got.namespace, got.lists_metric, got.other_metrics) == (
         "keda-hpa-llama",
@@ -69,6 +72,7 @@ def test_keda_s_hpa_is_read_with_its_external_metric_limits_and_conditions() -> 
 
 
 def limited(reason: str) -> list[dict[str, Any]]:
+    """HPA conditions saying scaling is limited for ``reason``."""
     return [{"type": "ScalingLimited", "status": "True", "reason": reason}]
 
 
@@ -92,18 +96,34 @@ EXTERNAL = k8s.hpa("x")["spec"]["metrics"]
         (12, 4, status(current=4, desired=8, conditions=limited("ScaleUpLimit")), {}, "rate_limit"),
         (3, 4, status(current=4, desired=4), {}, "unexplained"),
     ],
-    ids=lambda v: v if isinstance(v, str) else None,
+    ids=[
+        "hpa-unread",
+        "hpa-unread-fallback",
+        "no-hpa",
+        "metric-missing",
+        "fallback",
+        "other-trigger",
+        "max",
+        "min",
+        "tolerance",
+        "stabilization",
+        "rate-limit",
+        "unexplained",
+    ],
 )
 def test_a_lasting_gap_gets_the_first_cause_that_applies(
     target: int, landed: int, hpa: HpaStatus | None, kw: dict[str, Any], reason: str
 ) -> None:
+    """A gap that lasts a sync is explained by the first cause that applies, in order."""
     monitor = LandingMonitor()
     monitor.remember(target)
     first = monitor.observe(obs(0, landed, hpa, **kw))
     monitor.remember(target)
     later = monitor.observe(obs(60, landed, hpa, **kw))
-    assert later is not None and (later.target, later.landed, later.gap) == (target, landed, target - landed)
-    assert later.reason == reason and later.since_s == 60
+    assert later is not None
+    assert (later.target, later.landed, later.gap) == (target, landed, target - landed)
+    assert later.reason == reason
+    assert later.since_s == 60
     assert first is not None
     # what the API says outright is reported at once; what the HPA's rules may still undo waits a sync
     assert first.reason == (
@@ -113,6 +133,7 @@ def test_a_lasting_gap_gets_the_first_cause_that_applies(
 
 
 def test_nothing_to_compare_before_a_target_or_without_the_deployment() -> None:
+    """No landing is reported before a target exists or when the Deployment is not read."""
     monitor = LandingMonitor()
     assert monitor.observe(obs(0, 3, status())) is None  # no target decided yet
     monitor.remember(3)
@@ -146,30 +167,37 @@ def test_the_clock_restarts_while_the_deployment_follows_and_resets_once_it_land
 
 
 def test_moving_away_from_the_target_does_not_restart_the_clock() -> None:
+    """A Deployment moving further from the target keeps the gap's age; it is not reset."""
     monitor = LandingMonitor()
     monitor.remember(3)
     monitor.observe(obs(0, 4, status(metrics=CPU)))
     monitor.remember(3)
     got = monitor.observe(obs(90, 5, status(metrics=CPU)))  # the CPU target scales it further up
-    assert got is not None and (got.reason, got.since_s, got.gap) == ("metric_missing", 90, -2)
+    assert got is not None
+    assert (got.reason, got.since_s, got.gap) == ("metric_missing", 90, -2)
 
 
 def test_the_decision_carries_the_landing_and_a_note_when_it_did_not_land() -> None:
+    """Each decision carries the landing, with a not-landed note only while the gap lasts."""
     engine = Engine.from_metadata({"minReplicas": "3", "coldStartSeconds": "60"})
     lost = status(metrics=CPU, current=2, desired=2)
     first = engine.decide(obs(0, 2, lost))
-    assert first.landing is None and first.replicas == 3
+    assert first.landing is None
+    assert first.replicas == 3
     second = engine.decide(obs(15, 2, lost))
-    assert second.landing is not None and (second.landing.gap, second.landing.reason) == (1, "metric_missing")
+    assert second.landing is not None
+    assert (second.landing.gap, second.landing.reason) == (1, "metric_missing")
     assert any(note.startswith("not landed: Deployment at 2, target 3") for note in second.notes)
     assert second.to_json()["landing"]["reason"] == "metric_missing"
     # once it lands the note goes
     third = engine.decide(obs(30, 3, status(current=3, desired=3)))
-    assert third.landing is not None and third.landing.reason == "landed"
+    assert third.landing is not None
+    assert third.landing.reason == "landed"
     assert not any(note.startswith("not landed") for note in third.notes)
 
 
 def test_an_observation_log_round_trips_the_hpa() -> None:
+    """An observation with an HPA survives the observation log's JSON round trip unchanged."""
     from scaler.sources.files import observation_from_dict
 
     original = obs(0, 4, status(metrics=CPU))
@@ -211,7 +239,7 @@ def test_scaler_serve_reports_an_hpa_that_lost_the_metric_within_two_refreshes(
             grpc.channel_ready_future(channel).result(timeout=20)
             metadata = {"labelSelector": 'model_name="meta-llama/Llama-3.1-8B-Instruct"', "minReplicas": "3"}
             ref = pb.ScaledObjectRef(name="llama", namespace="inference", scalerMetadata=metadata)
-            stub = pb_grpc.ExternalScalerStub(channel)
+            stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
             deadline = time.monotonic() + 20
             gap: list[tuple[str, float]] = []
             while not gap:
@@ -234,7 +262,8 @@ def test_scaler_serve_reports_an_hpa_that_lost_the_metric_within_two_refreshes(
         if entry["event"] == "decision" and entry["scaledobject"] == "llama"
     ]
     # The first decision for the target has nothing to compare; the second already says why.
-    assert decisions[0]["landing"] is None and decisions[0]["replicas"] == 3
+    assert decisions[0]["landing"] is None
+    assert decisions[0]["replicas"] == 3
     second = decisions[1]["landing"]
     assert (second["landed"], second["target"], second["gap"], second["reason"]) == (
         2,
@@ -246,6 +275,7 @@ def test_scaler_serve_reports_an_hpa_that_lost_the_metric_within_two_refreshes(
 
 
 def scrape(port: int) -> list[Any]:
+    """The metric families the scaler serves on its /metrics port."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
         return list(text_string_to_metric_families(reply.read().decode()))
 
@@ -265,6 +295,7 @@ def scrape(port: int) -> list[Any]:
     ],
 )
 def test_the_smallest_steps_that_land(current: int, tolerance: float, up: int, down: int) -> None:
+    """The smallest steps up and down from ``current`` fall outside the HPA's tolerance."""
     assert landing.landing_step_up(current, tolerance) == up
     assert landing.landing_step_down(current, tolerance) == down
     for step in (up, down):
@@ -283,12 +314,15 @@ def test_the_smallest_steps_that_land(current: int, tolerance: float, up: int, d
         ("ten", None),
         (True, None),
     ],
+    ids=repr,
 )
 def test_tolerance_quantities(raw: Any, expected: float | None) -> None:
+    """Tolerance quantities parse from numbers, decimals and milli-units; bad ones are None."""
     assert landing.quantity(raw) == (pytest.approx(expected) if expected is not None else None)
 
 
 def test_the_hpa_s_own_tolerance_is_read_per_direction() -> None:
+    """The HPA's tolerance is read per direction; an unset one is the cluster default 0.1."""
     raw = k8s.hpa("llama", "inference")
     raw["spec"]["behavior"] = {"scaleUp": {"tolerance": "0"}, "scaleDown": {"stabilizationWindowSeconds": 0}}
     hpa = hpa_from_json(raw)
@@ -314,6 +348,7 @@ def decide_through_the_hpa(
 
 
 def test_scale_ups_step_past_the_tolerance_and_scale_downs_it_swallows_hold() -> None:
+    """A scale-up inside the tolerance steps past it; a swallowed scale-down holds instead."""
     assert decide_through_the_hpa(11, 10)[:2] == (12, ["hpa_tolerance"])  # 11 would not land; 12 does
     assert decide_through_the_hpa(9, 10)[:2] == (10, ["hpa_tolerance"])  # 9 would not land: hold 10
     assert decide_through_the_hpa(8, 10)[:2] == (8, [])  # 8 lands as it is
@@ -324,6 +359,7 @@ def test_scale_ups_step_past_the_tolerance_and_scale_downs_it_swallows_hold() ->
 
 
 def test_a_step_past_the_tolerance_stays_under_max_and_the_free_gpus() -> None:
+    """A step past the tolerance never exceeds maxReplicas; the decision notes why it stopped."""
     target, clamps, notes = decide_through_the_hpa(40, 37)  # 40 is within 10% of 37; 41 is past maxReplicas
     assert (target, clamps) == (40, [])
     assert any("HPA tolerance" in note and "beyond 40" in note for note in notes)

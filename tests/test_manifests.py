@@ -43,10 +43,12 @@ KUBERNETES_VERSIONS = ("1.30", kubernetes_validate.utils.latest_version())
 
 
 def load_yaml(path: Path) -> list[dict[str, Any]]:
+    """Every non-empty YAML document in ``path``."""
     return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
 def kustomization(folder: Path) -> dict[str, Any]:
+    """The kustomization.yaml in ``folder``, parsed."""
     doc: dict[str, Any] = yaml.safe_load((folder / "kustomization.yaml").read_text())
     return doc
 
@@ -79,10 +81,12 @@ def build(folder: Path) -> list[dict[str, Any]]:
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The objects of kind ``kind``."""
     return [o for o in objects if o["kind"] == kind]
 
 
 def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """The one object of kind ``kind``; fails unless there is exactly one."""
     found = by_kind(objects, kind)
     assert len(found) == 1, f"expected one {kind}, found {len(found)}"
     return found[0]
@@ -90,20 +94,24 @@ def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def default() -> list[dict[str, Any]]:
+    """The objects the default entry point installs."""
     return build(MANIFESTS)
 
 
 @pytest.fixture(scope="module")
 def monitoring() -> list[dict[str, Any]]:
+    """The objects the with-monitoring entry point installs."""
     return build(MANIFESTS / "with-monitoring")
 
 
 @pytest.fixture(scope="module")
 def example() -> list[dict[str, Any]]:
+    """The objects the example entry point installs."""
     return build(MANIFESTS / "example")
 
 
 def kustomization_folders() -> Iterator[Path]:
+    """Every folder under manifests/ holding a kustomization.yaml, sorted."""
     for path in sorted(MANIFESTS.rglob("kustomization.yaml")):
         yield path.parent
 
@@ -112,6 +120,7 @@ def kustomization_folders() -> Iterator[Path]:
 
 
 def test_every_kustomization_entry_resolves_and_every_manifest_is_used() -> None:
+    """Every kustomization entry exists and is the right kind, and every manifest file is installed."""
     referenced: set[Path] = set()
     for folder in kustomization_folders():
         k = kustomization(folder)
@@ -128,7 +137,8 @@ def test_every_kustomization_entry_resolves_and_every_manifest_is_used() -> None
         for generator in k.get("configMapGenerator", []):
             for name in generator["files"]:
                 path = (folder / name).resolve()
-                assert path.is_file() and path.is_relative_to(folder), f"{name}: missing or outside {folder}"
+                assert path.is_file(), f"{name}: missing or outside {folder}"
+                assert path.is_relative_to(folder), f"{name}: missing or outside {folder}"
                 referenced.add(path)
     manifests = {p.resolve() for p in MANIFESTS.rglob("*.yaml") if p.name != "kustomization.yaml"}
     manifests |= {p.resolve() for p in MANIFESTS.rglob("*.json")}
@@ -139,6 +149,7 @@ def test_every_kustomization_entry_resolves_and_every_manifest_is_used() -> None
 def test_monitoring_objects_are_optional(
     default: list[dict[str, Any]], monitoring: list[dict[str, Any]]
 ) -> None:
+    """The default install has no Prometheus CRD objects; with-monitoring adds exactly two."""
     kinds = {o["kind"] for o in default}
     assert not kinds & {"ServiceMonitor", "PrometheusRule"}, (
         "the default install must not need Prometheus CRDs"
@@ -157,6 +168,7 @@ def test_monitoring_objects_are_optional(
 def test_every_builtin_object_validates_against_kubernetes_schemas(
     monitoring: list[dict[str, Any]], example: list[dict[str, Any]]
 ) -> None:
+    """Every built-in object validates strictly on the oldest and newest targeted Kubernetes."""
     checked = set()
     for obj in [*monitoring, *example]:
         if obj["kind"] in CUSTOM_KINDS:
@@ -182,6 +194,7 @@ def test_every_builtin_object_validates_against_kubernetes_schemas(
 
 
 def test_the_kubernetes_validator_rejects_a_misspelt_field(default: list[dict[str, Any]]) -> None:
+    """The strict Kubernetes validator rejects a misspelt field."""
     broken = copy.deepcopy(one(default, "Deployment"))
     broken["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {"grpc": {"port": 9090}}
     with pytest.raises(kubernetes_validate.ValidationError, match="readinesProbe"):
@@ -190,10 +203,12 @@ def test_the_kubernetes_validator_rejects_a_misspelt_field(default: list[dict[st
 
 @pytest.fixture(scope="module")
 def scaledobject_validator() -> jsonschema.protocols.Validator:
+    """A strict validator for KEDA's ScaledObject CRD, for the module."""
     return crd_validator(CRD)
 
 
 def scaledobjects() -> list[tuple[str, dict[str, Any]]]:
+    """Every ScaledObject in the deployed and the embedded example, with its file."""
     return [
         (str(path.relative_to(ROOT)), obj)
         for path in (
@@ -204,11 +219,17 @@ def scaledobjects() -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-@pytest.mark.parametrize(("source", "obj"), scaledobjects())
+@pytest.mark.parametrize(
+    ("source", "obj"),
+    scaledobjects(),
+    ids=lambda value: value if isinstance(value, str) else value["metadata"]["name"],
+)
 def test_scaledobjects_validate_against_kedas_crd(
     source: str, obj: dict[str, Any], scaledobject_validator: jsonschema.protocols.Validator
 ) -> None:
-    assert obj["apiVersion"] == "keda.sh/v1alpha1" and obj["kind"] == "ScaledObject"
+    """Each example ScaledObject is a keda.sh/v1alpha1 ScaledObject valid under KEDA's strict CRD."""
+    assert obj["apiVersion"] == "keda.sh/v1alpha1"
+    assert obj["kind"] == "ScaledObject"
     errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in scaledobject_validator.iter_errors(obj)]
     assert not errors, f"{source}: {errors}"
 
@@ -216,6 +237,7 @@ def test_scaledobjects_validate_against_kedas_crd(
 def test_the_crd_validator_rejects_what_the_api_server_would(
     scaledobject_validator: jsonschema.protocols.Validator,
 ) -> None:
+    """The CRD validator rejects an unknown field, a missing required one and a bad enum value."""
     _, obj = scaledobjects()[0]
     misspelt = copy.deepcopy(obj)
     misspelt["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behaviour"] = {}
@@ -232,6 +254,7 @@ def test_the_crd_validator_rejects_what_the_api_server_would(
 
 
 def test_embedded_example_is_the_deployed_example() -> None:
+    """The example embedded in the package equals the one in manifests/example."""
     (_, deployed), (_, embedded) = scaledobjects()
     assert embedded == deployed
 
@@ -239,6 +262,7 @@ def test_embedded_example_is_the_deployed_example() -> None:
 def test_example_scaledobject_fits_the_scaler_and_the_workload(
     example: list[dict[str, Any]], default: list[dict[str, Any]]
 ) -> None:
+    """The example's bounds, address, target, GPUs and HPA behavior agree with the scaler and workload."""
     so = one(example, "ScaledObject")
     spec = so["spec"]
     assert len(spec["triggers"]) == 1, "the GPU check can only hold a scale-up as the only trigger"
@@ -280,6 +304,7 @@ def test_example_scaledobject_fits_the_scaler_and_the_workload(
 
 
 def test_cluster_role_grants_exactly_read_access_to_five_resources(default: list[dict[str, Any]]) -> None:
+    """The ClusterRole grants get/list/watch on exactly five resources, bound to the scaler's account."""
     role = one(default, "ClusterRole")
     granted = set()
     for rule in role["rules"]:
@@ -293,7 +318,8 @@ def test_cluster_role_grants_exactly_read_access_to_five_resources(default: list
         ("keda.sh", "scaledobjects"),
         ("autoscaling", "horizontalpodautoscalers"),
     }
-    assert not by_kind(default, "Role") and not by_kind(default, "RoleBinding")
+    assert not by_kind(default, "Role")
+    assert not by_kind(default, "RoleBinding")
     binding = one(default, "ClusterRoleBinding")
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -313,12 +339,14 @@ def test_cluster_role_grants_exactly_read_access_to_five_resources(default: list
 
 
 def container_env(container: dict[str, Any]) -> dict[str, str]:
+    """A container's environment as a name-to-value map."""
     return {e["name"]: e["value"] for e in container.get("env", [])}
 
 
 def test_deployment_is_hardened_and_matches_the_scalers_flags(
     default: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The Deployment runs hardened, and its ports, probes and grace period match the scaler's flags."""
     deployment = one(default, "Deployment")
     assert deployment["spec"]["replicas"] == 2
     pod = deployment["spec"]["template"]["spec"]
@@ -354,17 +382,21 @@ def test_deployment_is_hardened_and_matches_the_scalers_flags(
 
 
 def test_pods_meet_the_restricted_pod_security_standard(default: list[dict[str, Any]]) -> None:
+    """The namespace enforces restricted; the pod uses only safe volume types, no host namespace or port."""
     namespace = one(default, "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     pod = one(default, "Deployment")["spec"]["template"]["spec"]
     for volume in pod.get("volumes", []):
         assert set(volume) - {"name"} <= {"emptyDir", "configMap", "secret", "projected", "downwardAPI"}
-    assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
+    assert not pod.get("hostNetwork")
+    assert not pod.get("hostPID")
+    assert not pod.get("hostIPC")
     for container in pod["containers"]:
         assert not any("hostPort" in p for p in container["ports"])
 
 
 def test_service_is_headless_and_reaches_both_ports(default: list[dict[str, Any]]) -> None:
+    """The Service is headless, selects the scaler's pods and targets both named ports."""
     service = one(default, "Service")
     assert service["spec"]["clusterIP"] == "None", "KEDA's round-robin balancer needs every pod address"
     pod_template = one(default, "Deployment")["spec"]["template"]
@@ -379,17 +411,20 @@ def test_service_is_headless_and_reaches_both_ports(default: list[dict[str, Any]
 def test_service_monitor_scrapes_the_metrics_port_keeping_our_labels(
     monitoring: list[dict[str, Any]],
 ) -> None:
+    """The ServiceMonitor scrapes the Service's metrics port at /metrics with honorLabels."""
     monitor = one(monitoring, "ServiceMonitor")
     service = one(monitoring, "Service")
     assert monitor["metadata"]["namespace"] == service["metadata"]["namespace"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
-    assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+    assert endpoint["port"] == "metrics"
+    assert endpoint["path"] == "/metrics"
     assert endpoint["honorLabels"] is True, "the series' namespace label is the ScaledObject's"
 
 
 def test_dashboard_configmap_is_generated_for_the_grafana_sidecar(default: list[dict[str, Any]]) -> None:
+    """The dashboard ConfigMap carries the sidecar's label, a stable name and the dashboard file."""
     (configmap,) = [o for o in by_kind(default, "ConfigMap") if o["metadata"]["name"].endswith("dashboard")]
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert configmap["data"] == {"dashboard.json": (MANIFESTS / "grafana" / "dashboard.json").read_text()}
@@ -405,11 +440,13 @@ ALERT_TESTS = ROOT / "tests" / "data" / "prometheusrule_test.yaml"
 
 
 def rule_groups(monitoring: list[dict[str, Any]]) -> dict[str, Any]:
+    """The PrometheusRule's groups, as a promtool rules file."""
     rule = one(monitoring, "PrometheusRule")
     return {"groups": rule["spec"]["groups"]}
 
 
 def test_alert_rules_pass_promtool(monitoring: list[dict[str, Any]], tmp_path: Path) -> None:
+    """The alert rules pass promtool's check and its unit tests."""
     require_prometheus()
     promtool = find_binary("promtool")
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule_groups(monitoring)))
@@ -422,6 +459,7 @@ def test_alert_rules_pass_promtool(monitoring: list[dict[str, Any]], tmp_path: P
 
 
 def test_alerts_cover_what_they_must_and_query_real_series(monitoring: list[dict[str, Any]]) -> None:
+    """The required alerts exist, query only exported series and carry severity and annotations."""
     rules = [r for group in rule_groups(monitoring)["groups"] for r in group["rules"]]
     alerts = {r["alert"] for r in rules}
     assert {
@@ -439,6 +477,7 @@ def test_alerts_cover_what_they_must_and_query_real_series(monitoring: list[dict
 def test_the_not_landed_alert_fires_on_exactly_the_reasons_the_hpa_does_not_explain(
     monitoring: list[dict[str, Any]],
 ) -> None:
+    """The not-landed alert matches exactly landing.ALERTING, a strict subset of the known reasons."""
     from scaler import landing
 
     rules = {r.get("alert"): r for group in rule_groups(monitoring)["groups"] for r in group["rules"]}
@@ -463,7 +502,8 @@ def test_dockerfile_builds_from_files_that_exist_and_runs_as_non_root() -> None:
     runtime = lines[lines.index(stages[1]) :]
     assert not any("grpcio-tools" in line for line in runtime), "build tools stay in the build stage"
     user = next(line.split()[1] for line in runtime if line.startswith("USER "))
-    assert user.split(":")[0].isdigit() and user.split(":")[0] != "0", "a numeric non-root user"
+    assert user.split(":")[0].isdigit(), "a numeric non-root user"
+    assert user.split(":")[0] != "0", "a numeric non-root user"
     pod_user = one(build(MANIFESTS), "Deployment")["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
     assert int(user.split(":")[0]) == pod_user
     assert "EXPOSE 9090 8080" in runtime

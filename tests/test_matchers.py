@@ -31,8 +31,20 @@ from scaler.matchers import LabelMatcher, MatchOp, SelectorError, matches_all, p
         ("a=`raw \\d`", (LabelMatcher("a", MatchOp.EQ, "raw \\d"),)),
         ('a="1",', (LabelMatcher("a", MatchOp.EQ, "1"),)),
     ],
+    ids=[
+        "empty",
+        "blank",
+        "empty-braces",
+        "bare-eq",
+        "braced-eq",
+        "all-four-ops",
+        "escaped-quote-and-slash",
+        "backtick-raw",
+        "trailing-comma",
+    ],
 )
 def test_parse(text: str, expected: tuple[LabelMatcher, ...]) -> None:
+    """A selector parses into its matchers, with or without braces, quoting and escapes resolved."""
     assert parse_selector(text) == expected
 
 
@@ -52,6 +64,7 @@ def test_parse(text: str, expected: tuple[LabelMatcher, ...]) -> None:
     ],
 )
 def test_rejects_anything_but_a_matcher_list(text: str) -> None:
+    """Anything that is not a plain matcher list raises SelectorError instead of reaching PromQL."""
     with pytest.raises(SelectorError):
         parse_selector(text)
 
@@ -70,12 +83,26 @@ def test_rejects_anything_but_a_matcher_list(text: str) -> None:
         ('a="1", b="2"', {"a": "1", "b": "2"}, True),
         ('a="1", b="2"', {"a": "1", "b": "3"}, False),
     ],
+    ids=[
+        "eq-match",
+        "eq-mismatch",
+        "re-match",
+        "re-is-anchored",
+        "nre-match",
+        "ne-absent-label",
+        "eq-empty-absent-label",
+        "eq-absent-label",
+        "all-match",
+        "one-mismatch",
+    ],
 )
 def test_matching_follows_promql(selector: str, labels: dict[str, str], expected: bool) -> None:
+    """Matchers apply to label sets as PromQL does: anchored regexes, absent labels are empty."""
     assert matches_all(parse_selector(selector), labels) is expected
 
 
 def test_rendering_round_trips() -> None:
+    """Rendering matchers and parsing the text again gives the same matchers."""
     matchers = parse_selector('a="x\\"y", b=~"p.*"')
     rendered = ", ".join(str(m) for m in matchers)
     assert parse_selector(rendered) == matchers

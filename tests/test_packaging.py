@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from this checkout, once for the module."""
     out = tmp_path_factory.mktemp("dist")
     # --no-isolation: build with this venv's setuptools instead of downloading one.
     subprocess.run(
@@ -43,6 +44,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin folder of a fresh venv with the wheel and its pinned runtime dependencies."""
     env = tmp_path_factory.mktemp("venv") / "venv"
     venv.EnvBuilder(with_pip=True).create(env)
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
@@ -51,6 +53,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_wheel_installs_without_the_replay_extra_and_serves(installed: Path) -> None:
+    """The bare wheel lacks the replay extras, names its version, and serves health and /metrics."""
     python = str(installed / "python")
     for module in ("numpy", "matplotlib", "tqdm"):
         probe = subprocess.run(
@@ -68,7 +71,8 @@ def test_the_wheel_installs_without_the_replay_extra_and_serves(installed: Path)
         text=True,
         timeout=60,
     )
-    assert replay.returncode == 2 and "pip install 'llm-gpu-scaler[replay]'" in replay.stderr
+    assert replay.returncode == 2
+    assert "pip install 'llm-gpu-scaler[replay]'" in replay.stderr
 
     grpc_port, metrics_port = free_port(), free_port()
     command = [str(installed / "scaler"), "serve", "--host", "127.0.0.1", "--port", str(grpc_port)]

@@ -40,6 +40,7 @@ def phase(minute: float) -> tuple[str, int, bool]:
 
 
 def history() -> str:
+    """Two hours of both ScaledObjects' series as OpenMetrics, every 15 s, following ``phase``."""
     so = {
         "llama": 'namespace="inference",scaledobject="llama"',
         "mistral": 'namespace="inference",scaledobject="mistral"',
@@ -101,6 +102,7 @@ def history() -> str:
 
 @pytest.fixture(scope="module")
 def prometheus() -> Iterator[LocalPrometheus]:
+    """A local Prometheus holding ``history()``, for the whole module."""
     require_prometheus()
     prom = LocalPrometheus(retention="100y")
     try:
@@ -112,6 +114,7 @@ def prometheus() -> Iterator[LocalPrometheus]:
 
 
 def trace(prometheus: LocalPrometheus, tmp_path: Path, name: str, *extra: str) -> int:
+    """Run ``scaler trace`` on one inference ScaledObject over the two hours; its exit code."""
     return main(
         [
             "trace",
@@ -133,12 +136,14 @@ def trace(prometheus: LocalPrometheus, tmp_path: Path, name: str, *extra: str) -
 
 
 def expected_steps() -> list[tuple[str, int, bool]]:
+    """``phase`` at each 15 s step of the two hours."""
     return [phase(i / 60) for i in range(0, 2 * 3600 + 1, STEP)]
 
 
 def test_the_decision_history_is_summed_up_and_drawn(
     prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The trace summarises steps, binding shares, clamps, TTFT misses and landed series, and draws."""
     assert trace(prometheus, tmp_path, "llama", "--timezone", "Asia/Shanghai") == 0
     lines = capsys.readouterr().out.splitlines()
     steps = expected_steps()
@@ -161,6 +166,7 @@ def test_the_decision_history_is_summed_up_and_drawn(
 def test_kube_state_metrics_stand_in_for_what_landed(
     prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Without a landed series the trace says so; with --deployment kube-state-metrics stands in."""
     assert trace(prometheus, tmp_path, "mistral") == 0
     assert "landed: no series" in capsys.readouterr().out
     assert trace(prometheus, tmp_path, "mistral", "--deployment", "vllm-mistral") == 0
@@ -173,6 +179,7 @@ def test_kube_state_metrics_stand_in_for_what_landed(
         ("gemma", (), "no llm_scaler_desired_replicas for inference/gemma"),
         ("llama", ("--timezone", "Mars/Olympus"), "is not an IANA zone"),
     ],
+    ids=["unknown-scaledobject", "unknown-timezone"],
 )
 def test_nothing_to_draw_says_why(
     prometheus: LocalPrometheus,
@@ -182,6 +189,7 @@ def test_nothing_to_draw_says_why(
     extra: tuple[str, ...],
     message: str,
 ) -> None:
+    """An unknown ScaledObject or zone exits 2, says why on stderr and writes no picture."""
     assert trace(prometheus, tmp_path, name, *extra) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / f"{name}.png").exists()

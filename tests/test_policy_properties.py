@@ -39,6 +39,7 @@ observations = st.fixed_dictionaries(
 
 
 def metadata(p: dict[str, object]) -> dict[str, str]:
+    """ScaledObject metadata for a drawn policy, keeping maxPendingReplicas and pre-warm in range."""
     md = {
         "minReplicas": str(p["minReplicas"]),
         "maxReplicas": str(int(p["minReplicas"]) + int(p["extra"])),  # type: ignore[call-overload]
@@ -58,6 +59,7 @@ def metadata(p: dict[str, object]) -> dict[str, str]:
 
 
 def observation(o: dict[str, object], now: datetime = NOW) -> Observation:
+    """An Observation from drawn fields, with pending replicas capped at the current replicas."""
     current = o["current_replicas"]
     pending = min(int(o["pending_replicas"]), int(current)) if current is not None else 0  # type: ignore[call-overload]
     return Observation(now=now, **{**o, "pending_replicas": pending})  # type: ignore[arg-type]
@@ -66,6 +68,7 @@ def observation(o: dict[str, object], now: datetime = NOW) -> Observation:
 @settings(max_examples=400, deadline=None)
 @given(policies, observations)
 def test_target_within_bounds_never_zero(p: dict[str, object], o: dict[str, object]) -> None:
+    """The target is at least 1, within min/max replicas, and its binding signal is a proposal."""
     engine = Engine.from_metadata(metadata(p))
     d = engine.decide(observation(o))
     assert d.replicas >= 1
@@ -78,6 +81,7 @@ def test_target_within_bounds_never_zero(p: dict[str, object], o: dict[str, obje
 def test_never_above_gpu_capacity_unless_the_floor_forces_it(
     p: dict[str, object], o: dict[str, object]
 ) -> None:
+    """With the GPU check on, the target exceeds GPU capacity only when the floor forces it."""
     engine = Engine.from_metadata(metadata(p))
     obs = observation(o)
     d = engine.decide(obs)
@@ -101,6 +105,7 @@ def test_never_above_gpu_capacity_unless_the_floor_forces_it(
 @settings(max_examples=300, deadline=None)
 @given(policies, observations, st.floats(0, 1e4), st.floats(0, 1e4))
 def test_monotone_in_queue_depth(p: dict[str, object], o: dict[str, object], a: float, b: float) -> None:
+    """A deeper queue never gives fewer replicas, all else equal."""
     low, high = sorted((a, b))
     md = metadata(p)
     d_low = Engine.from_metadata(md).decide(observation({**o, "queue_waiting": low}))
@@ -113,6 +118,7 @@ def test_monotone_in_queue_depth(p: dict[str, object], o: dict[str, object], a: 
 def test_equal_inputs_in_equal_order_give_equal_decisions(
     p: dict[str, object], sequence: list[dict[str, object]]
 ) -> None:
+    """Two engines fed the same observations in the same order make the same decisions."""
     md = metadata(p)
     first, second = Engine.from_metadata(md), Engine.from_metadata(md)
     for i, o in enumerate(sequence):
@@ -129,6 +135,7 @@ def test_equal_inputs_in_equal_order_give_equal_decisions(
 def test_a_missing_input_never_lowers_the_target(
     p: dict[str, object], o: dict[str, object], field: str
 ) -> None:
+    """Losing one demand input never lowers the target below the decision made with it."""
     md = metadata(p)
     engine = Engine.from_metadata(md)
     complete = {

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
-import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -21,6 +18,7 @@ from scaler.sim.prometheus import LocalPrometheus, free_port
 from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 from tests.conftest import require_prometheus
+from tests.fake_prometheus import FakePrometheus, vector
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.prometheus
@@ -49,6 +47,7 @@ class Stack:
         self.prometheus.start([f.address for f in self.fleets.values()])
 
     def close(self) -> None:
+        """Stop Prometheus and every fleet."""
         self.prometheus.close()
         for fleet in self.fleets.values():
             fleet.stop()
@@ -56,6 +55,7 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
+    """The module's Prometheus and fleets, started once and closed after the last test."""
     require_prometheus()
     s = Stack()
     yield s
@@ -63,10 +63,12 @@ def stack() -> Iterator[Stack]:
 
 
 def reader_for(stack: Stack) -> PrometheusReader:
+    """A reader on the stack's Prometheus with a 5 s rate window, short enough for the tests."""
     return PrometheusReader(stack.prometheus.url, rate_window="5s")
 
 
 def target(key: str, address: str, **metadata: str) -> TargetQuery:
+    """A target query from ScaledObject-style metadata."""
     return TargetQuery(key, parse_metadata(metadata), address)
 
 
@@ -89,11 +91,13 @@ SELECTORS = {
 
 
 def close_to(value: float | None, expected: float, tolerance: float = 0.15) -> bool:
+    """Whether ``value`` is present and within ``tolerance`` (relative) of ``expected``."""
     return value is not None and abs(value - expected) <= tolerance * max(expected, 1e-9)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi", "triton"])
 def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
+    """Each engine's preset reads queue, rates, running, pods, and KV cache and TTFT where exported."""
     fleet = stack.fleets[engine]
     fleet.set_fleet_load(LOAD)
     reader = reader_for(stack)
@@ -108,6 +112,7 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
         return got if rates_ok and v.get("queue_waiting") == 40 else None
 
     got = eventually(read, timeout=25, every=0.25)
+    assert got is not None
     assert got.values["requests_running"] == 12
     assert got.values["replicas_reporting"] == len(fleet.pods)
     offered = {f.field for f in PRESETS[engine].families}
@@ -128,6 +133,7 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
 
 
 def test_our_quantile_matches_prometheus(stack: Stack) -> None:
+    """The TTFT p95 computed from the buckets equals Prometheus' own histogram_quantile."""
     stack.fleets["vllm"].set_fleet_load(LOAD)
     eventually(
         lambda: stack.prometheus.query("sum(rate(vllm:time_to_first_token_seconds_count[5s])) > 3"),
@@ -141,6 +147,7 @@ def test_our_quantile_matches_prometheus(stack: Stack) -> None:
 
 
 def test_selectors_split_one_batched_query_per_family(stack: Stack) -> None:
+    """One query per metric family serves every labelSelector; each target gets its own sum."""
     stack.fleets["vllm"].set_fleet_load(PodLoad(waiting=30))
     stack.fleets["vllm-b"].set_fleet_load(PodLoad(waiting=7))
     reader = reader_for(stack)
@@ -163,6 +170,7 @@ def test_selectors_split_one_batched_query_per_family(stack: Stack) -> None:
 
     before = reader.queries
     got = eventually(read, timeout=25, every=0.25)
+    assert got is not None
     per_read = len(PRESETS["vllm"].families)
     assert (reader.queries - before) % per_read == 0  # one query per family, whatever the targets
     assert got["both"].values["queue_waiting"] == 37
@@ -183,6 +191,7 @@ def _query_requests(prometheus: LocalPrometheus) -> float:
 
 
 def test_query_count_does_not_grow_with_scaledobjects(stack: Stack) -> None:
+    """Reading fifty ScaledObjects costs at most one more Prometheus query than reading one."""
     url = stack.prometheus.url
     reader = reader_for(stack)
     one = [target("so-0", url, labelSelector=f'model_name="{MODEL_A}"')]
@@ -202,47 +211,12 @@ def test_query_count_does_not_grow_with_scaledobjects(stack: Stack) -> None:
 
 
 def test_prometheus_down_is_a_named_absence() -> None:
+    """An unreachable Prometheus leaves every input missing with "connection failed" as the reason."""
     reader = PrometheusReader(f"http://127.0.0.1:{free_port()}", timeout_s=1)
     got = reader.read([target("t", reader.default_address or "")])["t"]
     assert not got.values
     assert "connection failed" in got.missing["queue_waiting"]
     assert "connection failed" in got.missing["prompt_tokens_per_s"]
-
-
-class FakePrometheus:
-    """An HTTP server that answers the query API with whatever the test scripts."""
-
-    def __init__(self, respond: Callable[[str], tuple[int, bytes]]) -> None:
-        self.respond = respond
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                status, body = fake.respond(self.path)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def vector(*values: str, labels: dict[str, str] | None = None) -> bytes:
-    result = [
-        {"metric": {**(labels or {}), "pod": f"p{i}"}, "value": [time.time(), v]}
-        for i, v in enumerate(values)
-    ]
-    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
 
 
 @pytest.mark.parametrize(
@@ -259,8 +233,10 @@ def vector(*values: str, labels: dict[str, str] | None = None) -> bytes:
             "malformed sample",
         ),
     ],
+    ids=["http-500", "not-json", "no-result", "only-nan", "no-series", "malformed-sample"],
 )
 def test_broken_answers_are_named_absences(status: int, body: bytes, reason: str) -> None:
+    """A broken or empty Prometheus answer leaves the queue missing, with a reason naming the fault."""
     fake = FakePrometheus(lambda path: (status, body))
     try:
         got = PrometheusReader(fake.url, timeout_s=2).read([target("t", fake.url)])["t"]
@@ -271,6 +247,7 @@ def test_broken_answers_are_named_absences(status: int, body: bytes, reason: str
 
 
 def test_nan_next_to_numbers_is_dropped_not_summed() -> None:
+    """NaN and +Inf samples are dropped from a sum, and the finite ones are added up."""
     fake = FakePrometheus(lambda path: (200, vector("NaN", "4", "+Inf", "3")))
     try:
         got = PrometheusReader(fake.url).read([target("t", fake.url)])["t"]
@@ -290,8 +267,18 @@ def test_nan_next_to_numbers_is_dropped_not_summed() -> None:
         (0.5, {1.0: 1.0}, None),  # no +Inf bucket
         (0.1, {2.0: 10.0, math.inf: 10.0}, 0.2),  # the lowest bucket starts at 0
     ],
+    ids=[
+        "median",
+        "p95",
+        "p99-at-bound",
+        "rank-in-inf",
+        "no-observations",
+        "no-inf-bucket",
+        "lowest-from-zero",
+    ],
 )
 def test_histogram_quantile_table(q: float, buckets: dict[float, float], expected: float | None) -> None:
+    """histogram_quantile interpolates like Prometheus, and gives None without data or a +Inf bucket."""
     got = histogram_quantile(q, buckets)
     assert got == (pytest.approx(expected) if expected is not None else None)
 
@@ -299,7 +286,7 @@ def test_histogram_quantile_table(q: float, buckets: dict[float, float], expecte
 def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
     """Token rates, the queue, the pods reporting and the TTFT histogram come back as history."""
     require_prometheus()
-    now = int(time.time())
+    now = int(time.time())  # noqa: TID251 - a real Prometheus accepts samples near now only
     ttft = "vllm:time_to_first_token_seconds"
     lines = [
         "# TYPE vllm:prompt_tokens counter",
@@ -335,15 +322,16 @@ def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
         prom.import_openmetrics("\n".join(lines) + "\n")
         prom.start()
         reader = PrometheusReader(prom.url, rate_window="1m", history_seconds=1800, history_step_s=15)
-        history = reader.history([target("t", prom.url, labelSelector=SELECTORS["vllm"])], datetime.now(UTC))[
-            "t"
-        ]
+        asked_at = datetime.now(UTC)  # noqa: TID251 - the samples above were placed relative to now
+        history = reader.history([target("t", prom.url, labelSelector=SELECTORS["vllm"])], asked_at)["t"]
     finally:
         prom.close()
     assert len(history) > 100
-    assert history[0].prompt_tokens_per_s is not None and history[0].prompt_tokens_per_s < 1600
+    assert history[0].prompt_tokens_per_s is not None
+    assert history[0].prompt_tokens_per_s < 1600
     # two minutes before the data ends the ramp stood at 1,000 + 1,680/1,800 * 3,000 = 3,800 tokens/s
     point = min(history, key=lambda p: abs(p.timestamp - (now - 120)))
+    assert point.prompt_tokens_per_s is not None
     assert point.prompt_tokens_per_s == pytest.approx(3800, rel=0.05)
     assert point.generation_tokens_per_s == pytest.approx(point.prompt_tokens_per_s * 0.2, rel=0.01)
     assert [p.timestamp for p in history] == sorted(p.timestamp for p in history)
@@ -355,6 +343,7 @@ def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
 
 
 def test_credentials_in_addresses_never_reach_reasons_or_logs() -> None:
+    """Passwords in a Prometheus address are redacted, and never appear in missing-input reasons."""
     from scaler.sources.prometheus import redact_url
 
     assert (

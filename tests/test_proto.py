@@ -10,12 +10,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_generated_code_is_reproducible(tmp_path: Path) -> None:
+    """Regenerating from protos/externalscaler.proto reproduces the committed code exactly."""
     import importlib.util
 
     import grpc_tools  # noqa: F401 - the dev extra brings it; its absence is a failure, not a skip
 
     spec = importlib.util.spec_from_file_location("gen_proto", ROOT / "scripts" / "gen_proto.py")
-    assert spec and spec.loader
+    assert spec
+    assert spec.loader
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     for fresh in gen.generate(tmp_path):
@@ -52,6 +54,7 @@ def _kind(field: object) -> str:
 
 
 def test_messages_match_kedas_contract() -> None:
+    """Every message has KEDA's field names, numbers and kinds."""
     assert pb.DESCRIPTOR.package == "externalscaler"
     for message, fields in EXPECTED_FIELDS.items():
         descriptor = pb.DESCRIPTOR.message_types_by_name[message]
@@ -60,6 +63,7 @@ def test_messages_match_kedas_contract() -> None:
 
 
 def test_service_matches_kedas_contract() -> None:
+    """The ExternalScaler service has KEDA's methods with their request, response and streaming."""
     service = pb.DESCRIPTOR.services_by_name["ExternalScaler"]
     methods = {m.name: (m.input_type.name, m.output_type.name, m.server_streaming) for m in service.methods}
     assert methods == {

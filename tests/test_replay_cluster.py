@@ -17,6 +17,7 @@ CFG = ClusterConfig(
 
 
 def test_ttft_is_prefill_time_on_an_idle_pod() -> None:
+    """On an idle pod the first token comes after the prompt's prefill time alone."""
     cluster = Cluster(CFG, initial_ready=1)
     first, end = cluster.assign(0.0, prompt_tokens=500, output_tokens=1)
     assert first == pytest.approx(0.5)
@@ -24,6 +25,7 @@ def test_ttft_is_prefill_time_on_an_idle_pod() -> None:
 
 
 def test_prefill_queue_is_first_come_first_served() -> None:
+    """A later prompt waits for the earlier prefill to finish before its own starts."""
     cluster = Cluster(CFG, initial_ready=1)
     cluster.assign(0.0, 1000, 1)  # prefills until 1.0
     first, _ = cluster.assign(0.2, 500, 1)
@@ -31,6 +33,7 @@ def test_prefill_queue_is_first_come_first_served() -> None:
 
 
 def test_a_request_waits_for_a_free_batch_slot() -> None:
+    """With every decode slot taken, a request starts prefill only when the first slot frees."""
     cluster = Cluster(CFG, initial_ready=1)
     _, end_a = cluster.assign(0.0, 100, 101)  # ~10 s of decode
     _, end_b = cluster.assign(0.0, 100, 101)
@@ -40,6 +43,7 @@ def test_a_request_waits_for_a_free_batch_slot() -> None:
 
 
 def test_least_loaded_routing() -> None:
+    """Requests go to the Ready pod with the fewest in flight."""
     cluster = Cluster(CFG.with_overrides(decode_slots=8), initial_ready=3)
     for t in (0.0, 0.01, 0.02):
         cluster.assign(t, 10, 100)
@@ -50,6 +54,7 @@ def test_least_loaded_routing() -> None:
 
 
 def test_pending_when_no_gpu_is_free_then_scheduled_when_one_frees() -> None:
+    """Pods beyond free GPUs stay Pending, and scaling down removes Pending pods before Ready ones."""
     cluster = Cluster(CFG, initial_ready=2)  # 4 of 6 GPUs bound
     cluster.scale_to(4, now=0.0)
     view = cluster.view(0.0)
@@ -67,6 +72,7 @@ def test_pending_when_no_gpu_is_free_then_scheduled_when_one_frees() -> None:
 
 
 def test_draining_pod_finishes_in_flight_requests_then_frees_its_gpus() -> None:
+    """A draining pod gets no new requests, keeps its GPUs until its last request ends, then goes."""
     cluster = Cluster(CFG.with_overrides(gpus_free=4), initial_ready=2)
     cluster.assign(0.0, 100, 1)  # pod 0, ends at 0.1
     _, end = cluster.assign(0.01, 100, 201)  # pod 1 (least loaded), decodes ~20 s
@@ -82,10 +88,12 @@ def test_draining_pod_finishes_in_flight_requests_then_frees_its_gpus() -> None:
     view = cluster.view(end + 0.01)
     assert view.draining == 0
     assert view.gpus_free == 2
-    assert pod.state is PodState.GONE
+    state: PodState = pod.state  # re-read: advancing the cluster has changed it
+    assert state is PodState.GONE
 
 
 def test_scale_up_creates_pods_that_become_ready_after_the_cold_start() -> None:
+    """New pods become Ready exactly one cold start after the scale-up."""
     cluster = Cluster(CFG.with_overrides(gpus_free=8), initial_ready=1)
     cluster.scale_to(3, now=10.0)
     assert cluster.view(109.0).ready == 1
@@ -93,6 +101,7 @@ def test_scale_up_creates_pods_that_become_ready_after_the_cold_start() -> None:
 
 
 def test_gpu_seconds_count_bound_pods() -> None:
+    """GPU-seconds count every GPU bound to a pod, Ready or starting, over the elapsed time."""
     cluster = Cluster(CFG, initial_ready=1)
     cluster.scale_to(2, now=0.0)
     cluster.advance(3600.0)
@@ -100,6 +109,7 @@ def test_gpu_seconds_count_bound_pods() -> None:
 
 
 def test_requests_wait_for_a_starting_pod_when_none_is_ready() -> None:
+    """With no Ready pod, a request waits for the starting pod's cold start, then prefills."""
     cluster = Cluster(CFG, initial_ready=0)
     cluster.scale_to(1, now=0.0)
     first, _ = cluster.assign(5.0, 100, 1)
@@ -113,13 +123,16 @@ def test_requests_wait_for_a_starting_pod_when_none_is_ready() -> None:
         ({"prefill_tokens_per_s": -1.0}, "prefill_tokens_per_s"),
         ({"gpus_free": 1}, "gpus_free"),
     ],
+    ids=["zero-decode-slots", "negative-prefill-rate", "gpus-free-below-one-replica"],
 )
 def test_config_validation(changes: dict[str, object], message: str) -> None:
+    """An invalid cluster setting raises ClusterError naming the setting."""
     with pytest.raises(ClusterError, match=message):
         CFG.with_overrides(**changes)
 
 
 def test_config_from_mapping_rejects_unknown_keys() -> None:
+    """Unknown cluster keys are refused; known ones are read."""
     with pytest.raises(ClusterError, match="unknown cluster keys"):
         ClusterConfig.from_mapping({"gpus": 4})
     assert ClusterConfig.from_mapping({"gpus_free": 8}).gpus_free == 8

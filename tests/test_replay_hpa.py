@@ -11,6 +11,7 @@ from scaler.replay.hpa import (
     Behavior,
     BehaviorError,
     Hpa,
+    MetricType,
     ScalingPolicy,
     metric_proposal,
 )
@@ -30,23 +31,39 @@ from scaler.replay.hpa import (
         (0, 50, 3, 0, "no waiting requests ask for zero (the floor clamps later)"),
         (3, 1, 0, 3, "no pods yet: no ratio, plain ceil"),
     ],
+    ids=[
+        "plain-ceil",
+        "ratio-1.37-scales-up",
+        "ratio-1.025-holds",
+        "ratio-1.05-holds",
+        "ratio-1.09-holds",
+        "ratio-1.12-scales-up",
+        "ratio-0.9-holds",
+        "ratio-0.89-scales-down",
+        "zero-waiting",
+        "no-pods-yet",
+    ],
 )
 def test_average_value_with_tolerance(
     value: float, target: float, status: int, expected: int, why: str
 ) -> None:
+    """AverageValue asks for ceil(value / target), but a ratio within 10% keeps status.replicas."""
     assert metric_proposal(value, target, status) == expected, why
 
 
 def test_value_metric_type_scales_current_replicas() -> None:
+    """A Value metric scales the current replicas by value over target."""
     # KEDA's docs: Value with 3 replicas, metric 20 over threshold 5 -> 3 * 20 / 5 = 12.
     assert metric_proposal(20, 5, 3, metric_type="Value") == 12
 
 
-def avg(value: float, target: float = 1.0) -> tuple[float, float, str]:
+def avg(value: float, target: float = 1.0) -> tuple[float, float, MetricType]:
+    """An AverageValue metric triple (value, target, type) for Hpa.step."""
     return (value, target, "AverageValue")
 
 
 def test_max_over_metrics() -> None:
+    """With several metrics the HPA takes the largest proposal."""
     hpa = Hpa(2, 16)
     step = hpa.step(0, 4, 4, [avg(120, 50), avg(3), avg(7)])  # ceil(2.4)=3, 3 (tolerance? no: 0.75), 7
     assert step.proposals == (3, 3, 7)
@@ -69,11 +86,13 @@ def test_max_over_metrics() -> None:
     ],
 )
 def test_default_scale_up_limit(current: int, desired: int, expected: int) -> None:
+    """By default a scale-up is limited to the larger of doubling and four more pods."""
     hpa = Hpa(1, 100)
     assert hpa.step(0, current, current, [avg(desired)]).replicas == expected
 
 
 def test_scale_up_limit_counts_the_last_period() -> None:
+    """The scale-up limit counts from the replicas at the start of the last 15 s period."""
     hpa = Hpa(1, 100)
     assert hpa.step(0, 2, 2, [avg(50)]).replicas == 6
     # 10 s later the period (15 s) started at 2 replicas: still at most 6.
@@ -83,6 +102,7 @@ def test_scale_up_limit_counts_the_last_period() -> None:
 
 
 def test_scale_down_stabilization_keeps_the_highest_recent_recommendation() -> None:
+    """Scale-down stabilization keeps the highest recommendation of the last 300 s."""
     hpa = Hpa(1, 100)
     assert hpa.step(0, 10, 10, [avg(10)]).replicas == 10
     # Demand falls to 3: the last 300 s recommended 10, so 10 stays.
@@ -94,6 +114,7 @@ def test_scale_down_stabilization_keeps_the_highest_recent_recommendation() -> N
 
 
 def test_scale_down_window_from_behavior() -> None:
+    """A stabilizationWindowSeconds of 0 in behavior lets the scale-down happen at once."""
     behavior = Behavior.from_spec({"scaleDown": {"stabilizationWindowSeconds": 0}})
     hpa = Hpa(2, 16, behavior)
     hpa.step(0, 10, 10, [avg(10)])
@@ -101,6 +122,7 @@ def test_scale_down_window_from_behavior() -> None:
 
 
 def test_scale_down_policy_and_min_clamp() -> None:
+    """A Pods scale-down policy removes at most its value per period and names the limit."""
     behavior = Behavior.from_spec(
         {
             "scaleDown": {
@@ -122,12 +144,14 @@ def test_scale_down_policy_and_min_clamp() -> None:
     [(10, 40, 16, "max"), (3, 0, 2, "min"), (5, 1, 2, "min")],
 )
 def test_bounds(current: int, desired: float, expected: int, limit: str) -> None:
+    """The result is clamped to min and max replicas, naming which bound applied."""
     hpa = Hpa(2, 16, Behavior.from_spec({"scaleDown": {"stabilizationWindowSeconds": 0}}))
     step = hpa.step(0, current, current, [avg(desired)])
     assert (step.replicas, step.limited_by) == (expected, limit)
 
 
 def test_disabled_scale_down() -> None:
+    """selectPolicy Disabled on scaleDown keeps the replicas from going down."""
     hpa = Hpa(
         1,
         16,
@@ -137,12 +161,14 @@ def test_disabled_scale_down() -> None:
 
 
 def test_status_replicas_with_pending_pods_hold_a_repeated_scale_up() -> None:
+    """Tolerance compares against status.replicas, Pending pods included, so the scale-up holds."""
     # 8 pods exist (3 Pending): a metric of 8.5 is within tolerance of status.replicas.
     hpa = Hpa(1, 16)
     assert hpa.step(0, 8, 8, [avg(8.5)]).replicas == 8
 
 
 def test_behavior_defaults_and_parsing() -> None:
+    """Behavior defaults to Kubernetes' policies, parses a spec, and refuses unknown values."""
     assert Behavior.from_spec(None) == Behavior()
     assert Behavior().scale_up == DEFAULT_SCALE_UP
     assert DEFAULT_SCALE_UP.policies == (ScalingPolicy("Percent", 100, 15), ScalingPolicy("Pods", 4, 15))

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ],
 )
 def test_query_mapping(query: str, series: str, aggregation: str) -> None:
+    """A trigger's PromQL query maps to the simulated series it reads and its aggregation."""
     assert map_query(query) == (series, aggregation)
 
 
@@ -44,15 +45,18 @@ def test_query_mapping(query: str, series: str, aggregation: str) -> None:
     ],
 )
 def test_query_mapping_errors(query: str, message: str) -> None:
+    """A query naming no simulated series, or not aggregating, raises ScaledObjectError."""
     with pytest.raises(ScaledObjectError, match=message):
         map_query(query)
 
 
 def so(triggers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    """A minimal ScaledObject manifest with the given triggers and spec fields."""
     return {"kind": "ScaledObject", "metadata": {"name": "x"}, "spec": {**spec, "triggers": triggers}}
 
 
 def test_triggers_and_spec() -> None:
+    """Prometheus, cron and external triggers, replica bounds, polling and behavior are all read."""
     model = scaledobject_model(
         so(
             [
@@ -82,18 +86,20 @@ def test_triggers_and_spec() -> None:
         )
     )
     prom, cron, external = model.triggers
-    assert isinstance(prom, PrometheusTrigger) and prom.threshold == 50 and prom.series == "queue_waiting"
-    assert (
-        isinstance(cron, CronTrigger)
-        and cron.window.replicas == 8
-        and cron.window.timezone == "Asia/Shanghai"
-    )
-    assert isinstance(external, ExternalTrigger) and model.external is external
+    assert isinstance(prom, PrometheusTrigger)
+    assert prom.threshold == 50
+    assert prom.series == "queue_waiting"
+    assert isinstance(cron, CronTrigger)
+    assert cron.window.replicas == 8
+    assert cron.window.timezone == "Asia/Shanghai"
+    assert isinstance(external, ExternalTrigger)
+    assert model.external is external
     assert (model.min_replicas, model.max_replicas, model.polling_interval_s) == (2, 16, 15)
     assert model.behavior.scale_down.stabilization_window_s == 60
 
 
 def test_defaults_and_notes() -> None:
+    """Missing spec fields take KEDA's defaults and the notes mention scaling to zero."""
     model = scaledobject_model(
         so([{"type": "prometheus", "metadata": {"query": "sum(x_waiting)", "threshold": "5"}}])
     )
@@ -117,13 +123,16 @@ def test_defaults_and_notes() -> None:
             "cron",
         ),
     ],
+    ids=["no-threshold", "negative-threshold", "unmodelled-type", "bad-cron"],
 )
 def test_trigger_errors(trigger: dict[str, Any], message: str) -> None:
+    """An invalid or unmodelled trigger raises ScaledObjectError naming the problem."""
     with pytest.raises(ScaledObjectError, match=message):
         scaledobject_model(so([trigger]))
 
 
 def test_series_values_and_aggregation() -> None:
+    """Per-pod series derive from the pod state and aggregate by sum, max and avg."""
     pods = PodSeries(
         waiting=[3, 0, 6],
         running=[10, 20, 30],
@@ -153,23 +162,20 @@ def test_series_values_and_aggregation() -> None:
     ],
 )
 def test_example_files_parse(path: str) -> None:
+    """Each shipped example ScaledObject parses, with triggers and replicas 2 to 16."""
     model = load_scaledobject_model(ROOT / path)
     assert model.triggers
     assert (model.min_replicas, model.max_replicas) == (2, 16)
 
 
 def test_published_baseline_is_the_published_configuration() -> None:
+    """The published baseline has its queue, per-pod GPU and cron triggers and a 300 s cooldown."""
     model = load_scaledobject_model(ROOT / "benchmarks/baseline-published.yaml")
     waiting, gpu, cron = model.triggers
-    assert isinstance(waiting, PrometheusTrigger) and (waiting.series, waiting.threshold) == (
-        "queue_waiting",
-        50,
-    )
-    assert isinstance(gpu, PrometheusTrigger) and (gpu.series, gpu.threshold, gpu.per_pod) == (
-        "gpu_utilization",
-        85,
-        True,
-    )
+    assert isinstance(waiting, PrometheusTrigger)
+    assert (waiting.series, waiting.threshold) == ("queue_waiting", 50)
+    assert isinstance(gpu, PrometheusTrigger)
+    assert (gpu.series, gpu.threshold, gpu.per_pod) == ("gpu_utilization", 85, True)
     assert isinstance(cron, CronTrigger)
     assert (cron.window.start, cron.window.end, cron.window.replicas) == ("0 9 * * 1-5", "0 12 * * 1-5", 8)
     assert cron.window.timezone == "Asia/Shanghai"

@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from scaler.model import Signal
 from scaler.replay.keda import PodSeries, scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, TickInputs
 
 
 def test_clairvoyant_orders_one_cold_start_ahead_and_keeps_what_is_needed_within_it() -> None:
+    """The clairvoyant targets the most needed within one cold start ahead, then its last value."""
     policy = ClairvoyantPolicy("c", [2, 2, 2, 5, 5, 2, 2, 2, 2], bucket_s=60, lead_s=180, min_replicas=1)
     assert policy.target(-1.0) == 2  # a replica ordered now is Ready at 179 s: not yet needed
     assert policy.target(0.0) == 5  # ordered now, Ready at 180 s when minute 3 needs it
@@ -19,6 +21,7 @@ def test_clairvoyant_orders_one_cold_start_ahead_and_keeps_what_is_needed_within
 
 
 def tick(now: datetime, **values: Any) -> TickInputs:
+    """One tick's inputs at ``now``: two ready replicas, an idle queue, overridden by ``values``."""
     base: dict[str, Any] = {
         "now_s": 0.0,
         "now": now,
@@ -39,6 +42,7 @@ def tick(now: datetime, **values: Any) -> TickInputs:
 
 
 def so(*triggers: dict[str, Any]) -> Any:
+    """The ScaledObject model for 2 to 16 replicas with the given triggers."""
     return scaledobject_model(
         {
             "kind": "ScaledObject",
@@ -59,6 +63,7 @@ CRON = {
 
 
 def test_cron_trigger_inside_and_outside_its_window() -> None:
+    """A cron trigger scales up inside its window (at the HPA's rate) and not outside it."""
     monday_10 = datetime.fromisoformat("2026-12-07T10:00:00+08:00")
     monday_13 = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
     assert KedaPolicy("k", so(CRON)).tick(tick(monday_10)) == 6  # 2 -> max(2 * 2, 2 + 4) = 6 this period
@@ -66,6 +71,7 @@ def test_cron_trigger_inside_and_outside_its_window() -> None:
 
 
 def test_waiting_trigger_aggregates_the_pods() -> None:
+    """A prometheus trigger on the waiting queue sums the pods' queues against its threshold."""
     trigger = {
         "type": "prometheus",
         "metadata": {"query": "sum(vllm:num_requests_waiting)", "threshold": "10"},
@@ -77,6 +83,7 @@ def test_waiting_trigger_aggregates_the_pods() -> None:
 
 
 def test_external_trigger_is_this_scalers_engine() -> None:
+    """An external trigger runs this scaler's engine, whose target the HPA then applies."""
     external = {
         "type": "external",
         "metadata": {"minReplicas": "2", "maxReplicas": "16", "targetQueuePerReplica": "10"},
@@ -86,7 +93,8 @@ def test_external_trigger_is_this_scalers_engine() -> None:
     now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
     # 50 waiting at 10 per replica: the engine asks 5, the HPA scales 2 -> 5.
     assert policy.tick(tick(now, waiting=50)) == 5
-    assert policy.latest is not None and policy.latest.replicas == 5
+    assert policy.latest is not None
+    assert policy.latest.replicas == 5
     assert policy.latest.observation.queue_waiting == 50
 
 
@@ -130,6 +138,8 @@ def test_the_replay_models_the_hpa_tolerance_and_the_scaler_accounts_for_it() ->
             spec["advanced"] = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
         policy = KedaPolicy("s", scaledobject_model({"kind": "ScaledObject", "spec": spec}))
         assert policy.tick(tick(now, **at_ten)) == landed
-        assert policy.latest is not None and policy.latest.proposals["queue"] == 11
+        assert policy.latest is not None
+        assert policy.latest.proposals[Signal.QUEUE] == 11
         hpa = policy.latest.observation.hpa
-        assert hpa is not None and hpa.scale_up_tolerance == (0.1 if behavior is None else 0.0)
+        assert hpa is not None
+        assert hpa.scale_up_tolerance == (0.1 if behavior is None else 0.0)

@@ -14,12 +14,14 @@ WEEKDAYS = PrewarmWindow(start="0 9 * * 1-5", end="0 12 * * 1-5", replicas=8, ti
 
 
 def test_the_docstring_s_worked_example() -> None:
+    """A weekday 09:00-12:00 Shanghai window over 30 hours from Monday is one 01:00-04:00 UTC span."""
     start = datetime(2026, 12, 7, tzinfo=SHANGHAI)  # Monday 00:00
     spans = window_spans([WEEKDAYS], start, start + timedelta(hours=30))
     assert spans == [(datetime(2026, 12, 7, 1, tzinfo=UTC), datetime(2026, 12, 7, 4, tzinfo=UTC))]
 
 
 def test_a_window_open_at_the_start_is_cut_to_the_span_and_weekends_stay_dark() -> None:
+    """A window already open at the start is cut to the span, and weekends have no windows."""
     start = datetime(2026, 12, 11, 10, tzinfo=SHANGHAI)  # Friday 10:00, inside the window
     spans = window_spans([WEEKDAYS], start, start + timedelta(days=3, hours=1))  # to Monday 11:00
     assert spans == [
@@ -29,6 +31,7 @@ def test_a_window_open_at_the_start_is_cut_to_the_span_and_weekends_stay_dark() 
 
 
 def test_several_windows_in_their_own_zones_are_merged_in_time_order() -> None:
+    """Windows in different time zones come back as one list in time order."""
     evening = PrewarmWindow(start="0 18 * * *", end="0 20 * * *", replicas=4, timezone="UTC")
     start = datetime(2026, 12, 7, tzinfo=UTC)
     spans = window_spans([evening, WEEKDAYS], start, start + timedelta(days=1))
@@ -39,6 +42,7 @@ def test_several_windows_in_their_own_zones_are_merged_in_time_order() -> None:
 
 
 def test_figures_cite_the_shipped_traces_and_say_so_for_others() -> None:
+    """Shipped traces are cited with their licence; other files say the source is unknown."""
     assert source_of("benchmarks/traces/azure2023_conv.csv").endswith("CC-BY-4.0")
     assert "Apache-2.0" in source_of("/x/servegen_language_m-large_rate_10min.csv")
     assert source_of("mine.csv") == "mine.csv (source and licence not known to the scaler)"

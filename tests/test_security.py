@@ -26,6 +26,8 @@ from tests.helpers import ServerThread, ref
 
 @dataclass
 class Pki:
+    """A test CA with a server certificate, a client it signed, and a rogue client from another CA."""
+
     ca: bytes
     server_cert: Path
     server_key: Path
@@ -53,7 +55,7 @@ def _cert(
     ca: bool = False,
     server: bool = False,
 ) -> x509.Certificate:
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.UTC)  # noqa: TID251 - certificates are valid from now
     issuer_name, issuer_key = issuer if issuer else (subject, key)
     builder = (
         x509.CertificateBuilder()
@@ -77,6 +79,7 @@ def _cert(
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """Certificates and keys for the module, written where the server can read them."""
     folder = tmp_path_factory.mktemp("pki")
     ca_key, rogue_ca_key = _key(), _key()
     ca = _cert("test-ca", ca_key, None, ca=True)
@@ -104,11 +107,15 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 def secure_stub(
     port: int, pki: Pki, cert: bytes | None = None, key: bytes | None = None
 ) -> pb_grpc.ExternalScalerStub:
+    """A TLS stub that trusts the test CA, presenting ``cert`` and ``key`` when given."""
     creds = grpc.ssl_channel_credentials(root_certificates=pki.ca, private_key=key, certificate_chain=cert)
-    return pb_grpc.ExternalScalerStub(grpc.secure_channel(f"localhost:{port}", creds))
+    return pb_grpc.ExternalScalerStub(  # type: ignore[no-untyped-call]
+        grpc.secure_channel(f"localhost:{port}", creds)
+    )
 
 
 def test_tls_serves_clients_that_trust_the_ca_and_refuses_plaintext(pki: Pki) -> None:
+    """With TLS on, clients trusting the CA get answers and plaintext clients are refused."""
     with ServerThread(tls=TlsFiles(str(pki.server_cert), str(pki.server_key))) as server:
         assert secure_stub(server.port, pki).IsActive(ref(), timeout=5).result is True
         with pytest.raises(grpc.RpcError) as caught:
@@ -117,6 +124,7 @@ def test_tls_serves_clients_that_trust_the_ca_and_refuses_plaintext(pki: Pki) ->
 
 
 def test_mutual_tls_refuses_clients_without_a_valid_certificate(pki: Pki) -> None:
+    """Mutual TLS serves a CA-signed client and refuses no certificate or a rogue CA's."""
     tls = TlsFiles(str(pki.server_cert), str(pki.server_key), str(pki.ca_file))
     with ServerThread(tls=tls) as server:
         ok = secure_stub(server.port, pki, pki.client_cert, pki.client_key)
@@ -130,18 +138,22 @@ def test_mutual_tls_refuses_clients_without_a_valid_certificate(pki: Pki) -> Non
 
 @pytest.fixture(scope="module")
 def plain_server() -> Iterator[ServerThread]:
+    """One plaintext scaler server shared by the module's hostile-input tests."""
     with ServerThread() as server:
         yield server
 
 
 def test_invalid_utf8_is_invalid_argument_not_internal(plain_server: ServerThread) -> None:
+    """Invalid UTF-8 in metadata is INVALID_ARGUMENT on every RPC, never INTERNAL."""
     body = pb.ScaledObjectRef(
         name="a", namespace="b", scalerMetadata={"minReplicas": "Z"}
     ).SerializeToString()
     bad = body.replace(b"Z", b"\xff")
     channel = plain_server.channel()
     for method in ("IsActive", "GetMetricSpec", "GetMetrics"):
-        call = channel.unary_unary(f"/externalscaler.ExternalScaler/{method}")
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+            f"/externalscaler.ExternalScaler/{method}"
+        )
         payload = bad
         if method == "GetMetrics":
             payload = b"\x0a" + bytes([len(bad)]) + bad  # GetMetricsRequest{scaledObjectRef: <bad>}
@@ -152,6 +164,7 @@ def test_invalid_utf8_is_invalid_argument_not_internal(plain_server: ServerThrea
 
 
 def test_oversized_requests_are_refused_and_the_server_lives_on(plain_server: ServerThread) -> None:
+    """Oversized or over-long metadata is refused, and the server keeps answering."""
     huge = ref(**{"minReplicas": "1", "labelSelector": "x" * 2_000_000})
     with pytest.raises(grpc.RpcError) as caught:
         plain_server.stub().IsActive(huge, timeout=5)
@@ -210,16 +223,20 @@ metadata_maps = st.dictionaries(keys, values, max_size=12)
 def test_fuzzed_metadata_is_a_decision_or_invalid_argument(
     plain_server: ServerThread, metadata: dict[str, str], name: str
 ) -> None:
+    """Any metadata yields a decision of at least one replica or INVALID_ARGUMENT, nothing else."""
     stub = plain_server.stub()
     request = pb.GetMetricsRequest(
         scaledObjectRef=pb.ScaledObjectRef(name=name, namespace="fuzz", scalerMetadata=metadata),
         metricName=METRIC_NAME,
     )
+    error: grpc.RpcError | None = None
     try:
         reply = stub.GetMetrics(request, timeout=5)
     except grpc.RpcError as exc:
-        assert exc.code() is grpc.StatusCode.INVALID_ARGUMENT, (exc.code(), exc.details())
-        details = exc.details() or ""
+        error = exc
+    if error is not None:
+        assert error.code() is grpc.StatusCode.INVALID_ARGUMENT, (error.code(), error.details())
+        details = error.details() or ""
         assert "invalid" in details
         return
     value = reply.metricValues[0]

@@ -9,6 +9,7 @@ from scaler.settings import Settings, SettingsError, env_name, flag_name, from_a
 
 
 def serve_flags() -> set[str]:
+    """Every option string the ``scaler serve`` parser accepts."""
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     serve = sub.choices["serve"]  # type: ignore[index]
@@ -17,6 +18,7 @@ def serve_flags() -> set[str]:
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Remove SCALER_* variables so each test sees only what it sets."""
     import os
 
     for name in list(os.environ):
@@ -25,6 +27,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_field_has_a_flag_and_a_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every settings field has a serve flag, and a value set in its variable reaches it."""
     flags = serve_flags()
     for name in Settings.model_fields:
         assert flag_name(name) in flags, name
@@ -47,6 +50,7 @@ def test_every_field_has_a_flag_and_a_variable(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_flags_win_over_variables_and_variables_over_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flag wins over its variable, and a variable over the default."""
     monkeypatch.setenv("SCALER_PORT", "7000")
     monkeypatch.setenv("SCALER_GRACE", "5")
     monkeypatch.setenv("SCALER_LOG_LEVEL", "debug")
@@ -61,6 +65,7 @@ def test_flags_win_over_variables_and_variables_over_defaults(monkeypatch: pytes
 
 
 def test_a_bad_variable_is_refused_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bad variable values are refused, each error naming the flag and the variable."""
     monkeypatch.setenv("SCALER_REFRESH_INTERVAL", "-1")
     monkeypatch.setenv("SCALER_PORT", "ninety")
     with pytest.raises(SettingsError) as caught:
@@ -71,5 +76,6 @@ def test_a_bad_variable_is_refused_with_its_name(monkeypatch: pytest.MonkeyPatch
 
 
 def test_choices_come_from_the_field_s_type() -> None:
+    """A value outside the field type's choices is refused by the parser."""
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--log-format", "xml"])

@@ -28,6 +28,7 @@ def _capacity(policy: TargetPolicy) -> Capacity:
     ("value", "expected"), [(0.0, 0), (0.2, 1), (1.0, 1), (1.0000000001, 1), (2.01, 3), (7.999, 8)]
 )
 def test_ceil_replicas(value: float, expected: int) -> None:
+    """Replica counts round up, but float noise just above a whole number does not add one."""
     assert ceil_replicas(value) == expected
 
 
@@ -36,18 +37,21 @@ def test_ceil_replicas(value: float, expected: int) -> None:
     [(0, 10, 0), (1, 10, 1), (10, 10, 1), (11, 10, 2), (400, 10, 40), (400, 50, 8), (3, 0.5, 6)],
 )
 def test_queue_table(waiting: float, per_replica: float, expected: int) -> None:
+    """The queue signal asks for the waiting requests divided by the per-replica target, rounded up."""
     proposal = queue.propose(waiting, per_replica)
     assert proposal.signal is Signal.QUEUE
     assert proposal.replicas == expected
 
 
 def test_queue_abstains_when_unknown_and_says_why() -> None:
+    """With the queue unknown the queue signal abstains and gives the reason."""
     proposal = queue.propose(None, 10, "prometheus: connection refused")
     assert proposal.replicas is None
     assert "connection refused" in proposal.reason
 
 
 def _flat(value: float) -> Forecast:
+    """A forecast that stays at ``value``: no trend, no margin."""
     return Forecast(level=value, trend=0.0, margin=0.0, peak=0.0, last_value=value)
 
 
@@ -80,8 +84,10 @@ def _flat(value: float) -> Forecast:
         (0, 18000, {"generationTokensPerSecondPerReplica": "1800", "targetUtilization": "0.8"}, 13),
         (0, 0, {"promptTokensPerSecondPerReplica": "9000"}, 0),
     ],
+    ids=["both-at-half", "both-at-full", "prompt-only", "generation-only", "idle"],
 )
 def test_token_table(prompt: float, generation: float, metadata: dict[str, str], expected: int) -> None:
+    """Prompt and generation GPU time add up, divided by the target utilisation."""
     policy = parse_metadata(metadata)
     capacity = _capacity(policy)
     demand = tokens.demand(_flat(prompt), _flat(generation), capacity, LEAD_S)
@@ -89,6 +95,7 @@ def test_token_table(prompt: float, generation: float, metadata: dict[str, str],
 
 
 def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
+    """The token signal sizes for the forecast one cold start ahead, not for now."""
     policy = parse_metadata(
         {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": "1", "coldStartSeconds": "300"}
     )
@@ -103,8 +110,10 @@ def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
 
 
 def test_tokens_off_without_capacity_and_unknown_without_rates() -> None:
+    """Tokens abstain without a per-replica capacity, or without token rates."""
     off = tokens.propose(None, _capacity(parse_metadata({})), 180, "")
-    assert off.replicas is None and "promptTokensPerSecondPerReplica" in off.reason
+    assert off.replicas is None
+    assert "promptTokensPerSecondPerReplica" in off.reason
     policy = parse_metadata({"promptTokensPerSecondPerReplica": "1000"})
     capacity = _capacity(policy)
     assert tokens.demand(None, None, capacity, 180) is None
@@ -118,6 +127,7 @@ def test_tokens_off_without_capacity_and_unknown_without_rates() -> None:
 def test_hold_keeps_the_largest_need_within_one_cold_start(
     now_busy: float, horizon_busy: float, utilisation: float, expected: int
 ) -> None:
+    """The hold keeps the larger of now's and the horizon's need, at the target utilisation."""
     policy = parse_metadata(
         {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": str(utilisation)}
     )
@@ -131,14 +141,17 @@ def test_hold_keeps_the_largest_need_within_one_cold_start(
 
 
 def test_floor_is_min_replicas() -> None:
+    """The floor signal proposes minReplicas."""
     assert floor.propose_floor(parse_metadata({"minReplicas": "3"})).replicas == 3
 
 
 def test_last_known_holds_only_when_something_is_missing() -> None:
+    """The last decision is held only when an input is missing, and names that input."""
     assert floor.propose_last_known(5, []).replicas is None
     assert floor.propose_last_known(None, ["queue_waiting"]).replicas is None
     held = floor.propose_last_known(5, ["queue_waiting"])
-    assert held.replicas == 5 and "queue_waiting" in held.reason
+    assert held.replicas == 5
+    assert "queue_waiting" in held.reason
 
 
 @pytest.mark.parametrize(
@@ -155,6 +168,7 @@ def test_last_known_holds_only_when_something_is_missing() -> None:
 def test_gpu_capacity_table(
     current: int, pending: int, schedulable: int, max_pending: int, expected: int
 ) -> None:
+    """GPU capacity is the replicas not Pending, plus the schedulable room and maxPendingReplicas."""
     policy = parse_metadata({"maxPendingReplicas": str(max_pending)})
     obs = Observation(
         now=NOW, current_replicas=current, pending_replicas=pending, gpu_schedulable_replicas=schedulable
@@ -163,12 +177,14 @@ def test_gpu_capacity_table(
 
 
 def test_gpu_capacity_unknown_without_inventory_or_current() -> None:
+    """GPU capacity is unknown without the inventory or the current replica count."""
     policy = parse_metadata({})
     assert gpu.capacity(Observation(now=NOW, current_replicas=3), policy).replicas is None
     unknown = gpu.capacity(
         Observation(now=NOW, gpu_schedulable_replicas=3, missing={"current_replicas": "api down"}), policy
     )
-    assert unknown.replicas is None and "api down" in unknown.reason
+    assert unknown.replicas is None
+    assert "api down" in unknown.reason
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ pytestmark = pytest.mark.prometheus
 
 
 def test_fleet_exposition_is_valid_text_format(fleet: SimulatedFleet) -> None:
+    """The fleet renders valid Prometheus text with the vLLM families, load split across pods."""
     from prometheus_client.parser import text_string_to_metric_families
 
     fleet.set_fleet_load(PodLoad(waiting=10, running=4, prompt_tokens_per_s=1000, requests_per_s=2))
@@ -23,6 +24,7 @@ def test_fleet_exposition_is_valid_text_format(fleet: SimulatedFleet) -> None:
 
 
 def test_prometheus_reads_back_gauges_and_rates(fleet: SimulatedFleet, prometheus: LocalPrometheus) -> None:
+    """A real Prometheus scraping the fleet reads back its gauges and token rates."""
     fleet.set_fleet_load(
         PodLoad(waiting=30, running=8, prompt_tokens_per_s=4000, generation_tokens_per_s=800)
     )

@@ -42,6 +42,7 @@ def json_logger(buffer: io.StringIO) -> object:
 
 
 def test_every_series_of_a_full_decision_is_exported_once_per_target() -> None:
+    """With full inputs every series is exported, once per target, and the input age is zero."""
     with TracedServer(full_source(), clock=StepClock()) as server:
         server.register(LLAMA, QWEN)
         server.thread.refresh()  # a second decision: whether the first landed
@@ -58,6 +59,7 @@ def test_every_series_of_a_full_decision_is_exported_once_per_target() -> None:
 
 
 def test_series_carry_the_decision_and_its_inputs() -> None:
+    """The series carry each decision's replicas, proposals, binding, clamps, capacity and inputs."""
     with TracedServer(full_source(), clock=StepClock()) as server:
         server.register(LLAMA, QWEN)
         samples = server.scrape()
@@ -127,6 +129,7 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
 
 
 def test_absent_inputs_are_absent_series_never_zero() -> None:
+    """Unknown inputs leave their series out instead of exporting zero; the decision is still there."""
     source = ScriptedSource()
     source.values = {"queue_waiting": 12.0}  # nothing else known: no replicas, no TTFT, no tokens
     with TracedServer(source, clock=StepClock()) as server:
@@ -154,12 +157,14 @@ def test_absent_inputs_are_absent_series_never_zero() -> None:
 def samples_for_all(
     samples: list[tuple[str, dict[str, str], float]], key: TargetKey
 ) -> list[tuple[str, dict[str, str], float]]:
+    """The samples labelled with one target's namespace and ScaledObject."""
     return [
         s for s in samples if s[1].get("namespace") == key.namespace and s[1].get("scaledobject") == key.name
     ]
 
 
 def test_input_age_grows_while_inputs_are_missing() -> None:
+    """While an input is missing, the input age counts the seconds since the last complete refresh."""
     clock = StepClock()
     source = full_source()
     with TracedServer(source, clock=clock) as server:
@@ -174,6 +179,7 @@ def test_input_age_grows_while_inputs_are_missing() -> None:
 
 
 def test_counters_count_decisions_by_binding_signal_and_pending_pod_seconds() -> None:
+    """Counters count decisions per binding signal and held-back replicas times the refresh interval."""
     clock = StepClock()
     published: list[tuple[Target, Decision]] = []
     with TracedServer(full_source(), clock=clock) as server:
@@ -197,10 +203,12 @@ def test_counters_count_decisions_by_binding_signal_and_pending_pod_seconds() ->
         assert counted == by_signal
         avoided = value_for(samples, "llm_scaler_pending_pod_seconds_avoided_total", key)
         assert avoided == sum(d.gpu_held_back for d in mine) * interval
-        assert avoided is not None and avoided > 0  # both scenarios hold replicas back
+        assert avoided is not None
+        assert avoided > 0  # both scenarios hold replicas back
 
 
 def test_forgotten_targets_take_their_series_and_counters_with_them() -> None:
+    """A target idle past the limit loses all its series and counters; a polled one keeps them."""
     clock = StepClock()
     with TracedServer(full_source(), clock=clock) as server:
         server.register(LLAMA, QWEN)
@@ -216,6 +224,7 @@ def test_forgotten_targets_take_their_series_and_counters_with_them() -> None:
 
 
 def test_log_line_and_metrics_carry_the_same_proposals_and_clamps() -> None:
+    """The JSON decision log line and the metrics agree on proposals, clamps, binding and replicas."""
     buffer = io.StringIO()
     with TracedServer(full_source(), clock=StepClock(), log=json_logger(buffer)) as server:
         server.register(LLAMA, QWEN)
@@ -250,6 +259,7 @@ def test_log_line_and_metrics_carry_the_same_proposals_and_clamps() -> None:
 
 
 def test_registry_is_passed_in_and_names_are_checked() -> None:
+    """Series go to the registry passed in, never the global one, and installing twice is refused."""
     registry = CollectorRegistry()
     runtime = Runtime(TargetRegistry(), ScriptedSource(), StepClock())
     install(runtime, registry)
@@ -260,6 +270,7 @@ def test_registry_is_passed_in_and_names_are_checked() -> None:
 
 
 def test_every_series_is_documented() -> None:
+    """docs/metrics.md names every exported series and no series the scaler does not export."""
     doc = (ROOT / "docs" / "metrics.md").read_text()
     for spec in SERIES:
         assert f"`{spec.name}`" in doc, f"{spec.name} is not in docs/metrics.md"
@@ -289,6 +300,7 @@ def test_exposition_passes_promtool_lint() -> None:
 
 @pytest.mark.slow
 def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
+    """`scaler serve` exposes decisions on SCALER_METRICS_PORT, logs it, and closes it on SIGTERM."""
     grpc_port, metrics_port = free_port(), free_port()
     env = {**os.environ, "SCALER_METRICS_PORT": str(metrics_port), "SCALER_LOG_FORMAT": "json"}
     proc = subprocess.Popen(
@@ -302,7 +314,8 @@ def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
         channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
         grpc.channel_ready_future(channel).result(timeout=20)
         ref = pb.ScaledObjectRef(name="llama", namespace="inference", scalerMetadata={"minReplicas": "3"})
-        pb_grpc.ExternalScalerStub(channel).GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5)
+        stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
+        stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5)
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as reply:
             text = reply.read().decode()
         samples = {
@@ -317,6 +330,7 @@ def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
         assert any(name.startswith("process_") for name, _ in samples)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
+        assert proc.stderr is not None
         logs = [json.loads(line) for line in proc.stderr.read().splitlines() if line.startswith("{")]
         serving = next(entry for entry in logs if entry["event"] == "serving")
         assert serving["metrics_port"] == metrics_port
@@ -328,6 +342,7 @@ def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
 
 
 def test_refresh_interval_is_exported_without_target_labels() -> None:
+    """The refresh interval is one series with no target labels."""
     with TracedServer(full_source(), clock=StepClock(), refresh_interval_s=7.5) as server:
         samples = server.scrape()
     interval = [
@@ -337,6 +352,7 @@ def test_refresh_interval_is_exported_without_target_labels() -> None:
 
 
 def test_server_series_count_rpcs_refreshes_and_targets() -> None:
+    """Server series count gRPC requests by method and code, refreshes, and registered targets."""
     with TracedServer(full_source(), clock=StepClock()) as server:
         server.register(LLAMA, QWEN)
         for _ in range(3):
@@ -352,6 +368,7 @@ def test_server_series_count_rpcs_refreshes_and_targets() -> None:
 
 
 def test_decision_log_of_changes_only_skips_repeats() -> None:
+    """A changes-only decision logger writes a repeated decision once; the plain one every time."""
     from scaler.outputs.logs import DecisionLogger
 
     class Capture:
@@ -388,7 +405,9 @@ def test_landing_series_carry_the_gap_and_its_reason() -> None:
     assert not samples_for(first, "llm_scaler_landing_gap_replicas", LLAMA)  # nothing decided before
     for key, landed, reason in ((LLAMA, 6, "in_flight"), (QWEN, 3, "no_hpa")):
         decision = targets[key]
-        assert decision is not None and decision.landing is not None and decision.landing.gap > 0
+        assert decision is not None
+        assert decision.landing is not None
+        assert decision.landing.gap > 0
         assert value_for(samples, "llm_scaler_landed_replicas", key) == landed
         gap = samples_for(samples, "llm_scaler_landing_gap_replicas", key)
         assert [(labels["reason"], value) for labels, value in gap] == [(reason, decision.landing.gap)]

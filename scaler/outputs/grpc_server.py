@@ -123,7 +123,7 @@ class ExternalScalerService(pb_grpc.ExternalScalerServicer):
         def run() -> None:
             try:
                 result.set_result(call())
-            except BaseException as exc:  # handed back to the RPC thread
+            except BaseException as exc:  # noqa: BLE001 - handed back to the RPC thread
                 result.set_exception(exc)
 
         self.loop.call_soon_threadsafe(run)

@@ -134,7 +134,7 @@ class _Store(Generic[T]):
     def _value(self, obj: Mapping[str, Any]) -> T | None:
         try:
             return self._project(obj)
-        except Exception as exc:  # one malformed object must not stop the watch
+        except Exception as exc:  # noqa: BLE001 - one malformed object must not stop the watch
             if self._log is not None:
                 self._log.warning(
                     "kubernetes_object_skipped",
@@ -347,7 +347,7 @@ class _Reflector:
                 self._expired_in_a_row += 1
                 if self._expired_in_a_row > 1:  # expired again before any event: do not spin
                     self._stopping.wait(self._next_delay())
-            except Exception as exc:  # every failure re-lists; which one is recorded and logged
+            except Exception as exc:  # noqa: BLE001 - every failure re-lists; which one is recorded and logged
                 if self._stopping.is_set():
                     return
                 delay = self._next_delay()

@@ -106,7 +106,7 @@ class PrometheusClient:
             raise PrometheusQueryError(self.address, query, f"connection failed: {_short(exc)}") from None
         except requests.exceptions.RequestException as exc:
             raise PrometheusQueryError(self.address, query, f"request failed: {_short(exc)}") from None
-        except Exception as exc:  # PrometheusApiClientException (non-200) and malformed bodies
+        except Exception as exc:  # noqa: BLE001 - PrometheusApiClientException (non-200) and malformed bodies
             raise PrometheusQueryError(self.address, query, _short(exc)) from None
         if not isinstance(result, list):
             raise PrometheusQueryError(self.address, query, f"unexpected result type {type(result).__name__}")

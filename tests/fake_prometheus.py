@@ -1,0 +1,64 @@
+"""A fake Prometheus query API on a loopback port that answers whatever the test scripts."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Generic, TypeVar
+from urllib.parse import parse_qs, urlparse
+
+Answer = tuple[int, bytes]
+"""An HTTP status and the JSON body sent with it."""
+
+R = TypeVar("R", bound=Callable[[str], Answer])
+
+
+class FakePrometheus(Generic[R]):
+    """An HTTP server on 127.0.0.1 that answers every GET with ``respond(path)``.
+
+    ``respond`` is kept as an attribute, so a test that scripts its answers with a stateful
+    object (a fault mode, a queue depth) changes them through ``fake.respond`` while it runs.
+    """
+
+    def __init__(self, respond: R) -> None:
+        self.respond = respond
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                status, body = fake.respond(self.path)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True  # a handler still sleeping in a slow answer never blocks close()
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def query_of(path: str) -> str:
+    """The PromQL ``query`` parameter of a request path, or "" when it has none."""
+    return parse_qs(urlparse(path).query).get("query", [""])[0]
+
+
+def vector(*values: str, labels: dict[str, str] | None = None) -> bytes:
+    """A successful instant-query answer: one series per value, on pods p0, p1, ..."""
+    result: list[dict[str, object]] = [
+        {"metric": {**(labels or {}), "pod": f"p{i}"}, "value": [time.time(), v]}  # noqa: TID251 - a live answer carries the time it was given
+        for i, v in enumerate(values)
+    ]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
