@@ -1,0 +1,264 @@
+"""The catalogue of exported series: every ``llm_scaler_*`` sample's name, type, labels and help.
+
+``SERIES`` lists every series the decision trace exports (``SERIES_BY_NAME`` indexes it),
+each a ``SeriesSpec`` that builds its ``prometheus_client`` metric family; the
+``*_SERIES`` tables map the Observation, forecast and capacity fields they render to
+their series. Every series is listed in ``SERIES`` and documented in ``docs/metrics.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+
+TARGET_LABELS = ("namespace", "scaledobject")
+
+Kind = Literal["gauge", "counter", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesSpec:
+    """One exported series: its sample name, type, labels and meaning."""
+
+    name: str
+    kind: Kind
+    help: str
+    extra_labels: tuple[str, ...] = ()
+    per_target: bool = True
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return (TARGET_LABELS if self.per_target else ()) + self.extra_labels
+
+    def family(self, rows: Iterable[tuple[list[str], float]] = ()) -> Metric:
+        """The metric family with one sample per row of label values (in ``labels`` order)."""
+        if self.kind == "info":
+            base = len(self.labels) - len(self.extra_labels)
+            info = InfoMetricFamily(self.name.removesuffix("_info"), self.help, labels=self.labels[:base])
+            for values, _ in rows:
+                info.add_metric(values[:base], dict(zip(self.extra_labels, values[base:], strict=True)))
+            return info
+        family: GaugeMetricFamily | CounterMetricFamily
+        if self.kind == "counter":
+            family = CounterMetricFamily(self.name, self.help, labels=self.labels)
+        else:
+            family = GaugeMetricFamily(self.name, self.help, labels=self.labels)
+        for values, value in rows:
+            family.add_metric(values, value)
+        return family
+
+
+def _gauge(name: str, help_: str, *extra: str) -> SeriesSpec:
+    return SeriesSpec(name, "gauge", help_, extra)
+
+
+# Observation field -> (series, help). Exported only when the observation holds the field.
+INPUT_SERIES: dict[str, tuple[str, str]] = {
+    "queue_waiting": ("llm_scaler_input_waiting_requests", "Requests waiting in the servers' queues."),
+    "requests_running": ("llm_scaler_input_running_requests", "Requests the servers are running."),
+    "prompt_tokens_per_s": (
+        "llm_scaler_input_prompt_tokens_per_second",
+        "Prompt (prefill) tokens per second across the servers.",
+    ),
+    "generation_tokens_per_s": (
+        "llm_scaler_input_generation_tokens_per_second",
+        "Generated (decode) tokens per second across the servers.",
+    ),
+    "ttft_p95_seconds": ("llm_scaler_input_ttft_p95_seconds", "Time to first token, 95th percentile."),
+    "ttft_p99_seconds": ("llm_scaler_input_ttft_p99_seconds", "Time to first token, 99th percentile."),
+    "requests_per_s": (
+        "llm_scaler_input_requests_per_second",
+        "Requests per second whose first token came in the rate window (the TTFT histogram's count).",
+    ),
+    "ttft_over_objective": (
+        "llm_scaler_input_ttft_over_objective_ratio",
+        "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
+    ),
+    "kv_cache_usage": ("llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1."),
+    "cold_start_seconds": (
+        "llm_scaler_input_cold_start_seconds",
+        "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",
+    ),
+    "cold_start_pending_seconds": (
+        "llm_scaler_input_cold_start_pending_seconds",
+        "Measured time Pending: p90 of the recent pods' creation to scheduled (near 0 with the GPU check).",
+    ),
+    "cold_start_samples": (
+        "llm_scaler_input_cold_start_samples",
+        "Recent pods the measured cold start rests on.",
+    ),
+    "current_replicas": ("llm_scaler_input_current_replicas", "Replicas of the workload (pods that exist)."),
+    "ready_replicas": ("llm_scaler_input_ready_replicas", "Replicas whose pods are Ready."),
+    "gpu_schedulable_replicas": (
+        "llm_scaler_input_gpu_schedulable_replicas",
+        "More whole replicas the nodes' free GPUs can still hold.",
+    ),
+}
+# Observation fields that default to 0: exported only when the replica counts are known.
+REPLICA_STATE_SERIES: dict[str, tuple[str, str]] = {
+    "pending_replicas": ("llm_scaler_input_pending_replicas", "Replicas whose pods are Pending (not bound)."),
+    "starting_replicas": (
+        "llm_scaler_input_starting_replicas",
+        "Replicas bound to a node but not Ready yet (capacity on its way).",
+    ),
+}
+# Decision.forecast key -> (series, help).
+FORECAST_SERIES: dict[str, tuple[str, str]] = {
+    "prompt_tokens_per_s": (
+        "llm_scaler_forecast_prompt_tokens_per_second",
+        "Prompt tokens per second forecast at the horizon (now + coldStartSeconds), margin included.",
+    ),
+    "generation_tokens_per_s": (
+        "llm_scaler_forecast_generation_tokens_per_second",
+        "Generated tokens per second forecast at the horizon (now + coldStartSeconds), margin included.",
+    ),
+    "busy_replicas_now": (
+        "llm_scaler_busy_replicas",
+        "Replicas of GPU time the token load needs now (prefill plus decode), before targetUtilization.",
+    ),
+    "busy_replicas_at_horizon": (
+        "llm_scaler_forecast_busy_replicas",
+        "Replicas of GPU time the forecast token load needs at the horizon, before targetUtilization.",
+    ),
+}
+
+# Decision.capacity field -> (series, help): the capacities the token signal used.
+CAPACITY_SERIES: dict[str, tuple[str, str]] = {
+    "prompt_tokens_per_s": (
+        "llm_scaler_capacity_prompt_tokens_per_second",
+        "Prompt tokens per second one Ready replica serves at its limit, as the token signal used it"
+        " (configured, or calibrated from what the fleet served).",
+    ),
+    "generation_tokens_per_s": (
+        "llm_scaler_capacity_generation_tokens_per_second",
+        "Generated tokens per second one Ready replica serves at its limit, as the token signal used it.",
+    ),
+    "usable_fraction": (
+        "llm_scaler_capacity_usable_ratio",
+        "Share of that capacity the fleet may run at and still meet ttftObjectiveSeconds"
+        " (targetUtilization at first, then calibrated against the TTFT).",
+    ),
+    "samples": (
+        "llm_scaler_capacity_calibration_refreshes",
+        "Refreshes that moved the calibrated usable load since the capacity prior last changed.",
+    ),
+    "overloads": (
+        "llm_scaler_capacity_saturated_refreshes",
+        "Saturated refreshes (a request waiting per Ready replica for a whole rate window) that"
+        " measured the capacity.",
+    ),
+}
+
+SERIES: tuple[SeriesSpec, ...] = (
+    # The decision
+    _gauge("llm_scaler_desired_replicas", "Replica target of the latest decision (what GetMetrics answers)."),
+    _gauge(
+        "llm_scaler_signal_proposed_replicas",
+        "Replicas each signal proposed in the latest decision; an abstaining signal has no series.",
+        "signal",
+    ),
+    SeriesSpec(
+        "llm_scaler_binding_signal_info",
+        "info",
+        "The signal whose proposal set the latest target before clamps (value 1).",
+        ("signal",),
+    ),
+    _gauge("llm_scaler_clamp_active", "1 for each clamp that changed the latest target.", "kind"),
+    _gauge(
+        "llm_scaler_clamp_held_back_replicas",
+        "Replicas each active clamp removed from the target (0 for a clamp that raised it).",
+        "kind",
+    ),
+    _gauge("llm_scaler_gpu_held_back_replicas", "Replicas the GPU inventory clamp held back (0 when none)."),
+    _gauge(
+        "llm_scaler_prewarm_active", "1 while a pre-warm window (or its cold-start lead) is open, else 0."
+    ),
+    _gauge("llm_scaler_decision_timestamp_seconds", "Unix time of the observation the latest decision used."),
+    _gauge("llm_scaler_input_age_seconds", "Seconds since every demand input was last present."),
+    # The inputs the decision was made from
+    *(_gauge(name, help_) for name, help_ in INPUT_SERIES.values()),
+    *(_gauge(name, help_) for name, help_ in REPLICA_STATE_SERIES.values()),
+    *(_gauge(name, help_) for name, help_ in FORECAST_SERIES.values()),
+    # Whether the previous decision landed
+    _gauge(
+        "llm_scaler_landed_replicas",
+        "The Deployment's spec.replicas: what landed of the scaler's targets (needs Kubernetes).",
+    ),
+    _gauge(
+        "llm_scaler_landing_gap_replicas",
+        "The previous target minus the replicas that landed, with the reason it has not landed"
+        " (scaler.landing; 0 with reason landed).",
+        "reason",
+    ),
+    _gauge(
+        "llm_scaler_landing_gap_seconds",
+        "How long the Deployment has differed from the scaler's target without moving toward it.",
+    ),
+    # The capacities the token signal used, and where they came from
+    *(_gauge(name, help_) for name, help_ in CAPACITY_SERIES.values()),
+    SeriesSpec(
+        "llm_scaler_capacity_source_info",
+        "info",
+        "Where the capacities came from: configured, calibrated or uncalibrated (value 1).",
+        ("source",),
+    ),
+    # The policy the ScaledObject's metadata configured
+    _gauge(
+        "llm_scaler_forecast_horizon_seconds",
+        "How far ahead the decision ordered (the cold start: coldStartSeconds, or measured from the pods).",
+    ),
+    SeriesSpec(
+        "llm_scaler_cold_start_source_info",
+        "info",
+        "Where the cold start came from: configured, measured (p90 of the pods') or default (value 1).",
+        ("source",),
+    ),
+    _gauge("llm_scaler_min_replicas", "minReplicas from the trigger metadata."),
+    _gauge(
+        "llm_scaler_hpa_tolerance_hold",
+        "1 when the HPA will not act on the target: within its tolerance of the current replicas,"
+        " and no step past it fits (scaler.landing).",
+    ),
+    _gauge("llm_scaler_max_replicas", "maxReplicas from the trigger metadata."),
+    _gauge("llm_scaler_ttft_objective_seconds", "ttftObjectiveSeconds: the TTFT p99 objective."),
+    _gauge(
+        "llm_scaler_max_staleness_seconds",
+        "maxStalenessSeconds: input age beyond which GetMetrics answers UNAVAILABLE.",
+    ),
+    # Counters kept by the sink
+    SeriesSpec(
+        "llm_scaler_decisions_total", "counter", "Decisions published, by binding signal.", ("signal",)
+    ),
+    SeriesSpec(
+        "llm_scaler_pending_pod_seconds_avoided_total",
+        "counter",
+        "Pod-seconds of Pending pods the GPU inventory clamp avoided: held-back replicas times the"
+        " refresh interval, summed over decisions (divide by 60 for pod-minutes).",
+    ),
+    SeriesSpec(
+        "llm_scaler_refresh_interval_seconds",
+        "gauge",
+        "Seconds between refreshes of every target's decision (--refresh-interval).",
+        per_target=False,
+    ),
+    SeriesSpec(
+        "llm_scaler_refresh_duration_seconds",
+        "gauge",
+        "Wall time the last refresh took: observing every target in one batch and deciding.",
+        per_target=False,
+    ),
+    SeriesSpec("llm_scaler_refreshes_total", "counter", "Refreshes completed.", per_target=False),
+    SeriesSpec("llm_scaler_targets", "gauge", "ScaledObjects the scaler decides for.", per_target=False),
+    SeriesSpec(
+        "llm_scaler_grpc_requests_total",
+        "counter",
+        "ExternalScaler RPCs answered, by method and gRPC status code.",
+        ("method", "code"),
+        per_target=False,
+    ),
+)
+
+SERIES_BY_NAME: dict[str, SeriesSpec] = {s.name: s for s in SERIES}
