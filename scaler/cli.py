@@ -27,12 +27,26 @@ if TYPE_CHECKING:
 
 
 def _add_serve(sub: Subparsers) -> None:
-    p = sub.add_parser("serve", help="serve KEDA's ExternalScaler gRPC API")
+    p = sub.add_parser(
+        "serve",
+        help="serve KEDA's ExternalScaler gRPC API",
+        description="Serve KEDA's ExternalScaler gRPC API (with gRPC health and reflection) and"
+        " the decisions as Prometheus series on --metrics-port. Every setting is a flag and a"
+        " SCALER_* variable; a flag wins over the variable, which wins over the default."
+        " SIGTERM stops it gracefully.",
+    )
     serve_settings.add_flags(p)  # one flag per Settings field, each also a SCALER_* variable
 
 
 def _add_dry_run(sub: Subparsers) -> None:
-    p = sub.add_parser("dry-run", help="print the decisions the scaler would make, without serving KEDA")
+    p = sub.add_parser(
+        "dry-run",
+        help="print the decisions the scaler would make, without serving KEDA",
+        description="Decide for one ScaledObject as `scaler serve` would and print each decision:"
+        " offline, one per line of an observation file; live, from Prometheus (and Kubernetes),"
+        " every --interval seconds until Ctrl-C or once. Warns first of what KEDA would refuse"
+        " or misread in the manifest; ends with a summary line.",
+    )
     p.add_argument(
         "--scaledobject", required=True, help="ScaledObject manifest (YAML) with an external trigger"
     )
@@ -42,29 +56,71 @@ def _add_dry_run(sub: Subparsers) -> None:
         "--prometheus", help="live: the Prometheus URL to read (a prometheusAddress key wins)"
     )
     p.add_argument("--rate-window", default="1m", help="live: PromQL rate() window for token rates")
-    p.add_argument("--kubeconfig", help="live: read replicas and GPUs through this kubeconfig")
+    p.add_argument("--kubeconfig", help="live: read replicas and GPUs through this kubeconfig file")
     p.add_argument(
-        "--kubernetes", action="store_true", help="live: read replicas and GPUs, in-cluster config"
+        "--kubernetes",
+        action="store_true",
+        help="live: read replicas and GPUs (in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
     )
     when = p.add_mutually_exclusive_group()
     when.add_argument("--interval", type=float, default=15.0, help="live: seconds between decisions")
     when.add_argument("--once", action="store_true", help="live: decide once (after warming from history)")
     p.add_argument("--trigger-index", type=int, default=None, help="which trigger, when several are external")
-    p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--output", choices=["text", "json"], default="text", help="one line, or one JSON object, each"
+    )
 
 
 def _add_demo(sub: Subparsers) -> None:
-    p = sub.add_parser("demo", help="live decisions against a local Prometheus and a simulated vLLM fleet")
-    p.add_argument("--output", choices=["text", "json"], default="text")
-    p.add_argument("--duration", type=float, default=150.0, help="seconds to run (0: until Ctrl-C)")
+    p = sub.add_parser(
+        "demo",
+        help="live decisions against a local Prometheus and a simulated vLLM fleet",
+        description="Start Debian's prometheus ($SCALER_PROMETHEUS_BIN if set, else the one on PATH"
+        " or /usr/bin/prometheus) on a free loopback port, a simulated vLLM fleet for it to scrape"
+        " and a simulated pool of 8 GPUs, drive a scripted load through a pre-warm window and a"
+        " burst, and print the decisions made on the live path.",
+    )
+    p.add_argument(
+        "--output", choices=["text", "json"], default="text", help="one line, or one JSON object, each"
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="seconds to run (default: until the scripted load ends, 2-3 minutes; 0: until Ctrl-C)",
+    )
     p.add_argument("--interval", type=float, default=2.0, help="seconds between decisions")
     p.add_argument(
         "--offline", action="store_true", help="replay the embedded observation file instead (no Prometheus)"
     )
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Each option's default appended to its help, unless the help already states one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default is None
+            or action.default is False
+            or action.default == argparse.SUPPRESS
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+DESCRIPTION = (
+    "A GPU-aware KEDA external scaler for LLM inference: one replica target from queue depth,"
+    " predicted token load, pre-warm windows, a floor and the GPUs free, every decision explained."
+    " `scaler serve` is what KEDA calls; the other commands check, convert, replay and draw."
+    " Each command's --help lists its options; the README documents them all."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="scaler", description=__doc__)
+    parser = argparse.ArgumentParser(prog="scaler", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_serve(sub)
@@ -74,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert_cli.add_parser(sub)
     doctor_cli.add_parser(sub)
     trace_cli.add_parser(sub)
+    for command in sub.choices.values():
+        command.formatter_class = HelpFormatter
     return parser
 
 

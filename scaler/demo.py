@@ -2,9 +2,20 @@
 
 It starts Debian's real Prometheus on a free loopback port, a simulated vLLM fleet for it
 to scrape, and a simulated GPU pool standing in for Kubernetes (8 GPUs, 20 s cold start).
-A scripted load (idle, a ramp, a burst larger than the pool, the decay) drives the fleet;
-each decision is printed and applied to the simulated Deployment, as KEDA would apply it.
-The scaler reads everything through the same live path as ``scaler serve``.
+A scripted load drives the fleet, timed around a one-minute pre-warm window that opens at
+the first minute boundary at least 30 s after the start (``W`` seconds in):
+
+    [0, W)         2 req/s: the pre-warm window sets the target one cold start before W
+    [W, W+10)      a ramp to 14 req/s: the token signal takes over
+    [W+10, W+25)   40 req/s, more than 8 GPUs serve: the GPU inventory clamps the target
+    [W+25, ...)    decay to 2 req/s; the window closes at W+60 and, once the burst has left
+                   the forecaster's one-minute peak guard (W+85), the target comes down a
+                   step at a time (the engine is still learning this new target's traffic)
+
+Each decision is printed and applied to the simulated Deployment, as KEDA would apply it;
+the run ends with a summary (``scaler.outputs.dryrun.Summary``) and what it showed. The
+scaler reads everything through the same live path as ``scaler serve``; the first decision
+waits for Prometheus' first scrape of the fleet.
 """
 
 from __future__ import annotations
@@ -21,7 +32,8 @@ from datetime import datetime, timedelta
 import yaml
 
 from scaler.app import decision_printer, dry_run_live, wall_clock
-from scaler.model import Decision
+from scaler.model import Decision, Signal
+from scaler.outputs.dryrun import Summary
 from scaler.registry import Target
 from scaler.sim.cluster import SimulatedCluster
 from scaler.sim.fleet import PodLoad, SimulatedFleet
@@ -37,20 +49,30 @@ DECODE_PER_REPLICA = 1800.0
 REQUESTS_PER_REPLICA = 1.0 / (PROMPT_TOKENS / PREFILL_PER_REPLICA + OUTPUT_TOKENS / DECODE_PER_REPLICA)
 
 
-def demand(t: float) -> float:
-    """Requests per second the demo's users send, t seconds after start."""
-    if t < 20:
-        return 2.0
-    if t < 50:
-        return 2.0 + (t - 20) * 0.4  # ramp to 14/s
-    if t < 70:
-        return 40.0  # a burst bigger than 8 GPUs can serve
-    return max(3.0, 14.0 * math.exp(-(t - 70) / 20))
+LOW, PEAK, BURST = 2.0, 14.0, 40.0  # requests per second
+END_S = 130.0  # after the window opens: the scale-down shows from W+85
+
+
+def demand(t: float, window_opens_s: float) -> float:
+    """Requests per second the demo's users send, t seconds after start (the module's table)."""
+    w = window_opens_s
+    if t < w:
+        return LOW
+    if t < w + 10:
+        return LOW + (t - w) * (PEAK - LOW) / 10
+    if t < w + 25:
+        return BURST
+    return max(LOW, PEAK * math.exp(-(t - w - 25) / 10))
+
+
+def window_opening(now: datetime) -> datetime:
+    """The first whole minute at least 30 s after ``now``: cron windows open on minutes."""
+    return (now + timedelta(seconds=30 + 59)).replace(second=0, microsecond=0)
 
 
 def demo_scaledobject(now: datetime) -> dict[str, object]:
-    """The embedded ScaledObject, with a pre-warm window opening within the next two minutes."""
-    opens = (now + timedelta(seconds=75)).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    """The embedded ScaledObject, with a one-minute pre-warm window opening 30-90 s from now."""
+    opens = window_opening(now)
     closes = opens + timedelta(minutes=1)
     return {
         "apiVersion": "keda.sh/v1alpha1",
@@ -88,7 +110,14 @@ def demo_scaledobject(now: datetime) -> dict[str, object]:
 class LoadDriver:
     """Moves the simulated fleet's metrics from the scripted demand and the Ready replicas."""
 
-    def __init__(self, fleet: SimulatedFleet, cluster: SimulatedCluster, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        fleet: SimulatedFleet,
+        cluster: SimulatedCluster,
+        clock: Callable[[], float],
+        window_opens_s: float,
+    ) -> None:
+        self.window_opens_s = window_opens_s
         self.fleet = fleet
         self.cluster = cluster
         self.clock = clock
@@ -102,7 +131,7 @@ class LoadDriver:
         ready = self.cluster.ready_pods()
         self.fleet.set_pods(ready or ["vllm-0"])
         capacity = len(ready) * REQUESTS_PER_REPLICA
-        arrivals = demand(t)
+        arrivals = demand(t, self.window_opens_s)
         served = min(capacity, arrivals + self.queue / max(dt, 1e-9))
         self.queue = max(0.0, self.queue + (arrivals - served) * dt)
         waiting_time = self.queue / capacity if capacity else 60.0
@@ -134,9 +163,48 @@ class LoadDriver:
         self._thread.join(5)
 
 
+class Showed:
+    """What the run showed, for its closing lines: the three things the script is for."""
+
+    def __init__(self) -> None:
+        self.summary = Summary()
+        self.prewarm_at: datetime | None = None  # pre-warm set the target while load was low
+        self.peak = 0
+        self.down_to: tuple[datetime, int] | None = None  # the lowest target since the peak
+        self.last: Decision | None = None
+
+    def __call__(self, target: Target, decision: Decision) -> None:
+        self.summary.add(decision)
+        self.last = decision
+        if decision.binding is Signal.PREWARM and self.prewarm_at is None:
+            self.prewarm_at = decision.now
+        if decision.replicas > self.peak:
+            self.peak, self.down_to = decision.replicas, None
+        elif decision.replicas < self.peak and (self.down_to is None or decision.replicas < self.down_to[1]):
+            self.down_to = (decision.now, decision.replicas)
+
+    def lines(self) -> list[str]:
+        prewarm = (
+            f"the pre-warm window set the target at {self.prewarm_at:%H:%M:%S}, before the load rose"
+            if self.prewarm_at
+            else "the pre-warm window never set the target"
+        )
+        down = (
+            f"after the burst the target came down from {self.peak} to {self.down_to[1]}"
+            f" (by {self.down_to[0]:%H:%M:%S})"
+            if self.down_to
+            else f"the target stayed at its peak of {self.peak}"
+        )
+        lines = [f"# {self.summary.line()}", f"# showed: {prewarm}; {down}"]
+        if self.last is not None and self.last.binding is Signal.HOLD:
+            lines.append(f"# still held at {self.last.replicas}: {self.last.signal_reasons[Signal.HOLD]}")
+        return lines
+
+
 async def run_demo(
-    duration_s: float, interval_s: float, output: str, write: Callable[[str], None] = print
+    duration_s: float | None, interval_s: float, output: str, write: Callable[[str], None] = print
 ) -> int:
+    """Run the scripted demo for ``duration_s`` (None: until the script ends; 0: until Ctrl-C)."""
     clock = time.monotonic
     cluster = SimulatedCluster(
         gpus_total=8, gpus_per_replica=1, cold_start_s=20, initial_replicas=2, clock=clock
@@ -147,7 +215,14 @@ async def run_demo(
     prometheus = LocalPrometheus(scrape_interval_s=1.0)
     try:
         prometheus.start([fleet.address])
-        doc = demo_scaledobject(wall_clock())
+        # The first decision should see the fleet: wait for Prometheus' scrapes of it (two,
+        # so that the token rates exist too).
+        prometheus.wait_for("rate(vllm:prompt_tokens_total[10s])", timeout_s=30)
+        started = wall_clock()
+        opens_s = (window_opening(started) - started).total_seconds()
+        if duration_s is None:
+            duration_s = opens_s + END_S
+        doc = demo_scaledobject(started)
         spec = scaledobject_from_dict(doc)
         meta = spec.metadata
         write(
@@ -155,10 +230,12 @@ async def run_demo(
             f" a simulated pool of {cluster.gpus_total} GPUs, 1 per replica,"
             f" {cluster.cold_start_s:g}s cold start."
         )
+        w = opens_s
         write(
-            "# load: 2 req/s, a ramp to 14 req/s from 20 s, a 40 req/s burst at 50-70 s, then decay;"
-            f" pre-warm window {meta['prewarmStart']} -> {meta['prewarmEnd']} (UTC)"
-            f" for {meta['prewarmReplicas']} replicas."
+            f"# load: {LOW:g} req/s, a ramp to {PEAK:g} req/s from {w:.0f} s, a {BURST:g} req/s"
+            f" burst at {w + 10:.0f}-{w + 25:.0f} s, then decay; pre-warm window"
+            f" {meta['prewarmStart']} -> {meta['prewarmEnd']} (UTC, {w:.0f}-{w + 60:.0f} s) for"
+            f" {meta['prewarmReplicas']} replicas; {duration_s:.0f} s in all."
         )
         write("# ScaledObject (trigger metadata):")
         for line in yaml.safe_dump(dict(meta), sort_keys=False).splitlines():
@@ -172,17 +249,20 @@ async def run_demo(
         def apply(target: Target, decision: Decision) -> None:
             cluster.set_target(decision.replicas)
 
-        with LoadDriver(fleet, cluster, clock):
+        showed = Showed()
+        with LoadDriver(fleet, cluster, clock, opens_s):
             await dry_run_live(
-                spec, source, [printer, apply], interval_s=interval_s, duration_s=duration_s or None
+                spec, source, [printer, apply, showed], interval_s=interval_s, duration_s=duration_s or None
             )
+        for line in showed.lines():
+            write(line)
         return 0
     finally:
         prometheus.close()
         fleet.stop()
 
 
-def main(duration_s: float = 150.0, interval_s: float = 2.0, output: str = "text") -> int:
+def main(duration_s: float | None = None, interval_s: float = 2.0, output: str = "text") -> int:
     # SIGTERM (as from `timeout`) unwinds like Ctrl-C, so Prometheus and the fleet are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return asyncio.run(run_demo(duration_s, interval_s, output))

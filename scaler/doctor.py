@@ -498,10 +498,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " one row per pitfall found: severity, object, what is wrong, the fix. Exit 1 on an error.",
     )
     p.add_argument(
-        "--kubeconfig", default=None, help="kubeconfig file (default: in-cluster, then ~/.kube/config)"
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
     )
     p.add_argument("--namespace", default=None, help="only this namespace (Nodes are always read)")
-    p.add_argument("--output", choices=["text", "json"], default="text")
+    p.add_argument("--output", choices=["text", "json"], default="text", help="a table, or one JSON array")
     p.add_argument("--prometheus", default=None, help="also check that Prometheus scrapes each workload")
     p.add_argument(
         "--max-generation-seconds",

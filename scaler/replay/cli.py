@@ -26,7 +26,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser(
         "replay",
         help="replay a request trace under this scaler, a KEDA baseline and a clairvoyant reference",
-        description=__doc__,
+        description="Replay a request trace (or a rate trace, expanded into requests) through a"
+        " simulated GPU fleet three times: under this scaler's ScaledObject, under a plain KEDA"
+        " ScaledObject, and under a clairvoyant schedule that knows the future. Prints a table"
+        " (TTFT percentiles, share within the objective, GPU-hours, Pending pod-minutes, scale"
+        " events) and writes summary.json and replay.png to --out. The model: docs/replay.md.",
     )
     p.add_argument(
         "--trace", required=True, help="timestamp_s,prompt_tokens,output_tokens or window_start_s,req_per_s"

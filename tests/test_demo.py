@@ -1,0 +1,74 @@
+"""The demo's script: a pre-warm window while load is low, a burst the GPUs cannot hold, a summary."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scaler.demo import BURST, LOW, PEAK, Showed, demand, demo_scaledobject, window_opening
+from scaler.engine import Engine, Observation
+from scaler.sources.files import scaledobject_from_dict
+
+START = datetime(2026, 12, 1, 15, 14, 15, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("now", "opens"),
+    [
+        (datetime(2026, 12, 1, 15, 14, 15, tzinfo=UTC), datetime(2026, 12, 1, 15, 15, tzinfo=UTC)),
+        (datetime(2026, 12, 1, 15, 14, 31, tzinfo=UTC), datetime(2026, 12, 1, 15, 16, tzinfo=UTC)),
+        (datetime(2026, 12, 1, 15, 14, 30, tzinfo=UTC), datetime(2026, 12, 1, 15, 15, tzinfo=UTC)),
+    ],
+    ids=["45s-ahead", "89s-ahead", "exactly-30s"],
+)
+def test_the_window_opens_on_the_first_minute_at_least_30s_ahead(now: datetime, opens: datetime) -> None:
+    """Cron opens windows on whole minutes; the demo takes the first one 30 s or more away."""
+    assert window_opening(now) == opens
+    assert timedelta(seconds=30) <= opens - now < timedelta(seconds=90)
+
+
+def test_the_load_is_low_until_the_window_opens_then_bursts_then_decays() -> None:
+    """2 req/s until W, a ramp to 14, 40 req/s for 15 s, then back towards 2 req/s."""
+    w = 45.0
+    assert [demand(t, w) for t in (0, w - 1)] == [LOW, LOW]
+    assert LOW < demand(w + 5, w) < PEAK
+    assert demand(w + 10, w) == BURST
+    assert demand(w + 24, w) == BURST
+    assert demand(w + 25, w) == PEAK
+    assert demand(w + 60, w) == LOW
+
+
+def test_the_embedded_scaledobject_parses_and_its_window_sets_the_target_before_load() -> None:
+    """The demo's own ScaledObject is valid, and one cold start before W pre-warm binds at 6."""
+    spec = scaledobject_from_dict(demo_scaledobject(START))
+    engine = Engine.from_metadata(spec.metadata)
+    opens = window_opening(START)
+    decision = engine.decide(
+        Observation(now=opens - timedelta(seconds=10), queue_waiting=0, current_replicas=2)
+    )
+    assert decision.replicas == 6
+    assert decision.binding.value == "prewarm"
+
+
+def test_showed_reports_the_prewarm_and_the_scale_down_after_the_peak() -> None:
+    """The closing lines name when pre-warm set the target and the lowest it fell after its peak."""
+    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    showed = Showed()
+    decisions = []
+    for second, waiting in ((0, 0), (15, 80), (30, 80), (45, 80), (60, 30), (75, 30)):
+        decision = engine.decide(Observation(now=START + timedelta(seconds=second), queue_waiting=waiting))
+        decisions.append(decision)
+        showed(None, decision)  # type: ignore[arg-type]
+    peak = max(d.replicas for d in decisions)
+    after = decisions[[d.replicas for d in decisions].index(peak) :]
+    lowest = min(after, key=lambda d: (d.replicas, d.now))
+    assert peak == 8  # 80 waiting at 10 per replica, on the second poll in a row
+    assert lowest.replicas < peak
+    summary, seen, *held = showed.lines()
+    assert summary.startswith("# summary: 6 decisions; binding ")
+    assert held == []  # the last decision was not the hold's
+    assert "the pre-warm window never set the target" in seen
+    assert (
+        f"after the burst the target came down from 8 to {lowest.replicas} (by {lowest.now:%H:%M:%S})" in seen
+    )
