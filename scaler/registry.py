@@ -62,12 +62,14 @@ DecisionSink = Callable[[Target, Decision], None]
 
 
 def fingerprint(metadata: Mapping[str, str]) -> str:
+    """A digest of the map, equal for equal maps only: each key and value is length-prefixed,
+    so no value can imitate a separator (``{"a": "b", "c": "d"}`` never equals ``{"a": "b\\x01c\\x00d"}``)."""
     digest = hashlib.blake2b(digest_size=16)
     for key in sorted(metadata):
-        digest.update(key.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x00")
-        digest.update(metadata[key].encode("utf-8", "surrogatepass"))
-        digest.update(b"\x01")
+        for text in (key, metadata[key]):
+            raw = text.encode("utf-8", "surrogatepass")
+            digest.update(len(raw).to_bytes(8, "big"))
+            digest.update(raw)
     return digest.hexdigest()
 
 
