@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
@@ -158,35 +158,147 @@ def _frozen(mapping: Mapping[K, V] | None) -> Mapping[K, V]:
     return MappingProxyType(dict(mapping or {}))
 
 
+class InputSource(StrEnum):
+    """Where an observation input comes from."""
+
+    PROMETHEUS = "prometheus"  # the engine's metrics, through the preset's (or custom) queries
+    KUBERNETES = "kubernetes"  # the workload's pods, Deployment and HPA, through the API
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    """One observation input, as every layer needs to know it.
+
+    ``series``: the ``llm_scaler_input_*`` gauge that exports it (None: not exported as an
+    input); ``help``: that gauge's help, which doubles as the input's description;
+    ``custom_query``: the ``TargetPolicy`` field holding its PromQL under ``engine: custom``;
+    ``count``: a whole number (validated ``>= 0``) rather than a finite float ``>= 0``;
+    ``replica_state``: defaults to 0 and is exported only with the replica counts.
+    """
+
+    series: str | None
+    help: str
+    source: InputSource
+    custom_query: str | None = None
+    count: bool = False
+    replica_state: bool = False
+
+
+def _input(
+    series: str | None,
+    help: str,
+    source: InputSource,
+    custom_query: str | None = None,
+    count: bool = False,
+    replica_state: bool = False,
+    default: Any = None,
+) -> Any:
+    """An Observation field that is an input: its row of the input table (``INPUTS``)."""
+    spec = InputSpec(series, help, source, custom_query, count, replica_state)
+    return field(default=default, metadata={"input": spec})
+
+
+_P, _K = InputSource.PROMETHEUS, InputSource.KUBERNETES
+
+
 @dataclass(frozen=True, slots=True)
 class Observation:
     """What is known about one target at one instant.
 
     ``None`` means unknown (the source had no data); it is never read as zero.
-    ``missing`` says why a field is unknown, keyed by field name.
+    ``missing`` says why a field is unknown, keyed by field name. Each input field carries
+    its row of the input table (``INPUTS``): the series that exports it, its help, where it
+    comes from, its custom query key and whether it is a count. Adding an input is adding a
+    field here and reading it in its source (``sources/``); validation, the exported series,
+    the custom queries and the observation file's fields follow from the row.
     """
 
     now: datetime
-    queue_waiting: float | None = None
-    requests_running: float | None = None
-    prompt_tokens_per_s: float | None = None
-    generation_tokens_per_s: float | None = None
-    current_replicas: int | None = None
-    ready_replicas: int | None = None
-    gpu_schedulable_replicas: int | None = None
-    pending_replicas: int = 0
-    starting_replicas: int = 0
-    ttft_p95_seconds: float | None = None
-    ttft_p99_seconds: float | None = None
-    ttft_over_objective: float | None = (
-        None  # share of the rate window's first tokens over ttftObjectiveSeconds
+    queue_waiting: float | None = _input(
+        "llm_scaler_input_waiting_requests", "Requests waiting in the servers' queues.", _P, "queue_query"
     )
-    requests_per_s: float | None = None  # first tokens per second over the rate window
-    kv_cache_usage: float | None = None
-    cold_start_seconds: float | None = None  # measured: p90 of pod creation to Ready (scaler.coldstart)
-    cold_start_pending_seconds: float | None = None  # measured: p90 of creation to scheduled
-    cold_start_samples: int = 0  # pods the measurement rests on
-    deployment_replicas: int | None = None  # the Deployment's spec.replicas: what landed
+    requests_running: float | None = _input(
+        "llm_scaler_input_running_requests", "Requests the servers are running.", _P, "running_query"
+    )
+    prompt_tokens_per_s: float | None = _input(
+        "llm_scaler_input_prompt_tokens_per_second",
+        "Prompt (prefill) tokens per second across the servers.",
+        _P,
+        "prompt_tokens_query",
+    )
+    generation_tokens_per_s: float | None = _input(
+        "llm_scaler_input_generation_tokens_per_second",
+        "Generated (decode) tokens per second across the servers.",
+        _P,
+        "generation_tokens_query",
+    )
+    current_replicas: int | None = _input(
+        "llm_scaler_input_current_replicas", "Replicas of the workload (pods that exist).", _K, count=True
+    )
+    ready_replicas: int | None = _input(
+        "llm_scaler_input_ready_replicas", "Replicas whose pods are Ready.", _K, count=True
+    )
+    gpu_schedulable_replicas: int | None = _input(
+        "llm_scaler_input_gpu_schedulable_replicas",
+        "More whole replicas the nodes' free GPUs can still hold.",
+        _K,
+        count=True,
+    )
+    pending_replicas: int = _input(
+        "llm_scaler_input_pending_replicas",
+        "Replicas whose pods are Pending (not bound).",
+        _K,
+        count=True,
+        replica_state=True,
+        default=0,
+    )
+    starting_replicas: int = _input(
+        "llm_scaler_input_starting_replicas",
+        "Replicas bound to a node but not Ready yet (capacity on its way).",
+        _K,
+        count=True,
+        replica_state=True,
+        default=0,
+    )
+    ttft_p95_seconds: float | None = _input(
+        "llm_scaler_input_ttft_p95_seconds", "Time to first token, 95th percentile.", _P, "ttft_p95_query"
+    )
+    ttft_p99_seconds: float | None = _input(
+        "llm_scaler_input_ttft_p99_seconds", "Time to first token, 99th percentile.", _P, "ttft_p99_query"
+    )
+    ttft_over_objective: float | None = _input(
+        "llm_scaler_input_ttft_over_objective_ratio",
+        "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
+        _P,
+    )
+    requests_per_s: float | None = _input(
+        "llm_scaler_input_requests_per_second",
+        "Requests per second whose first token came in the rate window (the TTFT histogram's count).",
+        _P,
+    )
+    kv_cache_usage: float | None = _input(
+        "llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1.", _P, "kv_cache_query"
+    )
+    cold_start_seconds: float | None = _input(
+        "llm_scaler_input_cold_start_seconds",
+        "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",
+        _K,
+    )
+    cold_start_pending_seconds: float | None = _input(
+        "llm_scaler_input_cold_start_pending_seconds",
+        "Measured time Pending: p90 of the recent pods' creation to scheduled (near 0 with the GPU check).",
+        _K,
+    )
+    cold_start_samples: int = _input(
+        "llm_scaler_input_cold_start_samples",
+        "Recent pods the measured cold start rests on.",
+        _K,
+        count=True,
+        default=0,
+    )
+    deployment_replicas: int | None = _input(
+        None, "The Deployment's spec.replicas: what landed.", _K, count=True
+    )
     hpa: HpaStatus | None = None  # the HPA KEDA created for the ScaledObject, when found
     hpa_read: bool = False  # the HPAs were read (a synced watch): hpa None then means there is none
     scaledobject_fallback: bool | None = None  # the ScaledObject's Fallback condition is True
@@ -195,34 +307,15 @@ class Observation:
     def __post_init__(self) -> None:
         if self.now.tzinfo is None or self.now.utcoffset() is None:
             raise ValueError("Observation.now must be timezone-aware")
-        for name in (
-            "queue_waiting",
-            "requests_running",
-            "prompt_tokens_per_s",
-            "generation_tokens_per_s",
-            "ttft_p95_seconds",
-            "ttft_p99_seconds",
-            "ttft_over_objective",
-            "requests_per_s",
-            "kv_cache_usage",
-            "cold_start_seconds",
-            "cold_start_pending_seconds",
-        ):
+        for name, spec in INPUTS.items():
             value = getattr(self, name)
-            if value is not None and (not math.isfinite(value) or value < 0):
+            if value is None:
+                continue
+            if spec.count:
+                if value < 0:
+                    raise ValueError(f"Observation.{name} must be >= 0, got {value!r}")
+            elif not math.isfinite(value) or value < 0:
                 raise ValueError(f"Observation.{name} must be a finite number >= 0, got {value!r}")
-        for name in (
-            "current_replicas",
-            "ready_replicas",
-            "gpu_schedulable_replicas",
-            "pending_replicas",
-            "starting_replicas",
-            "cold_start_samples",
-            "deployment_replicas",
-        ):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"Observation.{name} must be >= 0, got {value!r}")
         object.__setattr__(self, "missing", _frozen(self.missing))
 
     @property
@@ -242,6 +335,12 @@ class Observation:
         if self.missing:
             out["missing"] = dict(self.missing)
         return out
+
+
+# The input table: every Observation field that is an input, in field order, with its row.
+INPUTS: Mapping[str, InputSpec] = MappingProxyType(
+    {f.name: f.metadata["input"] for f in fields(Observation) if "input" in f.metadata}
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ from typing import Literal
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
+from scaler.model import INPUTS
+
 TARGET_LABELS = ("namespace", "scaledobject")
 
 Kind = Literal["gauge", "counter", "info"]
@@ -55,55 +57,18 @@ def _gauge(name: str, help_: str, *extra: str) -> SeriesSpec:
     return SeriesSpec(name, "gauge", help_, extra)
 
 
-# Observation field -> (series, help). Exported only when the observation holds the field.
+# Observation field -> (series, help), from the input table (scaler.model.INPUTS). Exported
+# only when the observation holds the field.
 INPUT_SERIES: dict[str, tuple[str, str]] = {
-    "queue_waiting": ("llm_scaler_input_waiting_requests", "Requests waiting in the servers' queues."),
-    "requests_running": ("llm_scaler_input_running_requests", "Requests the servers are running."),
-    "prompt_tokens_per_s": (
-        "llm_scaler_input_prompt_tokens_per_second",
-        "Prompt (prefill) tokens per second across the servers.",
-    ),
-    "generation_tokens_per_s": (
-        "llm_scaler_input_generation_tokens_per_second",
-        "Generated (decode) tokens per second across the servers.",
-    ),
-    "ttft_p95_seconds": ("llm_scaler_input_ttft_p95_seconds", "Time to first token, 95th percentile."),
-    "ttft_p99_seconds": ("llm_scaler_input_ttft_p99_seconds", "Time to first token, 99th percentile."),
-    "requests_per_s": (
-        "llm_scaler_input_requests_per_second",
-        "Requests per second whose first token came in the rate window (the TTFT histogram's count).",
-    ),
-    "ttft_over_objective": (
-        "llm_scaler_input_ttft_over_objective_ratio",
-        "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
-    ),
-    "kv_cache_usage": ("llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1."),
-    "cold_start_seconds": (
-        "llm_scaler_input_cold_start_seconds",
-        "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",
-    ),
-    "cold_start_pending_seconds": (
-        "llm_scaler_input_cold_start_pending_seconds",
-        "Measured time Pending: p90 of the recent pods' creation to scheduled (near 0 with the GPU check).",
-    ),
-    "cold_start_samples": (
-        "llm_scaler_input_cold_start_samples",
-        "Recent pods the measured cold start rests on.",
-    ),
-    "current_replicas": ("llm_scaler_input_current_replicas", "Replicas of the workload (pods that exist)."),
-    "ready_replicas": ("llm_scaler_input_ready_replicas", "Replicas whose pods are Ready."),
-    "gpu_schedulable_replicas": (
-        "llm_scaler_input_gpu_schedulable_replicas",
-        "More whole replicas the nodes' free GPUs can still hold.",
-    ),
+    name: (spec.series, spec.help)
+    for name, spec in INPUTS.items()
+    if spec.series is not None and not spec.replica_state
 }
 # Observation fields that default to 0: exported only when the replica counts are known.
 REPLICA_STATE_SERIES: dict[str, tuple[str, str]] = {
-    "pending_replicas": ("llm_scaler_input_pending_replicas", "Replicas whose pods are Pending (not bound)."),
-    "starting_replicas": (
-        "llm_scaler_input_starting_replicas",
-        "Replicas bound to a node but not Ready yet (capacity on its way).",
-    ),
+    name: (spec.series, spec.help)
+    for name, spec in INPUTS.items()
+    if spec.series is not None and spec.replica_state
 }
 # Decision.forecast key -> (series, help).
 FORECAST_SERIES: dict[str, tuple[str, str]] = {

@@ -13,21 +13,13 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from scaler.histogram import share_above, total
-from scaler.model import Observation
+from scaler.model import INPUTS, InputSource, Observation
 from scaler.registry import Target, TargetKey
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 
-PROMETHEUS_FIELDS = (
-    "queue_waiting",
-    "requests_running",
-    "prompt_tokens_per_s",
-    "generation_tokens_per_s",
-    "kv_cache_usage",
-    "ttft_p95_seconds",
-    "ttft_p99_seconds",
-    "ttft_over_objective",
-    "requests_per_s",
-)
+# The inputs Prometheus answers (from the input table): unknown together when it cannot.
+PROMETHEUS_FIELDS = tuple(name for name, spec in INPUTS.items() if spec.source is InputSource.PROMETHEUS)
+# The counts that say whether the workload is known at all.
 WORKLOAD_FIELDS = ("current_replicas", "ready_replicas", "gpu_schedulable_replicas")
 
 

@@ -30,17 +30,11 @@ from scaler.config import TargetPolicy
 from scaler.engine import HistoryPoint
 from scaler.histogram import histogram_quantile, share_above, total
 from scaler.matchers import LabelMatcher, matches_all
+from scaler.model import INPUTS
 from scaler.sources.presets import Combine, Family, preset_for
 
-CUSTOM_FIELDS = {
-    "queue_waiting": "queue_query",
-    "requests_running": "running_query",
-    "prompt_tokens_per_s": "prompt_tokens_query",
-    "generation_tokens_per_s": "generation_tokens_query",
-    "kv_cache_usage": "kv_cache_query",
-    "ttft_p95_seconds": "ttft_p95_query",
-    "ttft_p99_seconds": "ttft_p99_query",
-}
+# Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
+CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
 
 
 def redact_url(url: str) -> str:

@@ -1,0 +1,57 @@
+"""One input table: the Observation's fields carry it, and every layer reads its rows from there."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from scaler.config import TargetPolicy
+from scaler.model import INPUTS, InputSource, Observation
+from scaler.outputs.series import INPUT_SERIES, REPLICA_STATE_SERIES, SERIES_BY_NAME
+from scaler.sources.files import OBSERVATION_FIELDS
+from scaler.sources.live import PROMETHEUS_FIELDS
+from scaler.sources.prometheus import CUSTOM_FIELDS
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+NOT_INPUTS = {"now", "missing", "hpa", "hpa_read", "scaledobject_fallback"}  # the time, notes, landing state
+
+
+def test_every_observation_value_is_a_row_of_the_table() -> None:
+    """The table and the dataclass cannot drift: each value field but the landing state has a row."""
+    names = {f.name for f in dataclasses.fields(Observation)}
+    assert set(INPUTS) == names - NOT_INPUTS
+    assert set(INPUTS) <= OBSERVATION_FIELDS  # an observation file may give each of them
+
+
+def test_exported_series_are_the_table_rows_with_a_series() -> None:
+    """/metrics exports one llm_scaler_input_* gauge per row that names one, with the row's help."""
+    exported = {**INPUT_SERIES, **REPLICA_STATE_SERIES}
+    assert set(exported) == {name for name, spec in INPUTS.items() if spec.series}
+    for name, (series, help_) in exported.items():
+        assert series.startswith("llm_scaler_input_")
+        assert SERIES_BY_NAME[series].help == help_ == INPUTS[name].help
+    assert set(REPLICA_STATE_SERIES) == {"pending_replicas", "starting_replicas"}
+    assert len({series for series, _ in exported.values()}) == len(exported)
+
+
+def test_custom_queries_and_prometheus_inputs_come_from_the_table() -> None:
+    """engine: custom's query keys are TargetPolicy fields named by the rows; Prometheus rows go together."""
+    assert set(CUSTOM_FIELDS.values()) <= set(TargetPolicy.model_fields)
+    assert CUSTOM_FIELDS["queue_waiting"] == "queue_query"
+    assert all(INPUTS[name].source is InputSource.PROMETHEUS for name in CUSTOM_FIELDS)
+    assert set(PROMETHEUS_FIELDS) == {n for n, s in INPUTS.items() if s.source is InputSource.PROMETHEUS}
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_each_input_refuses_a_negative_value(name: str) -> None:
+    """Validation follows the row: counts must be >= 0, rates and shares finite and >= 0."""
+    negative: dict[str, Any] = {name: -1}
+    with pytest.raises(ValueError, match=f"Observation.{name} must be"):
+        Observation(now=NOW, **negative)
+    if not INPUTS[name].count:
+        nan: dict[str, Any] = {name: float("nan")}
+        with pytest.raises(ValueError, match="finite"):
+            Observation(now=NOW, **nan)
