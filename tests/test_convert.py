@@ -13,7 +13,7 @@ import yaml
 
 from scaler.cli import main
 from scaler.config import parse_metadata
-from scaler.convert import ConvertError, convert_text, queue_preset
+from scaler.convert import ConvertError, convert_text, queue_preset, retuned_queue_triggers
 from tests.crd import crd_errors, crd_validator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -323,9 +323,71 @@ def test_the_command_replays_old_and_new_side_by_side(
     rows = {
         line.split("  ")[0]: line
         for line in report.splitlines()
-        if line.startswith(("new ", "old ", "clairvoyant"))
+        if line.startswith(("new ", "old ", "old, ", "clairvoyant"))
     }
-    assert set(rows) == {"new (this scaler)", "old (as written)", "clairvoyant"}
+    retuned = [name for name in rows if name.startswith("old, threshold ")]
+    assert set(rows) - set(retuned) == {"new (this scaler)", "old (as written)", "clairvoyant"}
     assert all(" 19,366 " in row for row in rows.values())  # every request of the trace, in each
+
+    def attainment(row: str) -> float:
+        return float(next(cell for cell in row.split() if cell.endswith("%"))[:-1])
+
+    if attainment(rows["old (as written)"]) < attainment(rows["new (this scaler)"]):
+        # the old object again, its queue threshold lowered until it attains as much, or why not
+        if retuned:
+            assert len(retuned) == 1
+            assert attainment(rows[retuned[0]]) >= attainment(rows["new (this scaler)"])
+            assert "the third row is the old object at equal attainment" in report
+        else:
+            assert "no lower queue threshold lets the old object attain what the new one does" in report
+    else:
+        assert retuned == []
     assert f"wrote {new}" in report
     assert external(yaml.safe_load(new.read_text()))["engine"] == "vllm"
+
+
+def test_retuning_lowers_only_the_queue_threshold_and_leaves_the_original() -> None:
+    """The equal-attainment run halves the queue trigger's threshold, not the GPU one's."""
+    doc = yaml.safe_load(PUBLISHED.read_text())
+    retuned, thresholds = retuned_queue_triggers(doc, 0.5)
+    assert thresholds == [25.0]
+    assert [t["metadata"]["threshold"] for t in retuned["spec"]["triggers"][:2]] == ["25", "85"]
+    assert doc["spec"]["triggers"][0]["metadata"]["threshold"] == "50"
+    assert retuned_queue_triggers(doc, 0.001)[1] == [1.0]  # never below one waiting request
+    no_queue = yaml.safe_load(PUBLISHED.read_text())
+    del no_queue["spec"]["triggers"][0]
+    assert retuned_queue_triggers(no_queue, 0.5)[1] == []
+
+
+def test_equal_attainment_takes_the_cheapest_threshold_that_attains() -> None:
+    """The search halves until a run attains, tries three factors above it, keeps the cheapest."""
+    from types import SimpleNamespace
+
+    from scaler.convert import _cheapest_attaining
+
+    tried: list[float] = []
+
+    def attempt(factor: float) -> tuple[Any, bool, float]:
+        tried.append(factor)
+        between = 0.17 < factor < 0.19  # 0.125 * 2 ** 0.5: attains, and cheaper than 0.125
+        run = SimpleNamespace(name=f"x{factor:g}", gpu_seconds=6.0 if between else 10 - 10 * factor)
+        return run, factor <= 0.125 or between, 50 * factor
+
+    found = _cheapest_attaining(attempt)
+    assert tried[:3] == [0.5, 0.25, 0.125]
+    assert tried[3:] == pytest.approx([0.125 * 2**0.75, 0.125 * 2**0.5, 0.125 * 2**0.25])
+    assert found is not None
+    assert found.name == "x0.176777"  # 0.125 * 2 ** 0.5 attains and costs less than 0.125
+
+
+def test_equal_attainment_gives_up_at_a_threshold_of_one() -> None:
+    """When no threshold down to one waiting request attains, there is no equal-attainment run."""
+    from types import SimpleNamespace
+
+    from scaler.convert import _cheapest_attaining
+
+    def attempt(factor: float) -> tuple[Any, bool, float]:
+        return SimpleNamespace(name="x", gpu_seconds=1.0), False, max(1.0, 8 * factor)
+
+    assert _cheapest_attaining(attempt) is None
+    assert _cheapest_attaining(lambda factor: None) is None
