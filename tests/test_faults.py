@@ -85,7 +85,9 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
                 latencies.append(latency)
                 assert value == 12, (mode, value)  # held: missing data never lowers the target
                 time.sleep(0.02)
-        assert max(latencies) < 0.1, f"slowest RPC {max(latencies) * 1000:.0f} ms"
+        # The slow Prometheus answers after 3 s and the reader gives up after 1 s: an RPC well
+        # under that did not wait for it (a speed figure is the benchmarks' business).
+        assert max(latencies) < 0.5, f"slowest RPC {max(latencies) * 1000:.0f} ms"
         until = time.monotonic() + 5
         while timed_metrics(stub, request)[1] != grpc.StatusCode.UNAVAILABLE:
             assert time.monotonic() < until, "never turned UNAVAILABLE after maxStalenessSeconds"
