@@ -19,11 +19,13 @@ from datetime import UTC, datetime
 from scaler import coldstart
 from scaler.calibration import CalibrationParams, CapacityCalibration
 from scaler.config import TargetPolicy, parse_metadata
+from scaler.forecast import ForecastParams, SeriesForecaster
 from scaler.landing import LandingMonitor, landing_step_down, tolerances
-from scaler.model import Decision, Lead, Observation, Proposal, Signal
+from scaler.model import Decision, Lead, Observation, Signal
 from scaler.policy import combine
-from scaler.signals import ceil_replicas, floor, prewarm, queue, tokens
-from scaler.signals.forecast import ForecastParams, SeriesForecaster
+from scaler.signals import ceil_replicas, tokens
+from scaler.signals.context import SignalInputs
+from scaler.signals.table import propose_all
 
 __all__ = ["Decision", "Engine", "HistoryPoint", "Observation"]
 
@@ -158,20 +160,20 @@ class Engine:
         token_demand = None if token_missing else tokens.demand(prompt_f, generation_f, capacity, horizon)
         unknown = "; ".join(f"{m}: {obs.missing.get(m, 'no data')}" for m in missing) or "no data yet"
 
-        proposals: list[Proposal] = [
-            floor.propose_floor(policy),
-            prewarm.propose(policy.windows, obs.now, horizon),
-            queue.propose(
-                obs.queue_waiting,
-                policy.target_queue_per_replica,
-                obs.missing.get("queue_waiting"),
-                None if previous_queue is None else (t - previous_queue[0], previous_queue[1]),
-                horizon,
-            ),
-            tokens.propose(token_demand, capacity, horizon, unknown),
-            floor.propose_hold(token_demand, horizon, self._learning(obs), self._earned_floor(obs)),
-            floor.propose_last_known(self._last_demand, missing),
-        ]
+        inputs = SignalInputs(
+            policy=policy,
+            observation=obs,
+            horizon_s=horizon,
+            capacity=capacity,
+            token_demand=token_demand,
+            token_unknown=unknown,
+            previous_queue=None if previous_queue is None else (t - previous_queue[0], previous_queue[1]),
+            learning=self._learning(obs),
+            earned=self._earned_floor(obs),
+            last_demand=self._last_demand,
+            missing=tuple(missing),
+        )
+        proposals = propose_all(inputs)
         notes: list[str] = []
         if missing:
             notes.append(f"inputs missing: {unknown}")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaler.signals.forecast import ForecastParams, SeriesForecaster, _TimedWindow
+from scaler.forecast import ForecastParams, SeriesForecaster, _TimedWindow
 
 
 def test_constant_series_converges_with_no_trend() -> None:

@@ -8,9 +8,9 @@ import pytest
 
 from scaler.calibration import CapacityCalibration
 from scaler.config import TargetPolicy, parse_metadata
+from scaler.forecast import Forecast
 from scaler.model import Capacity, Observation, Signal
-from scaler.signals import ceil_replicas, floor, gpu, queue, tokens
-from scaler.signals.forecast import Forecast
+from scaler.signals import ceil_replicas, floor, gpu, hold, last_known, queue, tokens
 from scaler.signals.tokens import TokenDemand
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -137,7 +137,7 @@ def test_hold_keeps_the_largest_need_within_one_cold_start(
         peak_within_horizon=max(now_busy, horizon_busy),
         usable_fraction=policy.target_utilization,
     )
-    assert floor.propose_hold(demand, LEAD_S, None, None).replicas == expected
+    assert hold.propose_hold(demand, LEAD_S, None, None).replicas == expected
 
 
 def test_floor_is_min_replicas() -> None:
@@ -147,9 +147,9 @@ def test_floor_is_min_replicas() -> None:
 
 def test_last_known_holds_only_when_something_is_missing() -> None:
     """The last decision is held only when an input is missing, and names that input."""
-    assert floor.propose_last_known(5, []).replicas is None
-    assert floor.propose_last_known(None, ["queue_waiting"]).replicas is None
-    held = floor.propose_last_known(5, ["queue_waiting"])
+    assert last_known.propose_last_known(5, []).replicas is None
+    assert last_known.propose_last_known(None, ["queue_waiting"]).replicas is None
+    held = last_known.propose_last_known(5, ["queue_waiting"])
     assert held.replicas == 5
     assert "queue_waiting" in held.reason
 
@@ -206,3 +206,32 @@ def test_queue_counts_the_backlog_as_work(
     """Only a backlog that persists, and what of it a cold start would not see drained, buys replicas."""
     proposal = queue.propose(waiting, 10, previous=previous, horizon_s=180)
     assert proposal.replicas == expected
+
+
+def test_the_engine_walks_one_ordered_table_of_signals() -> None:
+    """The table lists every Signal once, in tie-break order, each proposing under its own name."""
+    from datetime import UTC, datetime
+
+    from scaler.model import Observation, Signal
+    from scaler.signals.context import SignalInputs
+    from scaler.signals.table import SIGNALS, propose_all
+
+    assert [signal for signal, _ in SIGNALS] == list(Signal)
+    policy = parse_metadata({"minReplicas": "2"})
+    inputs = SignalInputs(
+        policy=policy,
+        observation=Observation(now=datetime(2026, 12, 1, tzinfo=UTC), queue_waiting=40),
+        horizon_s=180,
+        capacity=_capacity(policy),
+        token_demand=None,
+        token_unknown="no data",
+        previous_queue=(15.0, 40.0),
+        learning=None,
+        earned=None,
+        last_demand=None,
+        missing=(),
+    )
+    proposals = propose_all(inputs)
+    assert [p.signal for p in proposals] == list(Signal)
+    assert proposals[0].replicas == 2  # floor
+    assert proposals[2].replicas == 4  # queue: 40 waiting at two refreshes, 10 per replica

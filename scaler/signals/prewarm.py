@@ -14,12 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
 from scaler.config import PrewarmWindow
 from scaler.model import Proposal, Signal
+
+if TYPE_CHECKING:
+    from scaler.signals.context import SignalInputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,3 +80,8 @@ def propose(windows: tuple[PrewarmWindow, ...], now: datetime, lead_seconds: flo
         return Proposal(Signal.PREWARM, None, soonest.why)
     best = max(active, key=lambda s: s.window.replicas)
     return Proposal(Signal.PREWARM, best.window.replicas, f"{best.why}: {best.window.replicas} replicas")
+
+
+def from_inputs(inputs: SignalInputs) -> Proposal:
+    """The pre-warm signal on the table's one signature."""
+    return propose(inputs.policy.windows, inputs.observation.now, inputs.horizon_s)

@@ -22,8 +22,13 @@ draining at 0.67 requests/s, 800 - 120 = 680 left after the cold start: 68.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scaler.model import Proposal, Signal
 from scaler.signals import ceil_replicas
+
+if TYPE_CHECKING:
+    from scaler.signals.context import SignalInputs
 
 
 def propose(
@@ -57,3 +62,15 @@ def propose(
         reason += f"; {target_per_replica:g} per replica"
     replicas = ceil_replicas(left / target_per_replica)
     return Proposal(Signal.QUEUE, replicas, reason, {"queue_waiting": waiting, "queue_counted": left})
+
+
+def from_inputs(inputs: SignalInputs) -> Proposal:
+    """The queue signal on the table's one signature."""
+    obs = inputs.observation
+    return propose(
+        obs.queue_waiting,
+        inputs.policy.target_queue_per_replica,
+        obs.missing.get("queue_waiting"),
+        inputs.previous_queue,
+        inputs.horizon_s,
+    )

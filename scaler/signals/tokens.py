@@ -3,7 +3,7 @@
     busy(t)  = prompt_rate(t) / P + generation_rate(t) / G
     tokens   = ceil(busy(now + coldStartSeconds) / usable)
 
-where the rates are forecasts (scaler.signals.forecast) read at the horizon, because a
+where the rates are forecasts (scaler.forecast) read at the horizon, because a
 replica ordered now serves only after its cold start, and ``P``, ``G`` and ``usable`` are
 the per-replica capacities and the usable fraction of them that the capacity calibration
 (scaler.calibration) holds: the configured ``promptTokensPerSecondPerReplica``,
@@ -19,10 +19,14 @@ replica is 3 + 3 = 6 replicas of capacity; at a usable fraction of 0.75 that ask
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from scaler.forecast import Forecast
 from scaler.model import Capacity, Proposal, Signal
 from scaler.signals import ceil_replicas
-from scaler.signals.forecast import Forecast
+
+if TYPE_CHECKING:
+    from scaler.signals.context import SignalInputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +97,8 @@ def propose(
         f" / {token_demand.usable_fraction:.2f} usable; {capacity.describe()}",
         {"busy_replicas_at_horizon": token_demand.horizon},
     )
+
+
+def from_inputs(inputs: SignalInputs) -> Proposal:
+    """The token signal on the table's one signature."""
+    return propose(inputs.token_demand, inputs.capacity, inputs.horizon_s, inputs.token_unknown)

@@ -1,0 +1,40 @@
+"""The ordered table of signals the engine walks. Pure.
+
+Each signal is a module with one entry point, ``from_inputs(SignalInputs) -> Proposal``;
+the table lists them in ``Signal`` order, which is also the order ties are broken in
+(``scaler.policy.combine``: the earliest of equal proposals binds). The GPU inventory is
+not here: it clamps the combined target (``scaler.signals.gpu``), it does not propose one.
+
+============  =========================================  ========================
+signal        proposes                                   module
+============  =========================================  ========================
+floor         ``minReplicas``                            ``signals/floor.py``
+prewarm       the replicas of an open pre-warm window    ``signals/prewarm.py``
+queue         the backlog left after one cold start      ``signals/queue.py``
+tokens        the forecast token load / usable load      ``signals/tokens.py``
+hold          the forecast peak within one cold start    ``signals/hold.py``
+last_known    the last complete demand, while one lacks  ``signals/last_known.py``
+============  =========================================  ========================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scaler.model import Proposal, Signal
+from scaler.signals import floor, hold, last_known, prewarm, queue, tokens
+from scaler.signals.context import SignalInputs
+
+SIGNALS: tuple[tuple[Signal, Callable[[SignalInputs], Proposal]], ...] = (
+    (Signal.FLOOR, floor.from_inputs),
+    (Signal.PREWARM, prewarm.from_inputs),
+    (Signal.QUEUE, queue.from_inputs),
+    (Signal.TOKENS, tokens.from_inputs),
+    (Signal.HOLD, hold.from_inputs),
+    (Signal.LAST_KNOWN, last_known.from_inputs),
+)
+
+
+def propose_all(inputs: SignalInputs) -> list[Proposal]:
+    """Every signal's proposal, in table order."""
+    return [propose(inputs) for _, propose in SIGNALS]
