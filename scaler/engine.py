@@ -21,7 +21,7 @@ from scaler.calibration import CalibrationParams, CapacityCalibration
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.forecast import ForecastParams, SeriesForecaster
 from scaler.landing import LandingMonitor, landing_step_down, tolerances
-from scaler.model import Decision, Lead, Observation, Signal
+from scaler.model import Decision, Lead, Note, NoteKind, Observation, Signal
 from scaler.policy import combine
 from scaler.signals import ceil_replicas, tokens
 from scaler.signals.context import SignalInputs
@@ -174,11 +174,11 @@ class Engine:
             missing=tuple(missing),
         )
         proposals = propose_all(inputs)
-        notes: list[str] = []
+        notes: list[Note] = []
         if missing:
-            notes.append(f"inputs missing: {unknown}")
+            notes.append(Note(NoteKind.INPUTS_MISSING, f"inputs missing: {unknown}"))
         if self._last_fresh is not None and missing:
-            notes.append(f"inputs last complete {t - self._last_fresh:.0f}s ago")
+            notes.append(Note(NoteKind.INPUTS_AGE, f"inputs last complete {t - self._last_fresh:.0f}s ago"))
 
         forecast: dict[str, float] = {}
         if prompt_f:
@@ -191,7 +191,7 @@ class Engine:
 
         landing = self._landing.observe(obs)
         if landing is not None and landing.reason not in ("landed", "in_flight"):
-            notes.append(f"not landed: {landing.explanation}")
+            notes.append(Note(NoteKind.NOT_LANDED, f"not landed: {landing.explanation}"))
         decision = combine(
             proposals, obs, policy, notes, forecast, capacity, Lead(horizon, lead_source), landing
         )

@@ -36,6 +36,35 @@ class ClampKind(StrEnum):
     HPA_TOLERANCE = "hpa_tolerance"
 
 
+class NoteKind(StrEnum):
+    """What a decision's note is about."""
+
+    INPUTS_MISSING = "inputs_missing"  # a demand input is unknown now, and why
+    INPUTS_AGE = "inputs_age"  # how long ago the inputs were last complete
+    NOT_LANDED = "not_landed"  # the previous target has not landed, and why
+    GPU_CHECK_SKIPPED = "gpu_check_skipped"  # the inventory is unknown and the check fails open
+    GPU_CHECK_OFF = "gpu_check_off"  # gpuCheck=false
+    HPA_TOLERANCE = "hpa_tolerance"  # a step the HPA's tolerance swallows, beyond the room to step past it
+
+
+class Note(str):
+    """A decision's caveat: its text, typed by ``kind``. It is the text wherever a string is
+    expected (logs, the dry-run line, JSON), so a reader matches on ``kind``, not on words.
+
+    *Example*: ``Note(NoteKind.GPU_CHECK_OFF, "GPU check off (gpuCheck=false)")``.
+    """
+
+    kind: NoteKind
+
+    def __new__(cls, kind: NoteKind, text: str) -> Note:
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Note, (self.kind, str(self)))
+
+
 CapacitySource = Literal["configured", "calibrated", "uncalibrated"]
 
 
@@ -386,7 +415,7 @@ class Decision:
     proposals: Mapping[Signal, int]  # what each signal asked for (abstaining ones absent)
     signal_reasons: Mapping[Signal, str]
     clamps: tuple[Clamp, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     reason: str
     observation: Observation
     forecast: Mapping[str, float] = field(default_factory=dict)

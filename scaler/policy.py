@@ -31,7 +31,19 @@ from collections.abc import Sequence
 
 from scaler.config import TargetPolicy
 from scaler.landing import landing_step_up, tolerances, within_hpa_tolerance
-from scaler.model import Capacity, Clamp, ClampKind, Decision, Landing, Lead, Observation, Proposal, Signal
+from scaler.model import (
+    Capacity,
+    Clamp,
+    ClampKind,
+    Decision,
+    Landing,
+    Lead,
+    Note,
+    NoteKind,
+    Observation,
+    Proposal,
+    Signal,
+)
 from scaler.signals.gpu import capacity
 
 _ORDER = {signal: index for index, signal in enumerate(Signal)}
@@ -41,7 +53,7 @@ def combine(
     proposals: Sequence[Proposal],
     obs: Observation,
     policy: TargetPolicy,
-    notes: Sequence[str] = (),
+    notes: Sequence[Note] = (),
     forecast: dict[str, float] | None = None,
     token_capacity: Capacity | None = None,
     lead: Lead | None = None,
@@ -78,7 +90,10 @@ def combine(
                     target = max(obs.current_replicas, 1)
             else:
                 all_notes.append(
-                    f"{gpu.reason}: GPU check not applied (gpuCheckFailure={policy.gpu_check_failure})"
+                    Note(
+                        NoteKind.GPU_CHECK_SKIPPED,
+                        f"{gpu.reason}: GPU check not applied (gpuCheckFailure={policy.gpu_check_failure})",
+                    )
                 )
         elif target > gpu.replicas:
             clamps.append(
@@ -91,7 +106,7 @@ def combine(
             )
             target = gpu.replicas
     else:
-        all_notes.append("GPU check off (gpuCheck=false)")
+        all_notes.append(Note(NoteKind.GPU_CHECK_OFF, "GPU check off (gpuCheck=false)"))
 
     if target < policy.min_replicas:
         clamps.append(
@@ -130,7 +145,7 @@ def _through_tolerance(
     policy: TargetPolicy,
     fits: int | None,
     clamps: list[Clamp],
-    notes: list[str],
+    notes: list[Note],
 ) -> int:
     """The target the HPA will act on: a swallowed scale-up stepped past, a swallowed scale-down held."""
     current = obs.current_replicas
@@ -156,9 +171,12 @@ def _through_tolerance(
     step = landing_step_up(current, tolerance[0])
     if step > room:
         notes.append(
-            f"HPA tolerance: {current} -> {target} is within its scale-up tolerance of {tolerance[0]:g}"
-            f" and {step}, the smallest step that lands, is beyond {room} (maxReplicas or the free GPUs);"
-            " the HPA will not act on it until the target moves further"
+            Note(
+                NoteKind.HPA_TOLERANCE,
+                f"HPA tolerance: {current} -> {target} is within its scale-up tolerance of {tolerance[0]:g}"
+                f" and {step}, the smallest step that lands, is beyond {room} (maxReplicas or the free"
+                " GPUs); the HPA will not act on it until the target moves further",
+            )
         )
         return target
     clamps.append(
