@@ -50,6 +50,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from scaler.config import MetadataError, parse_metadata
+from scaler.manifest import ManifestError, first_scaledobject
 from scaler.matchers import SelectorError, parse_selector
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.sources.presets import GPU_UTILISATION
@@ -513,27 +514,21 @@ def _cheapest_attaining(attempt: Attempt) -> RunResult | None:
 
 
 def _replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) -> int:
-    import yaml as pyyaml
-
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.compare import compare, initial_ready, run_keda
     from scaler.replay.keda import ScaledObjectError, scaledobject_model
     from scaler.replay.report import all_figures, figures, table
     from scaler.replay.trace import TraceError, load_trace
 
-    def first(text: str) -> Mapping[str, Any]:
-        return next(
-            d
-            for d in pyyaml.safe_load_all(text)
-            if isinstance(d, Mapping) and d.get("kind") == "ScaledObject"
-        )
-
     try:
-        old_doc = first(old_text)
-        old, new = scaledobject_model(old_doc), scaledobject_model(first(new_text))
+        old_doc = first_scaledobject(old_text, args.scaledobject)
+        old, new = (
+            scaledobject_model(old_doc),
+            scaledobject_model(first_scaledobject(new_text, "the new object")),
+        )
         trace = load_trace(args.replay, None, 0, 1.0)
         cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
-    except (OSError, ScaledObjectError, TraceError, ValueError) as exc:
+    except (OSError, ManifestError, ScaledObjectError, TraceError, ValueError) as exc:
         print(f"scaler convert: error: --replay: {exc}", file=sys.stderr)
         return 2
     assert new.external is not None

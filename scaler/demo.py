@@ -12,7 +12,9 @@ the first minute boundary at least 30 s after the start (``W`` seconds in):
                    the forecaster's one-minute peak guard (W+85), the target comes down a
                    step at a time (the engine is still learning this new target's traffic)
 
-Each decision is printed and applied to the simulated Deployment, as KEDA would apply it;
+Each decision is printed and lands on the simulated Deployment as it would in a cluster:
+through ``scaler.hpa``, the HPA model the replay uses, with the example ScaledObject's
+``behavior`` (scale-up at once, scale-down 2 pods a minute);
 the run ends with a summary (``scaler.outputs.dryrun.Summary``) and what it showed. The
 scaler reads everything through the same live path as ``scaler serve``; the first decision
 waits for Prometheus' first scrape of the fleet.
@@ -28,10 +30,13 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from importlib import resources
+from typing import Any
 
 import yaml
 
 from scaler.app import decision_printer, dry_run_live, wall_clock
+from scaler.hpa import Behavior, Hpa
 from scaler.model import Decision, Signal
 from scaler.outputs.dryrun import Summary
 from scaler.registry import Target
@@ -70,6 +75,15 @@ def window_opening(now: datetime) -> datetime:
     return (now + timedelta(seconds=30 + 59)).replace(second=0, microsecond=0)
 
 
+def example_behavior() -> dict[str, Any]:
+    """The example ScaledObject's HPA ``behavior`` (scaler/examples/scaledobject.yaml)."""
+    text = (resources.files("scaler") / "examples" / "scaledobject.yaml").read_text()
+    behavior: dict[str, Any] = yaml.safe_load(text)["spec"]["advanced"]["horizontalPodAutoscalerConfig"][
+        "behavior"
+    ]
+    return behavior
+
+
 def demo_scaledobject(now: datetime) -> dict[str, object]:
     """The embedded ScaledObject, with a one-minute pre-warm window opening 30-90 s from now."""
     opens = window_opening(now)
@@ -82,6 +96,7 @@ def demo_scaledobject(now: datetime) -> dict[str, object]:
             "scaleTargetRef": {"name": "vllm-llama-3-8b"},
             "minReplicaCount": 2,
             "maxReplicaCount": 12,
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": example_behavior()}},
             "triggers": [
                 {
                     "type": "external",
@@ -246,8 +261,20 @@ async def run_demo(
         source = LiveSource(reader, cluster)
         printer = decision_printer(output, f"{spec.namespace}/{spec.name}", write)
 
+        raw_spec = doc["spec"]
+        assert isinstance(raw_spec, dict)
+        hpa = Hpa(
+            int(raw_spec["minReplicaCount"]),
+            int(raw_spec["maxReplicaCount"]),
+            Behavior.from_spec(raw_spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]),
+        )
+
         def apply(target: Target, decision: Decision) -> None:
-            cluster.set_target(decision.replicas)
+            # KEDA serves the decision as one AverageValue metric of target 1; the HPA decides.
+            now, replicas = clock(), cluster.replicas
+            cluster.set_target(
+                hpa.step(now, replicas, replicas, [(decision.replicas, 1.0, "AverageValue")]).replicas
+            )
 
         showed = Showed()
         with LoadDriver(fleet, cluster, clock, opens_s):

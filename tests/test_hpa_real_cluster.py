@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from scaler.replay.hpa import Behavior, Hpa
+from scaler.hpa import Behavior, Hpa
 
 RUNS = Path(__file__).resolve().parent / "data" / "real-cluster"  # copied from the shared folder
 BEHAVIOR = {

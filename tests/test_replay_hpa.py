@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaler.replay.hpa import (
+from scaler.hpa import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
     Behavior,

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from scaler.config import PrewarmWindow
-from scaler.replay.hpa import Behavior, BehaviorError, MetricType
+from scaler.hpa import Behavior, BehaviorError, MetricType
+from scaler.manifest import ManifestError, first_scaledobject
 
 Series = Literal["queue_waiting", "requests_running", "gpu_utilization", "kv_cache_usage"]
 Aggregation = Literal["sum", "avg", "max", "min"]
@@ -207,16 +206,15 @@ def scaledobject_model(doc: Mapping[str, Any]) -> ScaledObjectModel:
 def load_scaledobject_model(path: str | Path) -> ScaledObjectModel:
     """The first ScaledObject in a (multi-document) YAML file."""
     try:
-        docs = list(yaml.safe_load_all(Path(path).read_text()))
-    except (OSError, yaml.YAMLError) as exc:
+        doc = first_scaledobject(Path(path).read_text(), str(path))
+    except OSError as exc:
         raise ScaledObjectError(f"cannot read {path}: {exc}") from None
-    for doc in docs:
-        if isinstance(doc, Mapping) and doc.get("kind") == "ScaledObject":
-            try:
-                return scaledobject_model(doc)
-            except ScaledObjectError as exc:
-                raise ScaledObjectError(f"{path}: {exc}") from None
-    raise ScaledObjectError(f"{path} holds no object of kind ScaledObject")
+    except ManifestError as exc:
+        raise ScaledObjectError(str(exc)) from None
+    try:
+        return scaledobject_model(doc)
+    except ScaledObjectError as exc:
+        raise ScaledObjectError(f"{path}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)

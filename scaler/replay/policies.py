@@ -20,8 +20,8 @@ from scaler.coldstart import NONE as NO_COLD_START
 from scaler.coldstart import ColdStart
 from scaler.engine import Engine
 from scaler.histogram import histogram_quantile, share_above, total
+from scaler.hpa import Hpa, HpaStep, MetricType
 from scaler.model import Decision, HpaStatus, Observation
-from scaler.replay.hpa import Hpa, HpaStep, MetricType
 from scaler.replay.keda import (
     CronTrigger,
     ExternalTrigger,

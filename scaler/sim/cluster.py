@@ -71,6 +71,12 @@ class SimulatedCluster:
                 del self._pods[replicas:]
             self._tick()
 
+    @property
+    def replicas(self) -> int:
+        """The Deployment's replicas: every pod, Pending ones included (spec and status alike)."""
+        with self._lock:
+            return len(self._pods)
+
     def ready_pods(self) -> list[str]:
         with self._lock:
             self._tick()

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from scaler.manifest import ManifestError, first_scaledobject
 from scaler.model import HpaStatus, Observation
 
 OBSERVATION_FIELDS = set(Observation.__dataclass_fields__) - {"now", "missing"}
@@ -68,13 +67,13 @@ def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = N
 def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> ScaledObjectSpec:
     """The first ScaledObject in a (multi-document) YAML file, and its external trigger."""
     try:
-        docs = list(yaml.safe_load_all(Path(path).read_text()))
-    except (OSError, yaml.YAMLError) as exc:
+        text = Path(path).read_text()
+    except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc}") from None
-    for doc in docs:
-        if isinstance(doc, Mapping) and doc.get("kind") == "ScaledObject":
-            return scaledobject_from_dict(doc, trigger_index)
-    raise InputFileError(f"{path} holds no object of kind ScaledObject")
+    try:
+        return scaledobject_from_dict(first_scaledobject(text, str(path)), trigger_index)
+    except ManifestError as exc:
+        raise InputFileError(str(exc)) from None
 
 
 def parse_time(value: Any) -> datetime:
