@@ -30,6 +30,31 @@ def wall_clock() -> datetime:
     return datetime.now(UTC)  # noqa: TID251 - the one wall clock the live path reads
 
 
+def live_source(
+    prometheus_address: str | None,
+    workloads: WorkloadProvider | None = None,
+    log: Any = None,
+    *,
+    rate_window: str = "1m",
+    timeout_s: float = 5.0,
+    history_seconds: float = 3600.0,
+    step_s: float = 15.0,
+) -> LiveSource:
+    """The live path, wired once: a Prometheus reader and the workloads, into Observations.
+
+    ``scaler serve`` (``build_source``), ``scaler dry-run`` and the demo all build theirs here;
+    ``step_s`` is the refresh interval, which the history warm-up is read on.
+    """
+    reader = PrometheusReader(
+        prometheus_address,
+        rate_window=rate_window,
+        timeout_s=timeout_s,
+        history_seconds=history_seconds,
+        history_step_s=step_s,
+    )
+    return LiveSource(reader, workloads, log)
+
+
 def build_source(
     settings: Settings, log: Any, workloads: WorkloadProvider | None = None
 ) -> ObservationSource:
@@ -37,23 +62,29 @@ def build_source(
 
     Targets can still name their own Prometheus with ``prometheusAddress``.
     """
-    reader = PrometheusReader(
+    return live_source(
         settings.prometheus_address,
+        workloads,
+        log,
         rate_window=settings.rate_window,
         timeout_s=settings.prometheus_timeout_seconds,
         history_seconds=settings.history_seconds,
-        history_step_s=settings.refresh_interval_seconds,
+        step_s=settings.refresh_interval_seconds,
     )
-    return LiveSource(reader, workloads, log)
+
+
+def start_inventory(kubeconfig: str | None, log: Any = None) -> KubernetesInventory:
+    """The Kubernetes inventory (in-cluster inside a pod, else the kubeconfig), started."""
+    inventory = KubernetesInventory.from_config(kubeconfig, log=log)
+    inventory.start()
+    return inventory
 
 
 def build_inventory(settings: Settings, log: Any) -> KubernetesInventory | None:
     """The Kubernetes inventory when asked for (in-cluster config, or --kubeconfig), started."""
     if not (settings.kubernetes or settings.kubeconfig):
         return None
-    inventory = KubernetesInventory.from_config(settings.kubeconfig, log=log)
-    inventory.start()
-    return inventory
+    return start_inventory(settings.kubeconfig, log)
 
 
 def build_runtime(

@@ -170,13 +170,10 @@ def _print_decisions(scaledobject: str, observations: str, output: str, trigger_
 
 
 def _dry_run_live(args: argparse.Namespace) -> int:
-    from scaler.app import decision_printer, dry_run_live
-    from scaler.sources.live import LiveSource
-    from scaler.sources.prometheus import PrometheusReader
+    from scaler.app import decision_printer, dry_run_live, live_source, start_inventory
 
     spec = load_scaledobject(args.scaledobject, args.trigger_index)
     policy = _checked(spec)
-    reader = PrometheusReader(args.prometheus, rate_window=args.rate_window, history_step_s=args.interval)
     summary = dryrun.Summary()
     printer = decision_printer(
         args.output,
@@ -187,14 +184,11 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     )
     inventory = None
     if args.kubeconfig or args.kubernetes:
-        from scaler.sources.kubernetes import KubernetesInventory
-
-        inventory = KubernetesInventory.from_config(args.kubeconfig)
-        inventory.start()
+        inventory = start_inventory(args.kubeconfig)
         if not inventory.wait_synced(30):
             print(f"scaler: warning: Kubernetes not synced: {inventory.problem()}", file=sys.stderr)
     try:
-        source = LiveSource(reader, inventory)
+        source = live_source(args.prometheus, inventory, rate_window=args.rate_window, step_s=args.interval)
         asyncio.run(dry_run_live(spec, source, [printer], interval_s=args.interval, once=args.once))
     finally:
         if inventory is not None:

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from scaler.app import decision_printer, dry_run_live, wall_clock
+from scaler.app import decision_printer, dry_run_live, live_source, wall_clock
 from scaler.hpa import Behavior, Hpa
 from scaler.model import Decision, Signal
 from scaler.outputs.dryrun import Summary
@@ -44,8 +44,6 @@ from scaler.sim.cluster import SimulatedCluster
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.files import scaledobject_from_dict
-from scaler.sources.live import LiveSource
-from scaler.sources.prometheus import PrometheusReader
 
 PROMPT_TOKENS = 1100  # per request, as in the Azure conversation trace
 OUTPUT_TOKENS = 210
@@ -255,10 +253,9 @@ async def run_demo(
         write("# ScaledObject (trigger metadata):")
         for line in yaml.safe_dump(dict(meta), sort_keys=False).splitlines():
             write(f"#   {line}")
-        reader = PrometheusReader(
-            prometheus.url, rate_window="10s", history_seconds=60, history_step_s=interval_s
+        source = live_source(
+            prometheus.url, cluster, rate_window="10s", history_seconds=60, step_s=interval_s
         )
-        source = LiveSource(reader, cluster)
         printer = decision_printer(output, f"{spec.namespace}/{spec.name}", write)
 
         raw_spec = doc["spec"]

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from scaler.histogram import share_above, total
+from scaler.inventory import Unknown, WorkloadState
 from scaler.model import INPUTS, InputSource, Observation
 from scaler.registry import Target, TargetKey
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
@@ -28,9 +29,8 @@ class WorkloadProvider(Protocol):
 
     def workload(
         self, namespace: str, scaledobject_name: str, gpus_per_replica_override: int | None = None
-    ) -> Any:
-        """A WorkloadState (current/ready/starting/pending replicas, gpu_schedulable_replicas,
-        explanation) or an Unknown with a ``reason``."""
+    ) -> WorkloadState | Unknown:
+        """The workload's replica counts and GPU room, or why they cannot be known now."""
 
 
 class LiveSource:
@@ -103,10 +103,9 @@ class LiveSource:
             # Pods exporting metrics are up and serving: the best count without the API.
             return {"current_replicas": int(reporting), "ready_replicas": int(reporting)}
         state = self.workloads.workload(target.key.namespace, target.key.name, target.policy.gpus_per_replica)
-        reason = getattr(state, "reason", None)
-        if reason is not None:
+        if isinstance(state, Unknown):
             for name in WORKLOAD_FIELDS:
-                missing[name] = f"kubernetes: {reason}"
+                missing[name] = f"kubernetes: {state.reason}"
             return {}
         values: dict[str, Any] = {
             "current_replicas": state.current_replicas,
