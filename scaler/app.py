@@ -27,6 +27,7 @@ from scaler.sources.prometheus import PrometheusReader, redact_url
 
 
 def wall_clock() -> datetime:
+    """The current time in UTC: the one wall clock the live path reads."""
     return datetime.now(UTC)  # noqa: TID251 - the one wall clock the live path reads
 
 
@@ -93,6 +94,7 @@ def build_runtime(
     clock: Callable[[], datetime] = wall_clock,
     workloads: WorkloadProvider | None = None,
 ) -> Runtime:
+    """The serving Runtime: a registry, the source the settings choose, a decision logger, on the grid."""
     registry = TargetRegistry(idle_seconds=settings.target_idle_seconds)
     source = build_source(settings, log, workloads)
     return Runtime(
@@ -125,6 +127,7 @@ def quiet_garbage_collector() -> None:
 
 
 def tls_files(settings: Settings) -> TlsFiles | None:
+    """The TLS files the settings name, or None for plaintext; ValueError for a cert without a key."""
     if not settings.tls_cert_file:
         return None
     if not settings.tls_key_file:

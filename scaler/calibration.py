@@ -94,6 +94,8 @@ DEFAULT_GENERATION_COST = 5.0  # prompt tokens one generated token costs, when n
 
 @dataclass(frozen=True, slots=True)
 class CalibrationParams:
+    """Tuning constants of the capacity calibration (module docstring), each explained by its comment."""
+
     budget: float = 0.005  # share of requests over the TTFT objective the calibration aims at
     doubling_time_s: float = 3600.0  # fastest rise of the usable load (towards less headroom)
     max_down_ratio: float = 30.0  # a miss may move u this many times faster than a pass
@@ -164,10 +166,12 @@ class CapacityCalibration:
 
     @property
     def uses_prompt(self) -> bool:
+        """Whether the load counts prompt tokens (a prompt capacity is set, or no capacity at all)."""
         return self._p0 is not None
 
     @property
     def uses_generation(self) -> bool:
+        """Whether the load counts generated tokens (a generation capacity is set, or none at all)."""
         return self._g0 is not None
 
     def load(self, prompt_rate: float, generation_rate: float) -> float:
@@ -180,6 +184,7 @@ class CapacityCalibration:
         return busy
 
     def capacity(self) -> Capacity:
+        """The capacity the token signal uses now: uncalibrated, configured (the prior) or calibrated."""
         if self._ln_usable is None or self._ln_scale is None:
             prompt, generation = (self._p0, self._g0) if self._configured else (None, None)
             return Capacity(prompt, generation, self._u0, "uncalibrated")

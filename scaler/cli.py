@@ -120,6 +120,7 @@ DESCRIPTION = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``scaler`` argument parser, with every subcommand."""
     parser = argparse.ArgumentParser(prog="scaler", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -237,6 +238,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``scaler`` command line; returns the exit status (2 on an input error, 130 on Ctrl-C)."""
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

@@ -55,6 +55,8 @@ CUSTOM_QUERY_KEYS = (
 
 @dataclass(frozen=True, slots=True)
 class FieldProblem:
+    """One bad metadata key: the value given (None when absent) and the rule it broke."""
+
     key: str
     value: str | None
     rule: str
@@ -73,6 +75,7 @@ class MetadataError(ValueError):
 
     @property
     def keys(self) -> list[str]:
+        """The bad keys, sorted."""
         return [p.key for p in self.problems]
 
 
@@ -284,6 +287,7 @@ class TargetPolicy(BaseModel):
     # Derived once per policy (the model is frozen): read on every refresh of every target.
     @cached_property
     def matchers(self) -> tuple[LabelMatcher, ...]:
+        """The ``labelSelector`` parsed into PromQL label matchers."""
         return parse_selector(self.label_selector)
 
     @cached_property
@@ -305,12 +309,14 @@ class TargetPolicy(BaseModel):
 
     @property
     def token_capacity_known(self) -> bool:
+        """Whether a prompt or generation token capacity per replica is configured."""
         return (
             self.prompt_tokens_per_second_per_replica is not None
             or self.generation_tokens_per_second_per_replica is not None
         )
 
     def cross_field_problems(self, raw: Mapping[str, str]) -> list[FieldProblem]:
+        """Problems between keys: bounds, pre-warm windows, custom-engine queries, maxPendingReplicas."""
         problems: list[FieldProblem] = []
 
         def add(key: str, rule: str) -> None:

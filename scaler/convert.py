@@ -367,6 +367,7 @@ def _add_example_safety(spec: CommentedMap, out: Conversion) -> None:
 
 
 def dump(doc: Any) -> str:
+    """One document as YAML text: 2-space mappings, indented sequences, no line wrapping."""
     yaml = YAML()
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096
@@ -397,6 +398,7 @@ def convert_text(text: str, scaler_address: str = DEFAULT_SCALER_ADDRESS) -> tup
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``scaler convert`` subcommand and its options."""
     p = subparsers.add_parser(
         "convert",
         help="rewrite a ScaledObject with plain KEDA triggers for this scaler",
@@ -426,6 +428,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``scaler convert``: write the new ScaledObject, report each change, replay if asked."""
     try:
         text = Path(args.scaledobject).read_text()
         converted, conversions = convert_text(text, args.scaler_address)

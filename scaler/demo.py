@@ -140,6 +140,7 @@ class LoadDriver:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def step(self, dt: float) -> None:
+        """Advance the scripted load by ``dt`` seconds and set the fleet's metrics from the Ready pods."""
         t = self.clock() - self.start
         ready = self.cluster.ready_pods()
         self.fleet.set_pods(ready or ["vllm-0"])
@@ -187,6 +188,7 @@ class Showed:
         self.last: Decision | None = None
 
     def __call__(self, target: Target, decision: Decision) -> None:
+        """Take one decision (a sink): count it, note the first pre-warm, the peak and the low since."""
         self.summary.add(decision)
         self.last = decision
         if decision.binding is Signal.PREWARM and self.prewarm_at is None:
@@ -197,6 +199,7 @@ class Showed:
             self.down_to = (decision.now, decision.replicas)
 
     def lines(self) -> list[str]:
+        """The closing lines: the summary, when pre-warm set the target, how far it came down."""
         prewarm = (
             f"the pre-warm window set the target at {self.prewarm_at:%H:%M:%S}, before the load rose"
             if self.prewarm_at
@@ -287,6 +290,7 @@ async def run_demo(
 
 
 def main(duration_s: float | None = None, interval_s: float = 2.0, output: str = "text") -> int:
+    """Run ``scaler demo`` (``duration_s`` as ``run_demo`` reads it), SIGTERM unwinding like Ctrl-C."""
     # SIGTERM (as from `timeout`) unwinds like Ctrl-C, so Prometheus and the fleet are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return asyncio.run(run_demo(duration_s, interval_s, output))

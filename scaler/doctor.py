@@ -69,6 +69,8 @@ _INFERENCE_IMAGE = re.compile(r"vllm|sglang|text-generation-inference|tritonserv
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One pitfall found: severity, check name, object (Kind namespace/name), problem and fix."""
+
     severity: Severity
     check: str
     object: str  # Kind namespace/name
@@ -93,6 +95,8 @@ class Cluster:
 
 @dataclass(frozen=True)
 class Options:
+    """Settings of the checks: the longest generation served, for grace periods and timeouts."""
+
     max_generation_s: float = DEFAULT_MAX_GENERATION_S
 
 
@@ -161,6 +165,7 @@ def inference_deployments(cluster: Cluster) -> dict[str, Mapping[str, Any]]:
 
 
 def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """several-triggers and utilisation-trigger findings from the ScaledObjects' triggers."""
     inference = inference_deployments(cluster)
     targets = {id(so): key for key, so in _targets(cluster.scaledobjects).items()}
     for so in cluster.scaledobjects:
@@ -198,6 +203,7 @@ def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
 
 
 def check_bounds(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """scale-to-zero and bounds-disagree findings from the ScaledObjects' replica bounds."""
     inference = inference_deployments(cluster)
     for key, so in _targets(cluster.scaledobjects).items():
         spec = so.get("spec") or {}
@@ -229,6 +235,7 @@ def check_bounds(cluster: Cluster, options: Options) -> Iterable[Finding]:
 
 
 def check_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """utilisation-trigger findings: HPAs scaling inference on CPU, memory or GPU utilisation."""
     inference = inference_deployments(cluster)
     for hpa in cluster.hpas:
         spec = hpa.get("spec") or {}
@@ -254,6 +261,7 @@ def check_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
 
 
 def check_pods(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """no-prestop and short-grace-period findings from inference Deployments' pod templates."""
     for key, deployment in inference_deployments(cluster).items():
         where = f"Deployment {key}"
         pod_spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -284,6 +292,7 @@ def check_pods(cluster: Cluster, options: Options) -> Iterable[Finding]:
 
 
 def check_nodes(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """gpu-node-untainted findings: GPU nodes without a taint that keeps other pods off."""
     for raw in cluster.nodes:
         node = node_from_json(raw)
         gpus = {r: n for r, n in node.allocatable.items() if is_gpu_resource(r) and n > 0}
@@ -306,6 +315,7 @@ def _seconds(value: Any, default: float) -> float:
 
 
 def check_ingresses(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """ingress-read-timeout and ingress-buffering findings for ingress-nginx in front of inference."""
     namespaces = {key.split("/")[0] for key in inference_deployments(cluster)}
     for ingress in cluster.ingresses:
         meta = _meta(ingress)
@@ -347,6 +357,7 @@ def check_ingresses(cluster: Cluster, options: Options) -> Iterable[Finding]:
 
 
 def check_tolerance(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """hpa-tolerance findings: Kubernetes 1.35+, maxReplicaCount 10+ and no scaleUp tolerance."""
     if cluster.version is None or cluster.version < TOLERANCE_DEFAULT_ON:
         return
     for so in cluster.scaledobjects:
@@ -370,6 +381,7 @@ def check_tolerance(cluster: Cluster, options: Options) -> Iterable[Finding]:
 
 
 def check_scraped(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """not-scraped findings from the pod counts Prometheus gave (info when it was not asked)."""
     for so in cluster.scaledobjects:
         if _ours(so) is None:
             continue
@@ -491,6 +503,7 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``scaler doctor`` subcommand and its options."""
     p = subparsers.add_parser(
         "doctor",
         help="check a cluster, read-only, for what makes LLM latency bad",
@@ -515,6 +528,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def format_text(findings: Sequence[Finding]) -> str:
+    """The findings as an aligned table with a count line, or ``no findings``."""
     if not findings:
         return "no findings"
     rows = [(f.severity, f.object, f.problem, f.fix) for f in findings]
@@ -527,6 +541,7 @@ def format_text(findings: Sequence[Finding]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``scaler doctor``: print the findings; exit 1 on an error, 2 when the cluster is unreadable."""
     try:
         cluster = read_cluster(args.kubeconfig, args.namespace)
         scraped = scraped_pods(cluster, args.prometheus)

@@ -50,6 +50,7 @@ class HistoryPoint:
     requests_per_s: float | None = None
 
     def observation(self) -> Observation:
+        """The sample as an Observation (its Ready replicas stand for the current ones too)."""
         return Observation(
             now=datetime.fromtimestamp(self.timestamp, tz=UTC),
             queue_waiting=self.queue_waiting,
@@ -63,6 +64,8 @@ class HistoryPoint:
 
 
 class Engine:
+    """One target's decision state: token forecasters, capacity calibration and landing monitor."""
+
     def __init__(
         self,
         policy: TargetPolicy,
@@ -87,6 +90,7 @@ class Engine:
 
     @property
     def policy(self) -> TargetPolicy:
+        """The policy decisions are made under (the latest ``update_policy``)."""
         return self._policy
 
     def update_policy(self, policy: TargetPolicy) -> None:
@@ -143,6 +147,7 @@ class Engine:
         return missing
 
     def decide(self, obs: Observation) -> Decision:
+        """Learn from ``obs``, then run every signal and combine them into this refresh's Decision."""
         policy = self._policy
         t = obs.timestamp
         previous_queue = self._last_queue

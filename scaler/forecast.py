@@ -38,6 +38,8 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class ForecastParams:
+    """Time constants and margin settings of the forecaster (module docstring)."""
+
     level_time_constant_s: float = 60.0
     trend_time_constant_s: float = 300.0
     error_window_s: float = 3600.0
@@ -60,6 +62,7 @@ class Forecast:
     last_value: float
 
     def point(self, horizon_s: float) -> float:
+        """Level plus trend ``horizon_s`` seconds ahead, at least 0, without margin or peak guard."""
         return max(0.0, self.level + self.trend * horizon_s)
 
     def at(self, horizon_s: float, margin_scale: float = 1.0) -> float:
@@ -141,6 +144,7 @@ class SeriesForecaster:
 
     @property
     def samples_checked(self) -> int:
+        """Forecasts scored against the actual value, within the error window."""
         return len(self._errors)
 
     def update(self, t: float, value: float, demand: bool = True) -> None:
@@ -195,6 +199,7 @@ class SeriesForecaster:
             self._under_sq = 0.0
 
     def margin(self) -> float:
+        """The uncertainty margin in the series' units (module docstring): a share of the level."""
         level = self.level or 0.0
         if not self._errors:
             return self.params.initial_margin_fraction * level
@@ -205,6 +210,7 @@ class SeriesForecaster:
         return learned
 
     def forecast(self) -> Forecast | None:
+        """The current forecast, or None before the first sample."""
         if self.level is None:
             return None
         peak = max((v for _, v in self._peaks), default=0.0)
@@ -213,6 +219,7 @@ class SeriesForecaster:
     # ---- persistence (restart warm-up and replica agreement) -------------------------
 
     def snapshot(self) -> dict[str, Any]:
+        """The forecaster's state as JSON-able data, for ``restore``."""
         return {
             "horizon_s": self.horizon_s,
             "level": self.level,
@@ -228,6 +235,7 @@ class SeriesForecaster:
 
     @classmethod
     def restore(cls, data: dict[str, Any], params: ForecastParams | None = None) -> SeriesForecaster:
+        """A forecaster rebuilt from a ``snapshot``, its running sums as they were."""
         f = cls(float(data["horizon_s"]), params)
         f.level = data["level"]
         f.trend = float(data["trend"])

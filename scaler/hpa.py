@@ -40,11 +40,15 @@ MetricType = Literal["AverageValue", "Value"]
 
 
 class BehaviorError(ValueError):
+    """An HPA ``behavior`` that cannot be read; the message names the field."""
+
     pass
 
 
 @dataclass(frozen=True, slots=True)
 class ScalingPolicy:
+    """One scaling policy: at most ``value`` pods (or percent) of change per ``period_seconds``."""
+
     type: PolicyType
     value: int
     period_seconds: int
@@ -52,6 +56,8 @@ class ScalingPolicy:
 
 @dataclass(frozen=True, slots=True)
 class ScalingRules:
+    """One direction's rules: stabilization window, policies, selectPolicy and tolerance."""
+
     stabilization_window_s: float
     policies: tuple[ScalingPolicy, ...]
     select_policy: SelectPolicy = "Max"
@@ -68,6 +74,8 @@ DEFAULT_SCALE_DOWN = ScalingRules(
 
 @dataclass(frozen=True, slots=True)
 class Behavior:
+    """An HPA's scale-up and scale-down rules, Kubernetes' defaults where unset."""
+
     scale_up: ScalingRules = DEFAULT_SCALE_UP
     scale_down: ScalingRules = DEFAULT_SCALE_DOWN
 
@@ -137,6 +145,8 @@ def metric_proposal(
 
 @dataclass(frozen=True, slots=True)
 class HpaStep:
+    """One HPA sync's result: the new replicas, what the metrics asked, and what limited it."""
+
     replicas: int  # the new spec.replicas
     desired: int  # max over metrics, before stabilization and limits
     proposals: tuple[int, ...]

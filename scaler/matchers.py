@@ -20,6 +20,8 @@ MAX_MATCHERS = 16
 
 
 class MatchOp(StrEnum):
+    """A PromQL label-matching operator: equal, not equal, regex match, regex non-match."""
+
     EQ = "="
     NE = "!="
     RE = "=~"
@@ -28,11 +30,14 @@ class MatchOp(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class LabelMatcher:
+    """One PromQL label matcher: a label name, an operator and a value."""
+
     name: str
     op: MatchOp
     value: str
 
     def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` pass, as PromQL reads it: an absent label is empty, regexes anchored."""
         # PromQL semantics: an absent label has the empty value; regexes are anchored.
         actual = labels.get(self.name, "")
         if self.op is MatchOp.EQ:
@@ -48,6 +53,8 @@ class LabelMatcher:
 
 
 class SelectorError(ValueError):
+    """A ``labelSelector`` that cannot be parsed; the message says what and where."""
+
     pass
 
 
@@ -129,4 +136,5 @@ def parse_selector(text: str) -> tuple[LabelMatcher, ...]:  # noqa: PLR0912 - a 
 
 
 def matches_all(matchers: tuple[LabelMatcher, ...], labels: Mapping[str, str]) -> bool:
+    """Whether ``labels`` pass every matcher (no matchers: always)."""
     return all(m.matches(labels) for m in matchers)

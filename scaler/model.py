@@ -57,6 +57,7 @@ class Note(str):
     kind: NoteKind
 
     def __new__(cls, kind: NoteKind, text: str) -> Note:
+        """A note of ``kind`` whose string value is ``text``."""
         note = super().__new__(cls, text)
         note.kind = kind
         return note
@@ -81,6 +82,7 @@ class Capacity:
 
     @property
     def known(self) -> bool:
+        """Whether there is a capacity to use (configured or measured)."""
         return self.source != "uncalibrated"
 
     def busy(self, prompt_rate: float, generation_rate: float) -> float:
@@ -93,6 +95,7 @@ class Capacity:
         return busy
 
     def describe(self) -> str:
+        """The capacity in words: tokens/s per replica, usable fraction, and where they came from."""
         if not self.known:
             return "not configured, not yet measured (a saturated minute measures it)"
         parts = []
@@ -106,6 +109,7 @@ class Capacity:
         return f"{' + '.join(parts)} tokens/s per replica at {self.usable_fraction:.2f} usable ({where})"
 
     def to_json(self) -> dict[str, Any]:
+        """The capacity as a JSON object."""
         return {
             "prompt_tokens_per_s": self.prompt_tokens_per_s,
             "generation_tokens_per_s": self.generation_tokens_per_s,
@@ -143,6 +147,7 @@ class HpaStatus:
     scale_down_tolerance: float | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """Every field as JSON, conditions as lists (``from_json`` reads it back)."""
         out = {name: getattr(self, name) for name in self.__slots__}
         out["conditions"] = [list(c) for c in self.conditions]
         return out
@@ -168,6 +173,7 @@ class Landing:
     explanation: str
 
     def to_json(self) -> dict[str, Any]:
+        """The landing as a JSON object."""
         return {
             "landed": self.landed,
             "ready": self.ready,
@@ -349,9 +355,11 @@ class Observation:
 
     @property
     def timestamp(self) -> float:
+        """``now`` as Unix seconds."""
         return self.now.timestamp()
 
     def to_json(self) -> dict[str, Any]:
+        """The fields that are set, as a JSON object (``now`` in ISO 8601)."""
         out: dict[str, Any] = {"now": self.now.isoformat()}
         for name in self.__dataclass_fields__:
             if name in ("now", "missing", "hpa"):
@@ -438,9 +446,11 @@ class Decision:
 
     @property
     def gpu_held_back(self) -> int:
+        """Replicas the GPU inventory clamp removed from the target."""
         return sum(c.held_back for c in self.clamps if c.kind is ClampKind.GPU_INVENTORY)
 
     def to_json(self) -> dict[str, Any]:
+        """The decision as one JSON object: target, signals, clamps, notes and the inputs."""
         return {
             "time": self.now.isoformat(),
             "replicas": self.replicas,

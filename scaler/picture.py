@@ -67,6 +67,7 @@ class TraceError(ValueError):
 
 
 def duration_s(text: str) -> float:
+    """Seconds in a duration such as ``90s``, ``30m``, ``6h`` or ``2d``; TraceError otherwise."""
     match = _DURATION.match(text.strip())
     if match is None:
         raise TraceError(f"{text!r} is not a duration such as 90s, 30m, 6h or 2d")
@@ -88,9 +89,11 @@ class History:
     sources: dict[str, str] = field(default_factory=dict)  # series key -> the metric it came from
 
     def steps(self) -> int:
+        """Points in the target series."""
         return len(self.series.get("target", []))
 
     def binding_share(self) -> dict[str, float]:
+        """Each signal's share of the steps it was binding, largest first."""
         counts = {s: sum(1 for _, v in pts if v >= 1) for s, pts in self.binding.items()}
         total = sum(counts.values())
         if not total:
@@ -98,15 +101,18 @@ class History:
         return {s: n / total for s, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n}
 
     def clamp_steps(self) -> dict[str, int]:
+        """Steps each clamp was active, for the clamps active at least once."""
         return {k: n for k, pts in sorted(self.clamps.items()) if (n := sum(1 for _, v in pts if v >= 1))}
 
     def ttft_over_objective(self) -> float | None:
+        """Share of steps with TTFT p99 above the objective, or None without both series."""
         p99 = dict(self.series.get("ttft_p99", []))
         objective = dict(self.series.get("objective", []))
         both = [(v, objective[t]) for t, v in p99.items() if t in objective]
         return sum(v > o for v, o in both) / len(both) if both else None
 
     def summary(self) -> list[str]:
+        """The summary lines printed beside the picture (module docstring)."""
         target = [v for _, v in self.series.get("target", [])]
         lines = [
             f"{self.namespace}/{self.name}: {self.steps()} steps of {self.step_s:g}s from"
@@ -256,6 +262,7 @@ def _ttft(ax: Any, history: History, zone: ZoneInfo) -> None:
 
 
 def draw(history: History, path: Path, timezone: str = "UTC") -> None:
+    """Draw the history as a three-panel PNG at ``path``, times in ``timezone``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -281,6 +288,7 @@ def draw(history: History, path: Path, timezone: str = "UTC") -> None:
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``scaler trace`` subcommand and its options."""
     p = subparsers.add_parser(
         "trace",
         help="draw one ScaledObject's decision history from Prometheus (needs the replay extra)",
@@ -314,6 +322,7 @@ def _span(args: argparse.Namespace) -> tuple[datetime, datetime, float]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``scaler trace``: fetch the history from Prometheus, draw the PNG, print the summary."""
     from scaler.sources.prometheus import PrometheusClient, PrometheusQueryError
 
     try:

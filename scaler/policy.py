@@ -59,6 +59,7 @@ def combine(
     lead: Lead | None = None,
     landing: Landing | None = None,
 ) -> Decision:
+    """The decision from the signals' proposals: the largest wins, then the clamps (module docstring)."""
     asking = [p for p in proposals if p.replicas is not None]
     if not any(p.signal is Signal.FLOOR for p in asking):
         raise ValueError("the floor must always propose")

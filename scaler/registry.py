@@ -24,6 +24,8 @@ PARSE_CACHE_SIZE = 4096
 
 
 class TargetKey(NamedTuple):
+    """A ScaledObject's identity: namespace and name."""
+
     namespace: str
     name: str
 
@@ -33,6 +35,8 @@ class TargetKey(NamedTuple):
 
 @dataclass
 class Target:
+    """One registered ScaledObject: its engine, metadata, poll times and latest decision."""
+
     key: TargetKey
     fingerprint: str
     engine: Engine
@@ -43,13 +47,15 @@ class Target:
 
     @property
     def policy(self) -> TargetPolicy:
+        """The policy the target's engine decides under."""
         return self.engine.policy
 
 
 class ObservationSource(Protocol):
     """Where observations come from: one batched call per refresh for every target."""
 
-    async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]: ...
+    async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        """One observation per target at ``now``, read in one batch."""
 
     async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
         """Feed new targets' engines with history up to ``now``, every ``step_s`` (batched)."""
@@ -74,6 +80,8 @@ def fingerprint(metadata: Mapping[str, str]) -> str:
 
 
 class TargetRegistry:
+    """The registered targets by key, and a bounded cache of parsed metadata."""
+
     def __init__(self, idle_seconds: float = 3600.0) -> None:
         self.idle_seconds = idle_seconds
         self._targets: dict[TargetKey, Target] = {}
@@ -83,9 +91,11 @@ class TargetRegistry:
         return len(self._targets)
 
     def get(self, key: TargetKey) -> Target | None:
+        """The target registered under ``key``, or None."""
         return self._targets.get(key)
 
     def targets(self) -> list[Target]:
+        """Every registered target, in registration order."""
         return list(self._targets.values())
 
     def parse(self, metadata: Mapping[str, str]) -> tuple[str, TargetPolicy]:
@@ -138,6 +148,7 @@ class TargetRegistry:
         return target, False
 
     def forget_idle(self, now: float) -> list[TargetKey]:
+        """Drop the targets not polled for ``idle_seconds`` before ``now``; returns their keys."""
         gone = [k for k, t in self._targets.items() if now - t.last_polled > self.idle_seconds]
         for key in gone:
             del self._targets[key]

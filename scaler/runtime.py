@@ -29,6 +29,7 @@ ALL_FIELDS = (
 
 
 def unknown_observation(now: datetime, reason: str) -> Observation:
+    """An observation at ``now`` with every input unknown, for ``reason``."""
     return Observation(now=now, missing=dict.fromkeys(ALL_FIELDS, reason))
 
 
@@ -38,16 +39,21 @@ class OfflineSource:
     reason = "no live source configured"
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        """An all-unknown observation for every target."""
         return {t.key: unknown_observation(now, self.reason) for t in targets}
 
     async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
+        """Nothing to warm from."""
         return None
 
     def expects_data(self, target: Target) -> bool:
+        """Never: no target has a data source here."""
         return False
 
 
 class Runtime:
+    """The refresh loop over a registry: observe every target, decide, publish to the sinks."""
+
     def __init__(
         self,
         registry: TargetRegistry,
@@ -78,6 +84,7 @@ class Runtime:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def now_timestamp(self) -> float:
+        """The clock's current time as Unix seconds."""
         return self.clock().timestamp()
 
     def tick(self, now: datetime) -> datetime:
@@ -96,6 +103,7 @@ class Runtime:
         return datetime.fromtimestamp(math.floor(settled / step) * step, tz=UTC)
 
     def publish(self, target: Target, decision: Decision) -> None:
+        """Store the decision as the target's latest, wake first-decision waiters, call the sinks."""
         target.latest = decision
         event = self._first.pop(target.key, None)
         if event is not None:
@@ -124,6 +132,7 @@ class Runtime:
             self.publish(target, target.engine.decide(obs))
 
     async def refresh_once(self, at: datetime | None = None) -> None:
+        """One refresh: decide for every target at ``at`` (else the grid time), then forget idle ones."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         await self._decide(self.registry.targets(), at)
@@ -175,6 +184,7 @@ class Runtime:
         return age if age is not None else max(0.0, now - target.registered_at)
 
     async def first_decision(self, target: Target, timeout_s: float) -> Decision | None:
+        """The target's latest decision, waiting up to ``timeout_s`` for a first; None if none came."""
         if target.latest is not None:
             return target.latest
         event = self._first.get(target.key)
@@ -202,6 +212,7 @@ class Runtime:
                 await asyncio.wait_for(stop.wait(), delay)
 
     async def close(self) -> None:
+        """Cancel the background warm-and-first-decision tasks and wait for them to end."""
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):

@@ -101,10 +101,12 @@ class Settings(BaseSettings):
 
 
 def env_name(field: str) -> str:
+    """The environment variable that sets ``field`` (``SCALER_`` + its name, unless renamed)."""
     return ENV.get(field, ENV_PREFIX + field.upper())
 
 
 def flag_name(field: str) -> str:
+    """The command-line flag that sets ``field`` (``--`` + its name with dashes, unless renamed)."""
     return FLAGS.get(field, "--" + field.replace("_", "-"))
 
 

@@ -60,6 +60,7 @@ class Schedulable:
 
     @property
     def explanation(self) -> str:
+        """One line: replicas that fit, then the nodes with room (the first few, then counts)."""
         head = (
             f"{self.replicas} more {'replica' if self.replicas == 1 else 'replicas'}"
             f" of {self.requirement.describe_gpus()} fit"

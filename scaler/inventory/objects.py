@@ -48,6 +48,7 @@ class Node:
 
 
 def node_from_json(obj: Mapping[str, Any]) -> Node:
+    """A Node from the API's JSON: extended allocatable resources, labels, taints, readiness."""
     meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
     taints = tuple(
         Taint(_str(t.get("key")), _str(t.get("value")), _str(t.get("effect")))
@@ -93,10 +94,12 @@ class Pod:
 
     @property
     def terminal(self) -> bool:
+        """Whether the pod has finished (Succeeded or Failed)."""
         return self.phase in TERMINAL_PHASES
 
     @property
     def bound(self) -> bool:
+        """Whether the pod is scheduled to a node."""
         return bool(self.node_name)
 
 
@@ -119,6 +122,7 @@ def _became_true(conditions: list[Mapping[str, Any]], kind: str) -> float | None
 
 
 def pod_from_json(obj: Mapping[str, Any]) -> Pod:
+    """A Pod from the API's JSON: requests, phase, readiness and when it was scheduled and Ready."""
     meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
     conditions = _items(status.get("conditions"))
     ready = any(_str(c.get("type")) == "Ready" and _str(c.get("status")) == "True" for c in conditions)
@@ -156,19 +160,24 @@ class ReplicaRequirement:
 
     @property
     def gpu_resource(self) -> str | None:
+        """The GPU resource names joined by ``+``, or None when a replica requests no GPU."""
         return "+".join(sorted(self.gpus)) or None
 
     @property
     def gpus_per_replica(self) -> int:
+        """GPUs one replica requests, over every GPU resource."""
         return sum(self.gpus.values())
 
     def describe_gpus(self) -> str:
+        """The GPU request in words, e.g. ``2 nvidia.com/gpu``, or ``no GPU``."""
         return " + ".join(f"{n} {r}" for r, n in sorted(self.gpus.items())) or "no GPU"
 
     def with_gpus(self, gpus: Mapping[str, int]) -> ReplicaRequirement:
+        """The same requirement with ``gpus`` in place of the template's GPU requests."""
         return ReplicaRequirement(gpus, self.node_selector, self.tolerations, self.node_affinity)
 
     def tolerates(self, taint: Taint) -> bool:
+        """Whether the replica's tolerations tolerate ``taint``."""
         return tolerated(taint, self.tolerations)
 
 
@@ -230,6 +239,7 @@ class ScaledObject:
 
 
 def scaledobject_from_json(obj: Mapping[str, Any]) -> ScaledObject:
+    """A ScaledObject from the API's JSON, with KEDA's defaults for its target and HPA name."""
     meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
     status = _obj(obj.get("status"))
     ref = _obj(spec.get("scaleTargetRef"))
@@ -269,6 +279,7 @@ class Deployment:
 def deployment_from_json(
     obj: Mapping[str, Any], gpu_patterns: Sequence[str] = GPU_RESOURCE_PATTERNS
 ) -> Deployment:
+    """A Deployment from the API's JSON; ``problem`` says why an unusable one cannot be assessed."""
     meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
     namespace, name = _str(meta.get("namespace")), _str(meta.get("name"))
     raw_replicas = spec.get("replicas", 1)

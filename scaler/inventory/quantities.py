@@ -36,6 +36,7 @@ DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def is_gpu_resource(name: str, patterns: Sequence[str] = GPU_RESOURCE_PATTERNS) -> bool:
+    """Whether the resource name matches one of the GPU patterns (fnmatch, case-sensitive)."""
     return any(fnmatchcase(name, p) for p in patterns)
 
 

@@ -22,6 +22,8 @@ UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 @dataclass(frozen=True, slots=True)
 class Taint:
+    """A node taint: key, value and effect."""
+
     key: str
     value: str = ""
     effect: str = "NoSchedule"
@@ -38,6 +40,8 @@ class Taint:
 
 @dataclass(frozen=True, slots=True)
 class Toleration:
+    """A pod toleration; ``tolerates`` applies Kubernetes' matching rule."""
+
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -58,6 +62,7 @@ class Toleration:
 
 
 def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
+    """Whether any of ``tolerations`` tolerates ``taint``."""
     return any(t.tolerates(taint) for t in tolerations)
 
 
@@ -74,6 +79,7 @@ class Requirement:
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:  # noqa: PLR0911 - one return per operator, as the API lists them
+        """Whether ``labels`` satisfy the requirement (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
         present = self.key in labels
         value = labels.get(self.key, "")
         op = self.operator
@@ -130,9 +136,11 @@ class LabelSelector:
 
     @property
     def empty(self) -> bool:
+        """Whether the selector has no terms (it would match everything)."""
         return not self.match_labels and not self.match_expressions
 
     def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` satisfy every matchLabels entry and every expression."""
         return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
             r.matches(labels) for r in self.match_expressions
         )
@@ -159,6 +167,7 @@ class NodeSelectorTerm:
     match_fields: tuple[Requirement, ...] = ()
 
     def matches(self, node: Node) -> bool:
+        """Whether ``node`` satisfies every expression and field (only metadata.name) of the term."""
         if not self.match_expressions and not self.match_fields:
             return False
         fields = {"metadata.name": node.name}

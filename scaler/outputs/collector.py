@@ -77,6 +77,7 @@ class DecisionTrace:
             yield spec.family()
 
     def collect(self) -> Iterator[Metric]:
+        """Every series at scrape time: each target's latest decision, the counters and telemetry."""
         rows: dict[str, list[tuple[list[str], float]]] = {spec.name: [] for spec in SERIES}
 
         def put(name: str, labels: list[str], value: float) -> None:

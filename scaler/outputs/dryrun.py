@@ -29,6 +29,7 @@ SEVERAL_TRIGGERS = (
 
 
 def format_line(decision: Decision, name: str | None = None, timezone: str = "UTC") -> str:
+    """One decision as the dry-run's text line (module docstring), local time shown when not UTC."""
     when = decision.now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if timezone != "UTC":
         when += f" ({decision.now.astimezone(ZoneInfo(timezone)).strftime('%H:%M:%S')} {timezone})"
@@ -54,6 +55,7 @@ def format_line(decision: Decision, name: str | None = None, timezone: str = "UT
 
 
 def format_json(decision: Decision, name: str | None = None) -> str:
+    """One decision as a compact JSON line, the ScaledObject's name first when given."""
     body = decision.to_json()
     if name:
         body = {"scaledobject": name, **body}
@@ -116,6 +118,7 @@ class Summary:
         self.tokens_off = 0
 
     def add(self, decision: Decision) -> None:
+        """Count one decision: its binding signal, the clamps that changed it, the token signal off."""
         self.decisions += 1
         self.binding[decision.binding.value] += 1
         for clamp in decision.clamps:
@@ -125,6 +128,7 @@ class Summary:
             self.tokens_off += 1
 
     def line(self) -> str:
+        """The closing summary line (the class docstring's example)."""
         binding = ", ".join(f"{k} {n}" for k, n in self.binding.most_common()) or "none"
         clamps = ", ".join(f"{k} {n}" for k, n in self.clamps.most_common()) or "none"
         tail = f"; token signal off in {self.tokens_off}" if self.tokens_off else ""

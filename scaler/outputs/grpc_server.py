@@ -37,12 +37,15 @@ __all__ = [
 
 @dataclass
 class TlsFiles:
+    """PEM files for the gRPC server's TLS; a client CA makes it mutual TLS."""
+
     cert_file: str
     key_file: str
     client_ca_file: str | None = None
 
 
 def server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
+    """gRPC server credentials from the files; with a client CA, clients must present a certificate."""
     with open(tls.key_file, "rb") as f:
         key = f.read()
     with open(tls.cert_file, "rb") as f:
@@ -97,6 +100,7 @@ class GrpcServer:
         self.port = 0
 
     def bind(self, address: str, tls: TlsFiles | None = None) -> int:
+        """Bind ``address``, plain or with TLS; returns the bound port, OSError when it cannot bind."""
         if tls is None:
             self.port = self.server.add_insecure_port(address)
         else:
@@ -106,6 +110,7 @@ class GrpcServer:
         return self.port
 
     async def start(self) -> None:
+        """Start serving, on the running event loop, and mark the health service SERVING."""
         self.service.loop = asyncio.get_running_loop()
         self.server.start()
         self.health.set("", health_pb2.HealthCheckResponse.SERVING)

@@ -65,6 +65,8 @@ def _safe(parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
 
 @dataclass
 class ServerOptions:
+    """Limits of the gRPC service: first-decision wait, staleness check, worker and stream slots."""
+
     first_decision_timeout_s: float = 1.0
     enforce_staleness: bool = True
     # Unary RPCs that run Python at once. More threads only queue on the interpreter lock.
@@ -174,6 +176,8 @@ class ExternalScalerService(LoopBridge, pb_grpc.ExternalScalerServicer):
     # ---- RPCs -------------------------------------------------------------------------
 
     def IsActive(self, request: pb.ScaledObjectRef, context: Context) -> pb.IsActiveResponse:
+        """Always true (registering the target if new): the floor never reaches zero."""
+
         def body() -> pb.IsActiveResponse:
             self._target(request)
             return pb.IsActiveResponse(result=True)
@@ -181,6 +185,8 @@ class ExternalScalerService(LoopBridge, pb_grpc.ExternalScalerServicer):
         return self._run("IsActive", context, body)
 
     def StreamIsActive(self, request: pb.ScaledObjectRef, context: Context) -> Iterator[pb.IsActiveResponse]:
+        """One true, then the stream held open until shutdown or the client leaves (slots limited)."""
+
         def body() -> None:
             self._target(request)
             if not self._streams.acquire(blocking=False):
@@ -202,6 +208,8 @@ class ExternalScalerService(LoopBridge, pb_grpc.ExternalScalerServicer):
             self._streams.release()
 
     def GetMetricSpec(self, request: pb.ScaledObjectRef, context: Context) -> pb.GetMetricSpecResponse:
+        """One metric spec with target 1, so the HPA's replica count is the metric value."""
+
         def body() -> pb.GetMetricSpecResponse:
             self._target(request)
             spec = pb.MetricSpec(metricName=METRIC_NAME, targetSize=1, targetSizeFloat=1.0)
@@ -210,6 +218,8 @@ class ExternalScalerService(LoopBridge, pb_grpc.ExternalScalerServicer):
         return self._run("GetMetricSpec", context, body)
 
     def GetMetrics(self, request: pb.GetMetricsRequest, context: Context) -> pb.GetMetricsResponse:
+        """The target's latest decided replicas as the metric value; UNAVAILABLE when inputs are stale."""
+
         def body() -> pb.GetMetricsResponse:
             if isinstance(request, Undecodable):
                 raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable request: {request.reason}")
@@ -227,6 +237,7 @@ class ExternalScalerService(LoopBridge, pb_grpc.ExternalScalerServicer):
     def StreamMetricSpec(
         self, request: pb.ScaledObjectRef, context: Context
     ) -> Iterator[pb.GetMetricSpecResponse]:
+        """Aborts with UNIMPLEMENTED: the metric spec never changes, so KEDA polls it instead."""
         self._count("StreamMetricSpec", "UNIMPLEMENTED")
         context.abort(
             grpc.StatusCode.UNIMPLEMENTED,

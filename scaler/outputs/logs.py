@@ -65,6 +65,7 @@ class BackgroundWriter:
             self._done.notify_all()
 
     def msg(self, message: str) -> None:
+        """Queue one rendered line for the writer thread (every level's method)."""
         with self._done:
             self._queued += 1
         self._queue.put(message)
@@ -72,20 +73,25 @@ class BackgroundWriter:
     debug = info = warning = warn = error = critical = exception = fatal = failure = err = log = msg
 
     def flush(self, timeout: float = 5.0) -> None:
+        """Wait up to ``timeout`` seconds until every line queued so far is written."""
         with self._done:
             target = self._queued
             self._done.wait_for(lambda: self._written >= target, timeout)
 
 
 class BackgroundWriterFactory:
+    """A structlog logger factory handing out one shared BackgroundWriter on ``stream``."""
+
     def __init__(self, stream: TextIO) -> None:
         self.writer = BackgroundWriter(stream)
 
     def __call__(self, *args: Any) -> BackgroundWriter:
+        """The shared writer, whatever logger is asked for."""
         return self.writer
 
 
 def configure(fmt: str = "json", level: str = "info", stream: TextIO | None = None) -> Any:
+    """Set up structlog (JSON or console, at ``level``, to ``stream``); returns the scaler's logger."""
     renderer: Any = (
         structlog.processors.JSONRenderer(sort_keys=False)
         if fmt == "json"
@@ -107,6 +113,7 @@ def configure(fmt: str = "json", level: str = "info", stream: TextIO | None = No
 
 
 def decision_fields(decision: Decision) -> dict[str, Any]:
+    """The fields a ``decision`` log event carries for one decision."""
     body = decision.to_json()
     return {
         "replicas": body["replicas"],
@@ -135,6 +142,7 @@ class DecisionLogger:
         self._last: dict[tuple[str, str], tuple[int, str, str | None]] = {}
 
     def __call__(self, target: Target, decision: Decision) -> None:
+        """Log the decision, unless only changes are logged and it matches the target's last one."""
         key = (target.key.namespace, target.key.name)
         landed = None if decision.landing is None else decision.landing.reason
         state = (decision.replicas, decision.binding.value, landed)

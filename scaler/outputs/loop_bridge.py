@@ -27,6 +27,8 @@ T = TypeVar("T")
 
 
 class RpcError(Exception):
+    """An RPC failure to answer with: the gRPC status code and its details."""
+
     def __init__(self, code: grpc.StatusCode, details: str) -> None:
         super().__init__(details)
         self.code = code

@@ -33,6 +33,7 @@ class SeriesSpec:
 
     @property
     def labels(self) -> tuple[str, ...]:
+        """The label names: namespace and scaledobject when per target, then the series' own."""
         return (TARGET_LABELS if self.per_target else ()) + self.extra_labels
 
     def family(self, rows: Iterable[tuple[list[str], float]] = ()) -> Metric:

@@ -45,6 +45,7 @@ class MetricsEndpoint:
         return int(self.server.server_port)
 
     def close(self) -> None:
+        """Shut the HTTP server down and wait (up to 5 s) for its thread."""
         self.server.shutdown()
         self.server.server_close()
         self._thread.join(5)

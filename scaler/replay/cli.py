@@ -23,6 +23,7 @@ PROGRESS_MIN_REQUESTS = 200_000
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``scaler replay`` subcommand and its options."""
     p = subparsers.add_parser(
         "replay",
         help="replay a request trace under this scaler, a KEDA baseline and a clairvoyant reference",
@@ -70,6 +71,7 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[int], None] | Non
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``scaler replay``; exit status 2 on an input error or without the replay extra."""
     try:
         return _run(args)
     except ModuleNotFoundError as exc:

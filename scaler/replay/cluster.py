@@ -52,6 +52,8 @@ PHYSICS: tuple[Physics, ...] = ("shared", "separate")
 
 
 class ClusterError(ValueError):
+    """A cluster model that cannot be read or is invalid; the message says why."""
+
     pass
 
 
@@ -97,6 +99,7 @@ class ClusterConfig:
 
     @property
     def max_replicas_on_gpus(self) -> int:
+        """The most replicas the free GPUs hold."""
         return self.gpus_free // self.gpus_per_replica
 
     def busy_fraction(self, prompt_tokens_per_s: float, generation_tokens_per_s: float) -> float:
@@ -110,12 +113,14 @@ class ClusterConfig:
         return prefill + decode if self.physics == "shared" else max(prefill, decode)
 
     def with_overrides(self, **changes: Any) -> ClusterConfig:
+        """A copy with the given fields changed (validated again)."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return ClusterConfig(**values)
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> ClusterConfig:
+        """The defaults with these CLUSTER.yaml keys applied; ClusterError on an unknown key."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(raw) - known)
         if unknown:
@@ -124,6 +129,7 @@ class ClusterConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> ClusterConfig:
+        """The cluster model in a CLUSTER.yaml file; ClusterError when unreadable or invalid."""
         try:
             raw = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError) as exc:
@@ -134,6 +140,8 @@ class ClusterConfig:
 
 
 class PodState(IntEnum):
+    """A simulated pod's stage, in the order it goes through them."""
+
     PENDING = 0
     STARTING = 1
     READY = 2
@@ -142,6 +150,8 @@ class PodState(IntEnum):
 
 
 class Pod:
+    """One simulated pod: its stage, times, batch slots and the requests it holds."""
+
     __slots__ = (
         "bound_at",
         "created_at",
@@ -172,12 +182,14 @@ class Pod:
         self.pf_t = 0.0
 
     def outstanding(self, now: float) -> int:
+        """Requests assigned to the pod and not finished by ``now``."""
         ends = self.ends
         while ends and ends[0] <= now:
             heapq.heappop(ends)
         return len(ends)
 
     def waiting(self, now: float) -> int:
+        """Requests assigned to the pod whose service has not started by ``now``."""
         starts = self.starts
         while starts and starts[0] <= now:
             starts.popleft()
@@ -372,6 +384,7 @@ class Cluster:
     # ---- what the sources would see --------------------------------------------------
 
     def view(self, now: float) -> FleetView:
+        """Advance to ``now`` and return what Kubernetes and Prometheus would show of the fleet."""
         self.advance(now)
         pending = starting = ready = 0
         for pod in self.active:

@@ -33,6 +33,8 @@ BUCKET_S = 60.0
 
 @dataclass(frozen=True)
 class ClairvoyantSearch:
+    """The clairvoyant schedule found: replicas per minute, iterations, attainment, goal met."""
+
     schedule: tuple[int, ...]
     iterations: int
     attainment: float
@@ -61,6 +63,7 @@ def busy_per_bucket(trace: Trace, cfg: ClusterConfig, bucket_s: float = BUCKET_S
 
 
 def within(ttft: np.ndarray, objective_s: float) -> np.ndarray:
+    """Per request, whether its TTFT met the objective."""
     return ttft <= objective_s
 
 
@@ -75,6 +78,7 @@ def clairvoyant(
     max_iterations: int = 12,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[RunResult, ClairvoyantSearch]:
+    """Replay the clairvoyant reference, growing its schedule until it meets the goal (module docstring)."""
     cap = min(max_replicas, cfg.max_replicas_on_gpus)
     busy = busy_per_bucket(trace, cfg)
     need = np.clip(np.ceil(busy - 1e-9), min_replicas, cap).astype(np.int64)
@@ -104,6 +108,7 @@ def clairvoyant(
 
 
 def initial_ready(search: ClairvoyantSearch, lead_s: float) -> int:
+    """Ready replicas every policy starts with: the reference's need over the first ``lead_s``."""
     policy = ClairvoyantPolicy("initial", search.schedule, BUCKET_S, lead_s, 1)
     return policy.target(0.0)
 
@@ -117,11 +122,14 @@ def run_keda(
     initial: int,
     progress: Callable[[int], None] | None = None,
 ) -> RunResult:
+    """Replay the trace under a ScaledObject as KEDA and the HPA run it."""
     return run(trace, cfg, KedaPolicy(name, so), start, initial, progress=progress)
 
 
 @dataclass
 class Comparison:
+    """One comparison: the runs (the reference last), the clairvoyant search and the objective."""
+
     results: list[RunResult]
     search: ClairvoyantSearch
     objective_s: float
@@ -136,6 +144,7 @@ def compare(
     reference_bounds: tuple[int, int],
     progress: Callable[[int], None] | None = None,
 ) -> Comparison:
+    """Replay each ScaledObject and the clairvoyant reference from the same Ready replicas."""
     reference, search = clairvoyant(
         trace, cfg, start, objective_s, reference_bounds[0], reference_bounds[1], progress=progress
     )

@@ -51,11 +51,15 @@ _AGGREGATION = re.compile(r"^\s*(sum|avg|max|min)\s*(by\s*\([^)]*\)\s*|without\s
 
 
 class ScaledObjectError(ValueError):
+    """A ScaledObject the replay cannot model; the message says what."""
+
     pass
 
 
 @dataclass(frozen=True)
 class PrometheusTrigger:
+    """A ``prometheus`` trigger as a simulated series, its aggregation and threshold."""
+
     name: str
     query: str
     threshold: float
@@ -67,12 +71,16 @@ class PrometheusTrigger:
 
 @dataclass(frozen=True)
 class CronTrigger:
+    """A ``cron`` trigger, as a pre-warm window of ``desiredReplicas``."""
+
     name: str
     window: PrewarmWindow
 
 
 @dataclass(frozen=True)
 class ExternalTrigger:
+    """This scaler's ``external`` trigger and its metadata."""
+
     name: str
     metadata: Mapping[str, str]
 
@@ -82,6 +90,8 @@ Trigger = PrometheusTrigger | CronTrigger | ExternalTrigger
 
 @dataclass(frozen=True)
 class ScaledObjectModel:
+    """A ScaledObject as the replay runs it: bounds, intervals, HPA behavior and triggers."""
+
     name: str
     min_replicas: int
     max_replicas: int
@@ -93,6 +103,7 @@ class ScaledObjectModel:
 
     @property
     def external(self) -> ExternalTrigger | None:
+        """This scaler's trigger, if the ScaledObject has one."""
         return next((t for t in self.triggers if isinstance(t, ExternalTrigger)), None)
 
 
@@ -169,6 +180,7 @@ def _trigger(index: int, raw: Mapping[str, Any]) -> Trigger:
 
 
 def scaledobject_model(doc: Mapping[str, Any]) -> ScaledObjectModel:
+    """The model of a ScaledObject document; ScaledObjectError for what is invalid or cannot be modelled."""
     spec = doc.get("spec") or {}
     meta = doc.get("metadata") or {}
     raw_triggers = spec.get("triggers") or []
@@ -229,6 +241,7 @@ class PodSeries:
     decode_slots: int
 
     def values(self, series: Series, per_pod: bool = False) -> list[float]:
+        """The samples a query on ``series`` would return: one per pod, or per GPU for utilisation."""
         if series == "queue_waiting":
             return [float(v) for v in self.waiting]
         if series == "requests_running":
@@ -243,6 +256,7 @@ class PodSeries:
 
 
 def aggregate(values: Sequence[float], how: Aggregation) -> float:
+    """The values combined by the query's outer aggregation (0 when there are none)."""
     if not values:
         return 0.0
     if how == "sum":

@@ -67,6 +67,8 @@ _CONDITIONS: Mapping[str, tuple[str, str, str]] = {
 
 
 class KedaPolicy:
+    """A ScaledObject as KEDA and the HPA run it: this scaler's engine, other triggers, the HPA."""
+
     def __init__(
         self,
         name: str,
@@ -94,6 +96,7 @@ class KedaPolicy:
         self.last_step: HpaStep | None = None
 
     def observation(self, tick: TickInputs) -> Observation:
+        """The Observation the live source would build from this tick's simulated series."""
         missing = {}
         if tick.prompt_tokens_per_s is None:
             missing = {
@@ -222,4 +225,5 @@ class ClairvoyantPolicy:
         return max(self.need_at(b * self.bucket_s) for b in range(first, last + 1))
 
     def tick(self, tick: TickInputs) -> int | None:
+        """The replicas the schedule needs from now until a replica ordered now would be Ready."""
         return self.target(tick.now_s)

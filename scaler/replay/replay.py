@@ -45,15 +45,20 @@ def cumulative_buckets(counts: NDArray[np.int64], window_s: float) -> dict[float
 
 
 class Policy(Protocol):
+    """What a replay drives: a named replica policy, called at every control tick."""
+
     name: str
     min_replicas: int
     max_replicas: int
 
-    def tick(self, tick: TickInputs) -> int | None: ...
+    def tick(self, tick: TickInputs) -> int | None:
+        """The new spec.replicas, or None to leave it."""
 
 
 @dataclass
 class RunResult:
+    """One policy's replay: each request's TTFT, the costs, and the replica counts per tick."""
+
     name: str
     ttft: NDArray[np.float64]
     arrivals: NDArray[np.float64]

@@ -23,6 +23,8 @@ from scaler.replay.trace import Trace
 
 @dataclass(frozen=True)
 class Figures:
+    """One policy's row of the comparison: TTFT, attainment, GPU-hours and scaling figures."""
+
     policy: str
     requests: int
     served: int
@@ -39,6 +41,7 @@ class Figures:
 
 
 def figures(result: RunResult, objective_s: float, reference_gpu_hours: float | None) -> Figures:
+    """The figures of one run, GPU-hours divided by the reference's when given."""
     ttft = result.ttft
     served = int(np.count_nonzero(result.arrivals + ttft <= result.horizon_s))
     p50, p95, p99 = (float(v) for v in np.percentile(ttft, [50, 95, 99])) if len(ttft) else (0.0, 0.0, 0.0)
@@ -63,12 +66,14 @@ def figures(result: RunResult, objective_s: float, reference_gpu_hours: float | 
 def all_figures(
     results: Sequence[RunResult], objective_s: float, reference: str = "clairvoyant"
 ) -> list[Figures]:
+    """The figures of every run, GPU-hours divided by the ``reference`` run's."""
     ref = next((r for r in results if r.name == reference), None)
     ref_hours = ref.gpu_seconds / 3600.0 if ref is not None else None
     return [figures(r, objective_s, ref_hours) for r in results]
 
 
 def table(rows: Sequence[Figures], objective_s: float) -> str:
+    """The comparison as an aligned text table, one row per policy."""
     head = (
         "policy",
         "served",
@@ -108,6 +113,7 @@ def table(rows: Sequence[Figures], objective_s: float) -> str:
 
 
 def write_summary(path: Path, rows: Sequence[Figures], context: Mapping[str, Any]) -> None:
+    """Write ``context`` and every policy's figures to ``path`` as JSON."""
     data = {**context, "policies": [asdict(f) for f in rows]}
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
 

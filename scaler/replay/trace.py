@@ -24,6 +24,8 @@ RATE_COLUMNS = ("window_start_s", "req_per_s")
 
 
 class TraceError(ValueError):
+    """A trace that cannot be read or used; the message says why."""
+
     pass
 
 
@@ -52,9 +54,11 @@ class RateTrace:
 
     @property
     def duration_s(self) -> float:
+        """Seconds the trace covers, to the end of its last window."""
         return float(self.starts[-1] + self.window_s) if len(self.starts) else 0.0
 
     def scaled(self, factor: float) -> RateTrace:
+        """The same windows with every rate multiplied by ``factor``."""
         return RateTrace(self.starts, self.rates * factor, self.window_s, self.source)
 
     def sliced(self, start_s: float, end_s: float) -> RateTrace:
@@ -87,6 +91,7 @@ class Trace:
 
     @property
     def duration_s(self) -> float:
+        """Seconds from the start to the last arrival."""
         return float(self.arrivals[-1]) if len(self.arrivals) else 0.0
 
     def window(self, start_s: float, end_s: float) -> Trace:
@@ -138,6 +143,7 @@ def _load(path: Path, columns: int) -> NDArray[np.float64]:
 
 
 def load_requests(path: str | Path) -> Trace:
+    """A request trace CSV, sorted by arrival and re-based to start at 0; sizes at least 1."""
     p = Path(path)
     if trace_kind(p) != "request":
         raise TraceError(f"{p} is not a request trace ({','.join(REQUEST_COLUMNS)})")
@@ -154,6 +160,7 @@ def load_requests(path: str | Path) -> Trace:
 
 
 def load_rates(path: str | Path) -> RateTrace:
+    """A rate trace CSV, re-based to start at 0; TraceError unless windows are evenly spaced."""
     p = Path(path)
     if trace_kind(p) != "rate":
         raise TraceError(f"{p} is not a rate trace ({','.join(RATE_COLUMNS)})")

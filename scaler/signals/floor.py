@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def propose_floor(policy: TargetPolicy) -> Proposal:
+    """The floor's proposal: ``minReplicas``, whatever the load."""
     return Proposal(Signal.FLOOR, policy.min_replicas, f"minReplicas={policy.min_replicas}")
 
 

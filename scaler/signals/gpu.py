@@ -19,11 +19,14 @@ from scaler.model import Observation
 
 @dataclass(frozen=True, slots=True)
 class GpuCapacity:
+    """How many replicas the GPUs allow (None when unknown), and how that was counted."""
+
     replicas: int | None  # None: unknown
     reason: str
 
 
 def capacity(obs: Observation, policy: TargetPolicy) -> GpuCapacity:
+    """The GPU capacity in replicas (the module docstring's formula), or unknown and why."""
     if obs.gpu_schedulable_replicas is None:
         why = obs.missing.get("gpu_schedulable_replicas", "no inventory")
         return GpuCapacity(None, f"GPU inventory unknown ({why})")

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class WindowState:
+    """A pre-warm window at one instant: whether it pre-warms, why, and its next start."""
+
     window: PrewarmWindow
     active: bool
     why: str
@@ -51,6 +53,7 @@ def _next(expr: str, after: datetime) -> datetime:
 
 
 def window_state(window: PrewarmWindow, now: datetime, lead_seconds: float) -> WindowState:
+    """Whether ``window`` is open or opens within ``lead_seconds`` of ``now``, and why."""
     local = now.astimezone(_zone(window.timezone or "UTC"))
     # Compare and subtract in UTC: Python compares two datetimes that share a tzinfo by
     # wall time, ignoring fold, which is wrong across a DST change.
@@ -71,6 +74,7 @@ def window_state(window: PrewarmWindow, now: datetime, lead_seconds: float) -> W
 
 
 def propose(windows: tuple[PrewarmWindow, ...], now: datetime, lead_seconds: float) -> Proposal:
+    """The pre-warm proposal: the most replicas of the active windows, or none and why."""
     if not windows:
         return Proposal(Signal.PREWARM, None, "no pre-warm windows")
     states = [window_state(w, now, lead_seconds) for w in windows]

@@ -40,10 +40,12 @@ class TokenDemand:
 
     @property
     def replicas_at_horizon(self) -> float:
+        """Replicas to ask for at the horizon: its demand over the usable fraction."""
         return self.horizon / self.usable_fraction
 
     @property
     def replicas_peak(self) -> float:
+        """Replicas for the peak within the horizon, over the usable fraction."""
         return self.peak_within_horizon / self.usable_fraction
 
 
@@ -79,6 +81,7 @@ def demand(
 def propose(
     token_demand: TokenDemand | None, capacity: Capacity, horizon_s: float, unknown_reason: str
 ) -> Proposal:
+    """The token signal's proposal: replicas for the forecast load at the horizon, or why it abstains."""
     if not capacity.known:
         return Proposal(
             Signal.TOKENS,

@@ -25,6 +25,8 @@ class _Pod:
 
 
 class SimulatedCluster:
+    """A Deployment's pods on a pool of GPUs, following the last target set (module docstring)."""
+
     def __init__(
         self,
         gpus_total: int = 8,
@@ -61,6 +63,7 @@ class SimulatedCluster:
                 free -= self.gpus_per_replica
 
     def set_target(self, replicas: int) -> None:
+        """Scale to ``replicas``: add Pending pods, or remove unscheduled pods first, then the youngest."""
         with self._lock:
             now = self.clock()
             while len(self._pods) < replicas:
@@ -78,6 +81,7 @@ class SimulatedCluster:
             return len(self._pods)
 
     def ready_pods(self) -> list[str]:
+        """Names of the pods past their cold start."""
         with self._lock:
             self._tick()
             now = self.clock()
@@ -88,6 +92,7 @@ class SimulatedCluster:
     def workload(
         self, namespace: str, scaledobject_name: str, gpus_per_replica_override: int | None = None
     ) -> WorkloadState:
+        """The workload as the Kubernetes inventory reports it: replica counts, GPU room, cold starts."""
         with self._lock:
             self._tick()
             now = self.clock()

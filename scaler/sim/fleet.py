@@ -44,6 +44,8 @@ TTFT_BUCKETS = (
 
 @dataclass
 class PodLoad:
+    """What one pod reports: queue, running requests, token and request rates, TTFT, KV usage."""
+
     waiting: float = 0.0
     running: float = 0.0
     prompt_tokens_per_s: float = 0.0
@@ -158,6 +160,7 @@ class SimulatedFleet:
                     pod.ttft_buckets[i] += n
 
     def set_pods(self, names: Iterable[str]) -> None:
+        """Keep exactly these pods: add new ones idle, drop the others."""
         with self._lock:
             self._advance()
             wanted = list(names)
@@ -169,10 +172,12 @@ class SimulatedFleet:
 
     @property
     def pods(self) -> list[str]:
+        """Names of the fleet's pods."""
         with self._lock:
             return list(self._pods)
 
     def set_pod_load(self, pod: str, load: PodLoad) -> None:
+        """Set what one pod reports from now on (adding the pod if it is new)."""
         with self._lock:
             self._advance()
             self._pods.setdefault(pod, _PodState()).load = load
@@ -295,6 +300,7 @@ class SimulatedFleet:
     # ---- HTTP ----------------------------------------------------------------------------
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve ``/metrics`` over HTTP from a daemon thread; returns the ``host:port`` it listens on."""
         fleet = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -319,12 +325,14 @@ class SimulatedFleet:
 
     @property
     def address(self) -> str:
+        """The ``host:port`` the server listens on; RuntimeError before ``start``."""
         if self._server is None:
             raise RuntimeError("not started")
         host, port = self._server.server_address[:2]
         return f"{host!s}:{port}"
 
     def stop(self) -> None:
+        """Shut the metrics server down, if it runs."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -26,6 +26,8 @@ import yaml
 
 
 class PrometheusNotInstalledError(RuntimeError):
+    """The Prometheus or promtool binary is not installed; the message says where it looked."""
+
     pass
 
 
@@ -49,6 +51,7 @@ def find_binary(name: str = "prometheus") -> str:
 
 
 def free_port() -> int:
+    """A loopback TCP port that was free a moment ago."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -80,6 +83,7 @@ class LocalPrometheus:
 
     @property
     def url(self) -> str:
+        """The server's base URL on loopback."""
         return f"http://127.0.0.1:{self.port}"
 
     def set_targets(self, targets: Sequence[str], job: str = "scrape") -> None:
@@ -133,6 +137,7 @@ class LocalPrometheus:
         )
 
     def start(self, targets: Sequence[str] = (), timeout_s: float = 30.0) -> LocalPrometheus:
+        """Write the config and start Prometheus, waiting until it is ready; returns self."""
         if not (self.workdir / "targets.json").exists() or targets:
             self.set_targets(targets)
         config = self.workdir / "prometheus.yml"
@@ -153,6 +158,7 @@ class LocalPrometheus:
         return self
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
+        """Wait for ``/-/ready``; RuntimeError if Prometheus exits, TimeoutError after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
@@ -167,6 +173,7 @@ class LocalPrometheus:
         raise TimeoutError(f"prometheus not ready after {timeout_s}s: {self.log_tail()}")
 
     def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of Prometheus' log, or empty when unreadable."""
         try:
             return "\n".join(self._log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
@@ -192,6 +199,7 @@ class LocalPrometheus:
             time.sleep(0.2)
 
     def stop(self) -> None:
+        """Terminate Prometheus (killing it after 10 s) and forget the process."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -202,6 +210,7 @@ class LocalPrometheus:
         self.process = None
 
     def close(self) -> None:
+        """Stop Prometheus and remove its temporary folder, if it made one."""
         self.stop()
         if self._tmp is not None:
             self._tmp.cleanup()

@@ -16,6 +16,8 @@ OBSERVATION_FIELDS = set(Observation.__dataclass_fields__) - {"now", "missing"}
 
 
 class InputFileError(ValueError):
+    """An input file or entry that cannot be used; the message says why."""
+
     pass
 
 
@@ -36,6 +38,7 @@ class ScaledObjectSpec:
 
 
 def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = None) -> ScaledObjectSpec:
+    """A manifest's ScaledObjectSpec, from its first external trigger (or the one at ``trigger_index``)."""
     meta = doc.get("metadata") or {}
     spec = doc.get("spec") or {}
     triggers = tuple(spec.get("triggers") or ())
@@ -77,6 +80,7 @@ def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> Sca
 
 
 def parse_time(value: Any) -> datetime:
+    """A timezone-aware time from ISO 8601 with a zone, or epoch seconds; InputFileError otherwise."""
     if isinstance(value, int | float):
         return datetime.fromtimestamp(float(value), tz=UTC)
     if isinstance(value, str):
@@ -88,6 +92,7 @@ def parse_time(value: Any) -> datetime:
 
 
 def observation_from_dict(row: Mapping[str, Any]) -> Observation:
+    """An Observation from one observation-log row; InputFileError on an unknown or bad field."""
     unknown = set(row) - OBSERVATION_FIELDS - {"now", "time", "missing"}
     if unknown:
         raise InputFileError(

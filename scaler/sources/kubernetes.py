@@ -566,6 +566,7 @@ class KubernetesInventory:
     # ---- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start the list-and-watch threads; RuntimeError when called twice."""
         if self._started:
             raise RuntimeError("KubernetesInventory.start() was already called")
         self._started = True
@@ -598,6 +599,7 @@ class KubernetesInventory:
         return all(r.synced.is_set() for r in self._reflectors)
 
     def wait_synced(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for nodes, pods, Deployments, ScaledObjects; True once all listed."""
         deadline = time.monotonic() + timeout
         for reflector in self._reflectors:
             if not reflector.synced.wait(max(0.0, deadline - time.monotonic())):

@@ -34,6 +34,8 @@ class WorkloadProvider(Protocol):
 
 
 class LiveSource:
+    """The live ObservationSource: Prometheus reads plus the Kubernetes inventory (module docstring)."""
+
     def __init__(
         self,
         prometheus: PrometheusReader,
@@ -63,6 +65,7 @@ class LiveSource:
         return queries, unaddressed
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:
+        """Every target's Observation at ``now``, read in a worker thread."""
         # All of it in a worker thread: the reads wait on the network, and building a
         # thousand observations would otherwise hold the event loop that registers targets.
         return await asyncio.to_thread(self._observe, list(targets), now)
@@ -129,6 +132,7 @@ class LiveSource:
         return values
 
     async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
+        """Warm the targets' engines from Prometheus history up to ``now``, every ``step_s``."""
         queries, _ = self._queries(targets)
         if not queries:
             return

@@ -29,12 +29,15 @@ class Combine(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Family:
+    """One input's query template, and how a target combines the series it returns."""
+
     field: str
     template: str
     combine: Combine = Combine.SUM
     le_scale: float = 1.0  # histogram bucket bounds times this give seconds (0.001 for _ms histograms)
 
     def render(self, by: tuple[str, ...], window: str) -> str:
+        """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""
         for label in by:
             if not LABEL_NAME.fullmatch(label):
                 raise ValueError(f"invalid label name {label!r}")
@@ -44,11 +47,14 @@ class Family:
 
 @dataclass(frozen=True, slots=True)
 class Preset:
+    """An engine's query families, and where their metric names were checked."""
+
     engine: str
     families: tuple[Family, ...]
     source: str
 
     def family(self, field: str) -> Family | None:
+        """The family that gives ``field``, or None when the engine has none."""
         return next((f for f in self.families if f.field == field), None)
 
 
@@ -164,6 +170,7 @@ PRESETS: dict[str, Preset] = {p.engine: p for p in (VLLM, SGLANG, TGI, TRITON)}
 
 
 def preset_for(engine: str) -> Preset | None:
+    """The query preset of ``engine``, or None when it has none (``custom``)."""
     return PRESETS.get(engine)
 
 

@@ -47,6 +47,8 @@ def redact_url(url: str) -> str:
 
 
 class PrometheusQueryError(RuntimeError):
+    """A failed Prometheus query: the address (redacted in the message), the query and why."""
+
     def __init__(self, address: str, query: str, reason: str) -> None:
         super().__init__(f"prometheus {redact_url(address)}: {reason.replace(address, redact_url(address))}")
         self.address = address
@@ -59,6 +61,8 @@ Labels = Mapping[str, str]
 
 @dataclass(frozen=True, slots=True)
 class Sample:
+    """One instant-query series: its labels (without ``__name__``) and value."""
+
     labels: Labels
     value: float
 
@@ -107,6 +111,7 @@ class PrometheusClient:
         return result
 
     def instant(self, query: str, at: datetime | None = None) -> list[Sample]:
+        """Run an instant query (at ``at``, else now); PrometheusQueryError on failure or bad samples."""
         params = {"time": f"{at.timestamp():.3f}"} if at is not None else None
         rows = self._call(query, self._api.custom_query, params=params)
         out: list[Sample] = []
@@ -121,6 +126,7 @@ class PrometheusClient:
     def range(
         self, query: str, start: datetime, end: datetime, step_s: float
     ) -> list[tuple[Labels, list[tuple[float, float]]]]:
+        """Run a range query from ``start`` to ``end`` every ``step_s``: each series with its points."""
         # prometheus-api-client rounds start and end to whole seconds; the refresh grid may
         # not be whole seconds, so pass them exactly (these params take precedence).
         exact = {"start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}"}
@@ -181,11 +187,13 @@ class PrometheusReader:
         return sum(c.queries for c in self._clients.values())
 
     def client(self, address: str) -> PrometheusClient:
+        """The shared client for ``address``, created on first use."""
         if address not in self._clients:
             self._clients[address] = PrometheusClient(address, self.timeout_s)
         return self._clients[address]
 
     def address_for(self, policy: TargetPolicy) -> str | None:
+        """The Prometheus address for ``policy``: its own, else the default; None when neither is set."""
         return policy.prometheus_address or self.default_address
 
     # ---- instant reads ----------------------------------------------------------------
