@@ -13,7 +13,7 @@ Prometheus history (``warm``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from scaler import coldstart
@@ -197,8 +197,9 @@ class Engine:
         landing = self._landing.observe(obs)
         if landing is not None and landing.reason not in ("landed", "in_flight"):
             notes.append(Note(NoteKind.NOT_LANDED, f"not landed: {landing.explanation}"))
-        decision = combine(
-            proposals, obs, policy, notes, forecast, capacity, Lead(horizon, lead_source), landing
+        decision = replace(
+            combine(proposals, obs, policy, notes, forecast, capacity, Lead(horizon, lead_source), landing),
+            inputs_complete_at=self._last_fresh,
         )
         self._landing.remember(decision.replicas)
         demand = [p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None]

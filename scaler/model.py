@@ -430,6 +430,8 @@ class Decision:
     capacity: Capacity | None = None  # what the token signal used (scaler.calibration)
     lead: Lead | None = None  # the cold start it ordered ahead by (scaler.coldstart)
     landing: Landing | None = None  # whether the previous target landed (scaler.landing)
+    # Unix seconds when every demand input was last present, as of this decision (None: never).
+    inputs_complete_at: float | None = None
 
     def __post_init__(self) -> None:
         if self.replicas < 1:
@@ -443,6 +445,22 @@ class Decision:
         """The last clamp that changed the target, if any."""
         changed = [c for c in self.clamps if c.before != c.after]
         return changed[-1].kind if changed else None
+
+    def input_age(self, now_timestamp: float, watched_since: float) -> float:
+        """Seconds the inputs have been incomplete at ``now_timestamp``.
+
+            age = now - inputs_complete_at          (now - watched_since while they never were)
+
+        *Example*: inputs last complete at 1000, asked at 1045: 45 s; never complete for a target
+        registered at 1000: 45 s too, so a source down from the start also goes stale.
+        """
+        since = self.inputs_complete_at if self.inputs_complete_at is not None else watched_since
+        return max(0.0, now_timestamp - since)
+
+    def stale(self, now_timestamp: float, watched_since: float, max_staleness_s: float) -> bool:
+        """The validity rule: a decision whose inputs are older than ``maxStalenessSeconds`` is not
+        served (KEDA's fallback applies instead)."""
+        return self.input_age(now_timestamp, watched_since) > max_staleness_s
 
     @property
     def gpu_held_back(self) -> int:

@@ -180,8 +180,9 @@ class Runtime:
         if not self.source.expects_data(target):
             return None
         now = self.now_timestamp()
-        age = target.engine.data_age_seconds(now)
-        return age if age is not None else max(0.0, now - target.registered_at)
+        if target.latest is not None:
+            return target.latest.input_age(now, target.registered_at)
+        return max(0.0, now - target.registered_at)
 
     async def first_decision(self, target: Target, timeout_s: float) -> Decision | None:
         """The target's latest decision, waiting up to ``timeout_s`` for a first; None if none came."""

@@ -140,10 +140,11 @@ class ExternalScalerService(LoopBridge, pb_grpc.ExternalScalerServicer):
                 grpc.StatusCode.UNAVAILABLE,
                 f"{target.key}: no decision yet (first refresh still running); KEDA will retry",
             )
-        if self.options.enforce_staleness:
-            age = self.runtime.data_age_seconds(target)
-            limit = target.policy.max_staleness_seconds
-            if age is not None and age > limit:
+        # The decision says whether it may still be served; this layer only translates.
+        if self.options.enforce_staleness and self.runtime.source.expects_data(target):
+            now, limit = self.runtime.now_timestamp(), target.policy.max_staleness_seconds
+            if decision.stale(now, target.registered_at, limit):
+                age = decision.input_age(now, target.registered_at)
                 raise RpcError(
                     grpc.StatusCode.UNAVAILABLE,
                     f"{target.key}: inputs stale for {age:.0f}s (> maxStalenessSeconds={limit:g});"
