@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scaler.engine import Engine
+from scaler.inventory import ScaledObject
 from scaler.model import Decision, Observation
 from scaler.outputs.dryrun import Summary, format_json, format_line
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
@@ -20,7 +21,6 @@ from scaler.outputs.trace import serve_metrics
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.settings import Settings
-from scaler.sources.files import ScaledObjectSpec
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider
 from scaler.sources.prometheus import PrometheusReader, redact_url
@@ -202,7 +202,7 @@ def decision_printer(
 
 
 async def dry_run_live(
-    spec: ScaledObjectSpec,
+    spec: ScaledObject,
     source: ObservationSource,
     sinks: list[DecisionSink],
     interval_s: float = 15.0,

@@ -18,9 +18,10 @@ from scaler import doctor as doctor_cli
 from scaler import picture as trace_cli
 from scaler import settings as serve_settings
 from scaler.config import MetadataError, TargetPolicy, parse_metadata
+from scaler.inventory import ScaledObject
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
-from scaler.sources.files import InputFileError, ScaledObjectSpec, load_scaledobject, read_observations
+from scaler.sources.files import InputFileError, load_scaledobject, read_observations
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -136,9 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _checked(spec: ScaledObjectSpec) -> TargetPolicy:
+def _checked(spec: ScaledObject) -> TargetPolicy:
     """The trigger's policy (or MetadataError), after warning of what KEDA would refuse or misread."""
     policy = parse_metadata(spec.metadata)
+    assert spec.trigger_index is not None  # load_scaledobject refuses an object without one
     raw = spec.raw.get("spec")
     raw_spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     for warning in dryrun.manifest_warnings(

@@ -50,6 +50,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from scaler.config import MetadataError, parse_metadata
+from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.manifest import ManifestError, first_scaledobject
 from scaler.matchers import SelectorError, parse_selector
 from scaler.replay import INSTALL_HINT, missing_extra
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
     from scaler.replay.replay import RunResult
 
 DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
-KEDA_DEFAULT_MAX = 100  # KEDA's maxReplicaCount when a ScaledObject leaves it out
 
 # An engine's queue gauge -> (engine preset, matchers the preset adds itself and the
 # labelSelector must leave out).
@@ -294,8 +294,8 @@ def _int(value: Any, what: str) -> int:
 
 
 def _replica_bounds(spec: CommentedMap, metadata: dict[str, str], out: Conversion) -> None:
-    low = _int(spec.get("minReplicaCount", 0), "minReplicaCount")
-    high = _int(spec.get("maxReplicaCount", KEDA_DEFAULT_MAX), "maxReplicaCount")
+    low = _int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT), "minReplicaCount")
+    high = _int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT), "maxReplicaCount")
     if low < 1:
         spec["minReplicaCount"] = 1
         spec.yaml_set_comment_before_after_key(

@@ -56,6 +56,7 @@ from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
 from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json, scaledobject_from_json
+from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.matchers import SelectorError, parse_selector
 from scaler.sources.presets import GPU_UTILISATION, preset_for
 
@@ -208,8 +209,8 @@ def check_bounds(cluster: Cluster, options: Options) -> Iterable[Finding]:
     for key, so in _targets(cluster.scaledobjects).items():
         spec = so.get("spec") or {}
         where = f"ScaledObject {_key(so)}"
-        low = int(spec.get("minReplicaCount", 0))
-        high = int(spec.get("maxReplicaCount", 100))
+        low = int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT))
+        high = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
         if key in inference and low == 0:
             yield Finding(
                 "error",
@@ -367,7 +368,7 @@ def check_tolerance(cluster: Cluster, options: Options) -> Iterable[Finding]:
         behavior = ((spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}).get(
             "behavior"
         ) or {}
-        high = int(spec.get("maxReplicaCount", 100))
+        high = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
         if high >= 10 and "tolerance" not in (behavior.get("scaleUp") or {}):
             yield Finding(
                 "warning",

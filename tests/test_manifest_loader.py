@@ -52,3 +52,40 @@ def test_every_reader_uses_the_one_loader() -> None:
         source = inspect.getsource(module)
         assert "first_scaledobject(" in source
         assert "safe_load_all" not in source
+
+
+def test_the_dry_run_and_the_inventory_read_one_scaledobject_type() -> None:
+    """A manifest and the API's JSON decode to the same ScaledObject type, trigger and metadata."""
+    from pathlib import Path
+
+    from scaler.inventory import ScaledObject, scaledobject_from_json
+    from scaler.sources.files import scaledobject_from_dict
+
+    example = Path(__file__).resolve().parents[1] / "scaler" / "examples" / "scaledobject.yaml"
+    doc = first_scaledobject(example.read_text())
+    from_manifest, from_api = scaledobject_from_dict(doc), scaledobject_from_json(doc)
+    assert type(from_manifest) is ScaledObject
+    assert type(from_api) is ScaledObject
+    assert from_manifest.trigger_index == from_api.trigger_index == 0
+    assert from_manifest.metadata == from_api.metadata
+    assert from_manifest.metadata["targetQueuePerReplica"] == "10"
+    assert from_manifest.raw == doc  # a manifest keeps its document for the dry-run's warnings
+    assert from_api.raw == {}
+
+
+def test_a_trigger_index_picks_an_external_trigger_or_none() -> None:
+    """trigger_index selects that trigger when it is external; any other index finds none."""
+    from scaler.inventory import scaledobject_from_json
+
+    doc = {
+        "metadata": {"name": "x", "namespace": "n"},
+        "spec": {
+            "triggers": [
+                {"type": "cpu", "metadata": {"value": "60"}},
+                {"type": "external", "metadata": {"minReplicas": 2}},
+            ]
+        },
+    }
+    assert scaledobject_from_json(doc).trigger_index == 1
+    assert scaledobject_from_json(doc).metadata == {"minReplicas": "2"}  # as KEDA sends it: strings
+    assert scaledobject_from_json(doc, trigger_index=0).trigger_index is None

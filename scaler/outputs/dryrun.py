@@ -20,6 +20,7 @@ from datetime import UTC
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.model import Decision, Signal
 
 SEVERAL_TRIGGERS = (
@@ -88,8 +89,8 @@ def manifest_warnings(
                 f' strings only, so the API server refuses the object: write {key}: "{shown.strip(chr(34))}"'
             )
     for field, key, keda_default, mine in (
-        ("minReplicaCount", "minReplicas", 0, min_replicas),
-        ("maxReplicaCount", "maxReplicas", 100, max_replicas),
+        ("minReplicaCount", "minReplicas", KEDA_MIN_REPLICA_COUNT, min_replicas),
+        ("maxReplicaCount", "maxReplicas", KEDA_MAX_REPLICA_COUNT, max_replicas),
     ):
         given = spec.get(field)
         theirs = given if isinstance(given, int) else keda_default

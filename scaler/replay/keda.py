@@ -25,6 +25,12 @@ from typing import Any, Literal
 
 from scaler.config import PrewarmWindow
 from scaler.hpa import Behavior, BehaviorError, MetricType
+from scaler.inventory.objects import (
+    KEDA_COOLDOWN_PERIOD_S,
+    KEDA_MAX_REPLICA_COUNT,
+    KEDA_MIN_REPLICA_COUNT,
+    KEDA_POLLING_INTERVAL_S,
+)
 from scaler.manifest import ManifestError, first_scaledobject
 
 Series = Literal["queue_waiting", "requests_running", "gpu_utilization", "kv_cache_usage"]
@@ -188,11 +194,11 @@ def scaledobject_model(doc: Mapping[str, Any]) -> ScaledObjectModel:
         raise ScaledObjectError("the ScaledObject has no triggers")
     triggers = tuple(_trigger(i, t) for i, t in enumerate(raw_triggers))
     notes: list[str] = []
-    min_count = int(spec.get("minReplicaCount", 0))
+    min_count = int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT))
     if min_count < 1:
         notes.append("minReplicaCount 0: scaling to zero is not modelled, the floor is 1")
         min_count = 1
-    max_count = int(spec.get("maxReplicaCount", 100))
+    max_count = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
     if max_count < min_count:
         raise ScaledObjectError(f"maxReplicaCount {max_count} < minReplicaCount {min_count}")
     advanced = spec.get("advanced") or {}
@@ -207,8 +213,8 @@ def scaledobject_model(doc: Mapping[str, Any]) -> ScaledObjectModel:
         name=str(meta.get("name", "scaledobject")),
         min_replicas=min_count,
         max_replicas=max_count,
-        polling_interval_s=float(spec.get("pollingInterval", 30)),
-        cooldown_period_s=float(spec.get("cooldownPeriod", 300)),
+        polling_interval_s=float(spec.get("pollingInterval", KEDA_POLLING_INTERVAL_S)),
+        cooldown_period_s=float(spec.get("cooldownPeriod", KEDA_COOLDOWN_PERIOD_S)),
         behavior=behavior,
         triggers=triggers,
         notes=tuple(notes),

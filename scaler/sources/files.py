@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from scaler.inventory import ScaledObject, scaledobject_from_json
 from scaler.manifest import ManifestError, first_scaledobject
 from scaler.model import HpaStatus, Observation
 
@@ -21,53 +22,15 @@ class InputFileError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class ScaledObjectSpec:
-    """The parts of a KEDA ScaledObject this project reads."""
-
-    name: str
-    namespace: str
-    metadata: Mapping[str, str]
-    min_replica_count: int | None = None
-    max_replica_count: int | None = None
-    polling_interval: int = 30
-    cooldown_period: int = 300
-    triggers: tuple[Mapping[str, Any], ...] = ()
-    raw: Mapping[str, Any] = field(default_factory=dict)
-    trigger_index: int = 0  # which of ``triggers`` is this scaler's
-
-
-def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = None) -> ScaledObjectSpec:
-    """A manifest's ScaledObjectSpec, from its first external trigger (or the one at ``trigger_index``)."""
-    meta = doc.get("metadata") or {}
-    spec = doc.get("spec") or {}
-    triggers = tuple(spec.get("triggers") or ())
-    external = [
-        (i, t)
-        for i, t in enumerate(triggers)
-        if isinstance(t, Mapping) and t.get("type") in ("external", "external-push")
-    ]
-    if trigger_index is not None:
-        external = [(i, t) for i, t in external if i == trigger_index]
-    if not external:
+def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = None) -> ScaledObject:
+    """A manifest's ScaledObject, from its first external trigger (or the one at ``trigger_index``)."""
+    scaledobject = scaledobject_from_json(doc, trigger_index, "default", "scaledobject")
+    if scaledobject.trigger_index is None:
         raise InputFileError("the ScaledObject has no trigger of type external (or external-push)")
-    index, trigger = external[0]
-    metadata = {str(k): str(v) for k, v in (trigger.get("metadata") or {}).items()}
-    return ScaledObjectSpec(
-        name=str(meta.get("name", "scaledobject")),
-        namespace=str(meta.get("namespace", "default")),
-        metadata=metadata,
-        min_replica_count=spec.get("minReplicaCount"),
-        max_replica_count=spec.get("maxReplicaCount"),
-        polling_interval=int(spec.get("pollingInterval", 30)),
-        cooldown_period=int(spec.get("cooldownPeriod", 300)),
-        triggers=triggers,
-        raw=doc,
-        trigger_index=index,
-    )
+    return replace(scaledobject, raw=doc)
 
 
-def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> ScaledObjectSpec:
+def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> ScaledObject:
     """The first ScaledObject in a (multi-document) YAML file, and its external trigger."""
     try:
         text = Path(path).read_text()
