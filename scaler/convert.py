@@ -50,6 +50,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from scaler.config import MetadataError, parse_metadata
+from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.manifest import ManifestError, first_scaledobject
 from scaler.matchers import SelectorError, parse_selector
@@ -152,10 +153,7 @@ class _Triggers:
                 self.cron(where, meta)
             else:
                 self.kept.append(trigger)
-                self.out.warnings.append(
-                    f"{where}: kept as it is; the HPA takes the largest of its metrics, so while this"
-                    " trigger asks for more replicas than the scaler, the GPU check cannot hold a scale-up"
-                )
+                self.out.warnings.append(f"{where}: kept as it is; {SEVERAL_TRIGGERS}")
         if self.queue_from is None:
             raise ConvertError(
                 "no prometheus trigger to take the queue from: write the external trigger by hand"
@@ -185,8 +183,7 @@ class _Triggers:
         if self.queue_from is not None:
             self.kept.append(trigger)
             out.warnings.append(
-                f"{where}: kept as it is (the queue already comes from {self.queue_from}); the HPA takes"
-                " the largest of its metrics, so while it asks for more the GPU check cannot hold"
+                f"{where}: kept as it is (the queue already comes from {self.queue_from}); {SEVERAL_TRIGGERS}"
             )
             return
         self.queue_from = where

@@ -55,6 +55,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
+from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json, scaledobject_from_json
 from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.matchers import SelectorError, parse_selector
@@ -182,8 +183,7 @@ def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
                 "error" if gate else "warning",
                 "several-triggers",
                 where,
-                f"this scaler's trigger plus {others}: the HPA takes the largest metric, so another"
-                " trigger can ask for replicas the GPUs cannot hold and the GPU check cannot stop it",
+                f"this scaler's trigger plus {others}: {SEVERAL_TRIGGERS}",
                 "keep only this scaler's trigger (scaler convert folds cron and queue triggers into it)",
             )
         if targets.get(id(so)) not in inference:

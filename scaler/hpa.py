@@ -32,6 +32,11 @@ from typing import Any, Literal
 from scaler.landing import quantity
 
 DEFAULT_TOLERANCE = 0.1
+# Rule 2 as the user meets it, one sentence for every place that warns of it (dry-run, doctor, convert).
+SEVERAL_TRIGGERS = (
+    "the HPA takes the largest of its triggers' metrics, so while another trigger asks for more,"
+    " the GPU check cannot hold a scale-up"
+)
 DEFAULT_SCALE_DOWN_WINDOW_S = 300.0
 
 PolicyType = Literal["Pods", "Percent"]
@@ -186,14 +191,21 @@ class Hpa:
     def _changed(events: deque[tuple[float, int]], now: float, period: int) -> int:
         return sum(change for t, change in events if t > now - period)
 
+    def _period_start(self, current: int, now: float, period: int) -> int:
+        """The replica count at the start of the last ``period`` seconds (the policies' base)."""
+        return (
+            current
+            - self._changed(self._up_events, now, period)
+            + self._changed(self._down_events, now, period)
+        )
+
     def _scale_up_limit(self, current: int, now: float) -> int:
         rules = self.behavior.scale_up
         if rules.select_policy == "Disabled":
             return current
         proposals = []
         for p in rules.policies:
-            start = current - self._changed(self._up_events, now, p.period_seconds)
-            start += self._changed(self._down_events, now, p.period_seconds)
+            start = self._period_start(current, now, p.period_seconds)
             if p.type == "Pods":
                 proposals.append(start + p.value)
             else:
@@ -206,8 +218,7 @@ class Hpa:
             return current
         proposals = []
         for p in rules.policies:
-            start = current - self._changed(self._up_events, now, p.period_seconds)
-            start += self._changed(self._down_events, now, p.period_seconds)
+            start = self._period_start(current, now, p.period_seconds)
             if p.type == "Pods":
                 proposals.append(start - p.value)
             else:

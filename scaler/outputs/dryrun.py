@@ -20,13 +20,9 @@ from datetime import UTC
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.model import Decision, Signal
-
-SEVERAL_TRIGGERS = (
-    "the HPA takes the largest of its triggers' metrics, so while another trigger asks for more,"
-    " the GPU check cannot hold a scale-up"
-)
 
 
 def format_line(decision: Decision, name: str | None = None, timezone: str = "UTC") -> str:
