@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scaler.replay.cluster import Cluster, ClusterConfig, ClusterError, PodState
+from scaler.pods import PodState
+from scaler.replay.cluster import Cluster, ClusterConfig, ClusterError
 
 CFG = ClusterConfig(
     prefill_tokens_per_s=1000.0,

@@ -1,7 +1,7 @@
 """What-if replay: a request trace through a simulated GPU fleet under several autoscaling policies.
 
 trace.py     request traces and rate-only traces (expanded with a seeded Poisson process)
-cluster.py   the fleet: pods (Pending, starting, Ready, draining), GPUs, routing, prefill and decode
+cluster.py   the fleet: the pod lifecycle (scaler.pods), routing, prefill and decode
 keda.py      ScaledObjects as KEDA reads them: external, prometheus and cron triggers
 policies.py  this scaler (through its engine), a KEDA baseline, and a clairvoyant reference,
              each landing through scaler.hpa (the HPA model the demo uses too)

@@ -2,12 +2,9 @@
 
 Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
 
-* **Pods** are Pending until the workload's free GPUs hold ``gpus_per_replica`` more
-  (first come, first served), then starting for ``cold_start_s`` (schedule to Ready:
-  image pull, weight load, warm-up), then Ready. Only Ready pods receive requests.
-* **Scale-down** removes Pending pods first, then starting ones (newest first), then
-  Ready ones (newest first), as a ReplicaSet does. A removed Ready pod drains: it takes
-  no new requests, finishes those it holds, and frees its GPUs when the last one ends.
+* **Pods** go Pending, starting for ``cold_start_s``, Ready, and on scale-down draining, as
+  ``scaler.pods`` models them (the demo's simulated cluster uses the same model). Only
+  Ready pods receive requests; a removed pod finishes the requests it holds.
 * **Routing** sends each request to the Ready pod with the fewest outstanding requests
   (ties: the one whose prefill queue frees first, then the oldest pod).
 * **Serving**: a pod prefills one request at a time, first come first served, at
@@ -38,14 +35,12 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from enum import IntEnum
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
-from scaler import coldstart
-from scaler.coldstart import PodTimes
+from scaler.pods import Pod, PodLifecycle, PodState
 
 Physics = Literal["shared", "separate"]
 PHYSICS: tuple[Physics, ...] = ("shared", "separate")
@@ -139,47 +134,27 @@ class ClusterConfig:
         return cls.from_mapping(raw)
 
 
-class PodState(IntEnum):
-    """A simulated pod's stage, in the order it goes through them."""
+class ServingPod(Pod):
+    """One simulated pod: its lifecycle (``scaler.pods``), batch slots and the requests it holds."""
 
-    PENDING = 0
-    STARTING = 1
-    READY = 2
-    DRAINING = 3
-    GONE = 4
-
-
-class Pod:
-    """One simulated pod: its stage, times, batch slots and the requests it holds."""
-
-    __slots__ = (
-        "bound_at",
-        "created_at",
-        "drain_end",
-        "ends",
-        "free_at",
-        "index",
-        "pf_load",
-        "pf_t",
-        "ready_at",
-        "slots",
-        "starts",
-        "state",
-    )
+    __slots__ = ("ends", "free_at", "pf_load", "pf_t", "slots", "starts")
 
     def __init__(self, index: int, now: float, slots: int) -> None:
-        self.index = index
-        self.state = PodState.PENDING
-        self.created_at = now
-        self.bound_at = math.inf
-        self.ready_at = math.inf
-        self.drain_end = math.inf
+        super().__init__(index, now)
         self.ends: list[float] = []  # heap: end times of requests not yet known to be finished
         self.slots = [0.0] * slots  # heap: when each batch slot frees (FIFO over c slots)
         self.starts: deque[float] = deque()  # start times not yet reached (waiting requests)
         self.free_at = 0.0  # when the prefill queue frees
         self.pf_load = 0.0  # exponential average of prefill busy fraction
         self.pf_t = 0.0
+
+    def holds_requests(self) -> bool:
+        """Whether requests were routed here that may not have finished."""
+        return bool(self.ends)
+
+    def last_request_end(self, now: float) -> float:
+        """When the last request routed here ends (``now`` if they all have)."""
+        return max(now, max(self.ends, default=now))
 
     def outstanding(self, now: float) -> int:
         """Requests assigned to the pod and not finished by ``now``."""
@@ -216,130 +191,30 @@ class FleetView:
         return self.pending + self.starting + self.ready
 
 
-class Cluster:
-    """The fleet under one policy. Requests must be assigned in arrival order."""
+class Cluster(PodLifecycle[ServingPod]):
+    """The fleet under one policy: the pod lifecycle plus serving. Requests must come in arrival order."""
 
     def __init__(self, config: ClusterConfig, initial_ready: int, now: float = 0.0) -> None:
         self.config = config
-        self.pods: list[Pod] = []
-        self.active: list[Pod] = []  # pending, starting, ready (the Deployment's replicas)
-        self.ready: list[Pod] = []
-        self.draining: list[Pod] = []
-        self._next_index = 0
-        self._gpus_bound = 0
-        self._next_event = math.inf
-        self._acc_t = now
-        self.gpu_seconds = 0.0
-        self.pending_pod_seconds = 0.0
-        initial = min(initial_ready, config.max_replicas_on_gpus)
-        for _ in range(max(0, initial)):
-            pod = self._new_pod(now)
-            pod.state = PodState.READY
-            pod.bound_at = pod.ready_at = now
-            self._gpus_bound += config.gpus_per_replica
-            self.ready.append(pod)
-        self._pending: deque[Pod] = deque()
-        # The pods that became Ready since the start, newest last: what the scaler's cold-start
-        # measurement reads from the API (the initial pods were Ready before it looked).
-        self.ready_times: deque[PodTimes] = deque(maxlen=coldstart.WINDOW)
+        slots = config.decode_slots
+        super().__init__(
+            lambda index, t: ServingPod(index, t, slots),
+            config.gpus_free,
+            config.gpus_per_replica,
+            config.cold_start_s,
+            initial_ready,
+            now,
+        )
         # Slow-path constants, bound once.
         self._p = config.prefill_tokens_per_s
         self._r = config.decode_tokens_per_s_per_seq
         self._tau = config.busy_time_constant_s
         self._shared = config.physics == "shared"
 
-    # ---- bookkeeping -----------------------------------------------------------------
-
-    def _new_pod(self, now: float) -> Pod:
-        pod = Pod(self._next_index, now, self.config.decode_slots)
-        self._next_index += 1
-        self.pods.append(pod)
-        self.active.append(pod)
-        return pod
-
-    def _accumulate(self, now: float) -> None:
-        dt = now - self._acc_t
-        if dt > 0:
-            self.gpu_seconds += self._gpus_bound * dt
-            self.pending_pod_seconds += len(self._pending) * dt
-            self._acc_t = now
-
-    def _refresh_next_event(self) -> None:
-        nxt = math.inf
-        for pod in self.active:
-            if pod.state is PodState.STARTING and pod.ready_at < nxt:
-                nxt = pod.ready_at
-        for pod in self.draining:
-            nxt = min(nxt, pod.drain_end)
-        self._next_event = nxt
-
-    def _schedule_pending(self, now: float) -> None:
-        per = self.config.gpus_per_replica
-        while self._pending and self.config.gpus_free - self._gpus_bound >= per:
-            pod = self._pending.popleft()
-            pod.state = PodState.STARTING
-            pod.bound_at = now
-            pod.ready_at = now + self.config.cold_start_s
-            self._gpus_bound += per
-        self._refresh_next_event()
-
-    def advance(self, now: float) -> None:
-        """Apply every pod event (Ready, drained) up to ``now``, in time order."""
-        while self._next_event <= now:
-            t = self._next_event
-            self._accumulate(t)
-            for pod in [p for p in self.active if p.state is PodState.STARTING and p.ready_at <= t]:
-                pod.state = PodState.READY
-                self.ready.append(pod)
-                self.ready_times.append(PodTimes(str(pod.index), pod.created_at, pod.bound_at, pod.ready_at))
-            for pod in [p for p in self.draining if p.drain_end <= t]:
-                pod.state = PodState.GONE
-                self.draining.remove(pod)
-                self._gpus_bound -= self.config.gpus_per_replica
-            self._schedule_pending(t)
-        self._accumulate(now)
-
-    def scale_to(self, replicas: int, now: float) -> None:
-        """Set the Deployment's replicas: create Pending pods or remove pods."""
-        self.advance(now)
-        replicas = max(0, replicas)
-        current = len(self.active)
-        if replicas > current:
-            for _ in range(replicas - current):
-                self._pending.append(self._new_pod(now))
-            self._schedule_pending(now)
-            return
-        if replicas == current:
-            return
-        remove = current - replicas
-        rank = {PodState.PENDING: 0, PodState.STARTING: 1, PodState.READY: 2}
-        victims = sorted(self.active, key=lambda p: (rank[p.state], -p.index))[:remove]
-        per = self.config.gpus_per_replica
-        for pod in victims:
-            self.active.remove(pod)
-            if pod.state is PodState.PENDING:
-                self._pending.remove(pod)
-                pod.state = PodState.GONE
-            elif pod.state is PodState.STARTING and not pod.ends:
-                pod.state = PodState.GONE
-                self._gpus_bound -= per
-            elif pod.state is PodState.STARTING:
-                # Requests waited for it while no pod was Ready: it serves them, then goes.
-                pod.state = PodState.DRAINING
-                pod.drain_end = max(now, *pod.ends)
-                self.draining.append(pod)
-            else:
-                self.ready.remove(pod)
-                pod.state = PodState.DRAINING
-                pod.drain_end = max(now, max(pod.ends, default=now))
-                self.draining.append(pod)
-        self._schedule_pending(now)
-        self.advance(now)
-
     # ---- requests --------------------------------------------------------------------
 
-    def _pick(self, now: float) -> Pod:
-        best: Pod | None = None
+    def _pick(self, now: float) -> ServingPod:
+        best: ServingPod | None = None
         best_key = (math.inf, math.inf)
         for pod in self.ready:
             key = (pod.outstanding(now), pod.free_at)
@@ -386,14 +261,7 @@ class Cluster:
     def view(self, now: float) -> FleetView:
         """Advance to ``now`` and return what Kubernetes and Prometheus would show of the fleet."""
         self.advance(now)
-        pending = starting = ready = 0
-        for pod in self.active:
-            if pod.state is PodState.PENDING:
-                pending += 1
-            elif pod.state is PodState.STARTING:
-                starting += 1
-            else:
-                ready += 1
+        pending, starting, ready = self.counts()
         waiting = running = 0
         for pod in self.ready + self.draining:
             out = pod.outstanding(now)
@@ -406,8 +274,8 @@ class Cluster:
             starting=starting,
             ready=ready,
             draining=len(self.draining),
-            gpus_bound=self._gpus_bound,
-            gpus_free=self.config.gpus_free - self._gpus_bound,
+            gpus_bound=self.gpus_bound,
+            gpus_free=self.config.gpus_free - self.gpus_bound,
             waiting=waiting,
             running=running,
         )
