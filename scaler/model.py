@@ -208,7 +208,8 @@ class InputSpec:
     input); ``help``: that gauge's help, which doubles as the input's description;
     ``custom_query``: the ``TargetPolicy`` field holding its PromQL under ``engine: custom``;
     ``count``: a whole number (validated ``>= 0``) rather than a finite float ``>= 0``;
-    ``replica_state``: defaults to 0 and is exported only with the replica counts.
+    ``replica_state``: defaults to 0 and is exported only with the replica counts;
+    ``doc``: what docs/metrics.md says after the help (generated from this table).
     """
 
     series: str | None
@@ -217,6 +218,7 @@ class InputSpec:
     custom_query: str | None = None
     count: bool = False
     replica_state: bool = False
+    doc: str = ""
 
 
 def _input(
@@ -227,9 +229,10 @@ def _input(
     count: bool = False,
     replica_state: bool = False,
     default: Any = None,
+    doc: str = "",
 ) -> Any:
     """An Observation field that is an input: its row of the input table (``INPUTS``)."""
-    spec = InputSpec(series, help, source, custom_query, count, replica_state)
+    spec = InputSpec(series, help, source, custom_query, count, replica_state, doc)
     return field(default=default, metadata={"input": spec})
 
 
@@ -245,7 +248,8 @@ class Observation:
     its row of the input table (``INPUTS``): the series that exports it, its help, where it
     comes from, its custom query key and whether it is a count. Adding an input is adding a
     field here and reading it in its source (``sources/``); validation, the exported series,
-    the custom queries and the observation file's fields follow from the row.
+    the custom queries, the observation file's fields and docs/metrics.md's input table
+    (``./dev docs`` writes it) follow from the row.
     """
 
     now: datetime
@@ -268,7 +272,11 @@ class Observation:
         "generation_tokens_query",
     )
     current_replicas: int | None = _input(
-        "llm_scaler_input_current_replicas", "Replicas of the workload (pods that exist).", _K, count=True
+        "llm_scaler_input_current_replicas",
+        "Replicas of the workload (pods that exist).",
+        _K,
+        count=True,
+        doc="Pending ones included.",
     )
     ready_replicas: int | None = _input(
         "llm_scaler_input_ready_replicas", "Replicas whose pods are Ready.", _K, count=True
@@ -305,11 +313,15 @@ class Observation:
         "llm_scaler_input_ttft_over_objective_ratio",
         "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
         _P,
+        doc="From the TTFT histogram's buckets (exact at the bucket bounds, log-linear between them;"
+        " `scaler/histogram.py`). What the capacity calibration steers by. Absent for `engine: custom`"
+        " (its queries give quantiles only).",
     )
     requests_per_s: float | None = _input(
         "llm_scaler_input_requests_per_second",
         "Requests per second whose first token came in the rate window (the TTFT histogram's count).",
         _P,
+        doc='With the queue\'s growth it turns the served token rates into demand (README, "tokens").',
     )
     kv_cache_usage: float | None = _input(
         "llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1.", _P, "kv_cache_query"
@@ -318,6 +330,8 @@ class Observation:
         "llm_scaler_input_cold_start_seconds",
         "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",
         _K,
+        doc="Over the 20 most recent pods that became Ready (`scaler/coldstart.py`). Absent until one pod"
+        " is measured; needs Kubernetes.",
     )
     cold_start_pending_seconds: float | None = _input(
         "llm_scaler_input_cold_start_pending_seconds",
@@ -330,6 +344,7 @@ class Observation:
         _K,
         count=True,
         default=0,
+        doc="It replaces the default lead from 5.",
     )
     deployment_replicas: int | None = _input(
         None, "The Deployment's spec.replicas: what landed.", _K, count=True

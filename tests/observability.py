@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from scaler.model import HpaStatus
+from scaler.model import INPUTS, HpaStatus
 from scaler.outputs.grpc_server import METRIC_NAME
 from scaler.outputs.logs import DecisionLogger
 from scaler.outputs.trace import DecisionTrace, MetricsEndpoint, install
@@ -92,10 +92,17 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
 }
 
 
+def full_inputs(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with every input of the table (``INPUTS``) that it does not give set to an
+    example value (1 for a count, else 0.5), so that a new input is in a full decision too."""
+    examples = {name: 1 if spec.count else 0.5 for name, spec in INPUTS.items()}
+    return {**examples, **values}
+
+
 def full_source() -> ScriptedSource:
     """A scripted source serving LOAD's full inputs for both ScaledObjects."""
     source = ScriptedSource()
-    source.per_target = {key: dict(values) for key, values in LOAD.items()}
+    source.per_target = {key: full_inputs(values) for key, values in LOAD.items()}
     return source
 
 

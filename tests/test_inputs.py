@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scaler.config import TargetPolicy
-from scaler.model import INPUTS, InputSource, Observation
+from scaler.model import INPUTS, InputSource, InputSpec, Observation
+from scaler.outputs import series as series_module
 from scaler.outputs.series import INPUT_SERIES, REPLICA_STATE_SERIES, SERIES_BY_NAME
 from scaler.sources.files import OBSERVATION_FIELDS
 from scaler.sources.live import PROMETHEUS_FIELDS
 from scaler.sources.prometheus import CUSTOM_FIELDS
 
+ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 NOT_INPUTS = {"now", "missing", "hpa", "hpa_read", "scaledobject_fallback"}  # the time, notes, landing state
 
@@ -55,3 +59,38 @@ def test_each_input_refuses_a_negative_value(name: str) -> None:
         nan: dict[str, Any] = {name: float("nan")}
         with pytest.raises(ValueError, match="finite"):
             Observation(now=NOW, **nan)
+
+
+def _gen_docs() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+    assert spec
+    assert spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_input_table_is_generated_from_the_table() -> None:
+    """docs/metrics.md's input series are the table's rows, so a new input needs no hand-written doc."""
+    gen = _gen_docs()
+    text = (ROOT / "docs" / "metrics.md").read_text()
+    assert gen.render(text) == text, "docs/metrics.md's input table is out of date: run ./dev docs"
+    generated = text.split(gen.BEGIN)[1].split(gen.END)[0]
+    for spec in INPUTS.values():
+        if spec.series:
+            assert f"| `{spec.series}` | gauge |" in generated
+            assert spec.help in generated
+
+
+def test_a_new_row_appears_in_the_rendered_docs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendering follows the table: a row added to it is written into the docs' table."""
+    gen = _gen_docs()
+    row = InputSpec(
+        "llm_scaler_input_prefix_cache_hit_ratio", "Prefix cache hits, 0 to 1.", InputSource.PROMETHEUS
+    )
+    monkeypatch.setattr(series_module, "INPUTS", {**INPUTS, "prefix_cache_hit": row})
+    rendered = gen.render((ROOT / "docs" / "metrics.md").read_text())
+    assert (
+        "| `llm_scaler_input_prefix_cache_hit_ratio` | gauge | namespace, scaledobject | Prefix cache hits"
+        in rendered
+    )
