@@ -264,7 +264,3 @@ class Engine:
             load = self.calibration.load(prompt or 0.0, generation or 0.0)
             floor_now = max(floor_now, ceil_replicas(load / proven) - 1)
         return max(1, min(current, floor_now))
-
-    def data_age_seconds(self, now_timestamp: float) -> float | None:
-        """Seconds since every demand input was present, or None if they never were."""
-        return None if self._last_fresh is None else max(0.0, now_timestamp - self._last_fresh)

@@ -171,18 +171,20 @@ class Runtime:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def data_age_seconds(self, target: Target) -> float | None:
-        """Seconds since the target's inputs were last complete; None when it expects none.
+    def stale_for(self, target: Target, decision: Decision) -> float | None:
+        """Seconds the decision's inputs have been incomplete, when that is beyond the target's
+        ``maxStalenessSeconds`` and its source is one that should answer; None when it may be served.
 
-        A target whose source has never answered counts from its registration, so a
-        Prometheus that is down from the start also ends in UNAVAILABLE.
+        A target whose source has never answered counts from its registration, so a Prometheus
+        that is down from the start also ends in UNAVAILABLE. A target with no data source
+        (nothing configured to read) is never stale: its floor and pre-warm still hold.
         """
         if not self.source.expects_data(target):
             return None
-        now = self.now_timestamp()
-        if target.latest is not None:
-            return target.latest.input_age(now, target.registered_at)
-        return max(0.0, now - target.registered_at)
+        now, limit = self.now_timestamp(), target.policy.max_staleness_seconds
+        if not decision.stale(now, target.registered_at, limit):
+            return None
+        return decision.input_age(now, target.registered_at)
 
     async def first_decision(self, target: Target, timeout_s: float) -> Decision | None:
         """The target's latest decision, waiting up to ``timeout_s`` for a first; None if none came."""

@@ -194,7 +194,7 @@ def test_missing_data_holds_the_last_demand_then_recovers() -> None:
         assert d.replicas >= held_at
     assert d.binding is Signal.LAST_KNOWN
     assert "connection refused" in " ".join(d.notes)
-    assert engine.data_age_seconds(t.timestamp()) == pytest.approx(615)
+    assert d.input_age(t.timestamp(), 0.0) == pytest.approx(615)
     for _ in range(60):  # back, and idle
         d = engine.decide(obs(t, rate=0, current=6, schedulable=10))
         t += timedelta(seconds=15)

@@ -156,8 +156,7 @@ def test_changed_metadata_updates_the_policy_and_keeps_what_the_engine_learned()
     reg = TargetRegistry()
     target, _ = reg.resolve(KEY, META, T0)
     engine = target.engine
-    engine.decide(_complete_observation(T0))
-    assert engine.data_age_seconds(T0 + 10) == 10.0
+    assert engine.decide(_complete_observation(T0)).inputs_complete_at == T0
 
     changed = {**META, "minReplicas": "4"}
     updated, is_new = reg.resolve(KEY, changed, T0 + 20)
@@ -170,7 +169,10 @@ def test_changed_metadata_updates_the_policy_and_keeps_what_the_engine_learned()
     assert updated.fingerprint == fingerprint(changed)
     assert updated.last_polled == T0 + 20
     assert updated.registered_at == T0
-    assert engine.data_age_seconds(T0 + 30) == 30.0
+    # The engine still knows when its inputs were last complete: learned state, kept.
+    gap = engine.decide(Observation(now=datetime.fromtimestamp(T0 + 30, tz=UTC)))
+    assert gap.inputs_complete_at == T0
+    assert gap.input_age(T0 + 30, updated.registered_at) == 30.0
     assert reg.polled(KEY, changed, T0 + 40) is target
     assert reg.polled(KEY, META, T0 + 40) is None
 

@@ -393,24 +393,36 @@ def test_a_refresh_forgets_targets_idle_by_the_injected_clock() -> None:
     assert registry.get(B) is not None
 
 
-def test_data_age_counts_from_registration_until_the_source_answers() -> None:
-    """A target expecting data ages from its registration until a complete observation, then from that."""
-    registry = _registry(A)
-    source = FakeSource({A: 0.0})
+def test_staleness_counts_from_registration_until_the_source_answers() -> None:
+    """Inputs never complete age from the registration; once complete, from then; served until the limit."""
+    registry = TargetRegistry()
+    registry.resolve(A, {**META, "maxStalenessSeconds": "30"}, START.timestamp())
+    source = FakeSource({})  # no answer for A yet
     clock = Clock(START + timedelta(seconds=40))
     runtime = Runtime(registry, source, clock)
     target = _target(registry, A)
-    assert runtime.data_age_seconds(target) == 40.0
     asyncio.run(runtime.refresh_once())
-    clock.now = START + timedelta(seconds=55)
-    assert runtime.data_age_seconds(target) == 15.0
+    never = target.latest
+    assert never is not None
+    assert runtime.stale_for(target, never) == 40.0  # registered at START, limit 30 s
+    source.waiting[A] = 0.0
+    asyncio.run(runtime.refresh_once())
+    decision = target.latest
+    assert decision is not None
+    clock.now = START + timedelta(seconds=65)
+    assert runtime.stale_for(target, decision) is None  # complete at 40: 25 s old
+    clock.now = START + timedelta(seconds=75)
+    assert runtime.stale_for(target, decision) == 35.0
 
 
-def test_data_age_is_none_for_a_target_without_a_data_source() -> None:
-    """A target the source expects no data for has no data age."""
+def test_a_target_without_a_data_source_is_never_stale() -> None:
+    """A target the source expects no data for is served whatever the age of its inputs."""
     registry = _registry(A)
-    runtime = Runtime(registry, FakeSource(expects=False), Clock(START + timedelta(seconds=40)))
-    assert runtime.data_age_seconds(_target(registry, A)) is None
+    runtime = Runtime(registry, FakeSource({}, expects=False), Clock(START + timedelta(seconds=4000)))
+    target = _target(registry, A)
+    asyncio.run(runtime.refresh_once())
+    assert target.latest is not None
+    assert runtime.stale_for(target, target.latest) is None
 
 
 def test_the_offline_source_knows_nothing_and_expects_nothing() -> None:

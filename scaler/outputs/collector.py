@@ -93,11 +93,11 @@ class DecisionTrace:
             put("llm_scaler_max_replicas", labels, policy.max_replicas)
             put("llm_scaler_ttft_objective_seconds", labels, policy.ttft_objective_seconds)
             put("llm_scaler_max_staleness_seconds", labels, policy.max_staleness_seconds)
-            age = target.engine.data_age_seconds(now)
-            if age is not None:
-                put("llm_scaler_input_age_seconds", labels, age)
-            if target.latest is not None:
-                _decision_rows(put, labels, target.latest)
+            decision = target.latest
+            if decision is not None and decision.inputs_complete_at is not None:
+                put("llm_scaler_input_age_seconds", labels, decision.input_age(now, target.registered_at))
+            if decision is not None:
+                _decision_rows(put, labels, decision)
 
         with self._lock:
             # Counters of targets the registry forgot go with them; a target that comes

@@ -141,15 +141,14 @@ class ExternalScalerService(LoopBridge, pb_grpc.ExternalScalerServicer):
                 f"{target.key}: no decision yet (first refresh still running); KEDA will retry",
             )
         # The decision says whether it may still be served; this layer only translates.
-        if self.options.enforce_staleness and self.runtime.source.expects_data(target):
-            now, limit = self.runtime.now_timestamp(), target.policy.max_staleness_seconds
-            if decision.stale(now, target.registered_at, limit):
-                age = decision.input_age(now, target.registered_at)
-                raise RpcError(
-                    grpc.StatusCode.UNAVAILABLE,
-                    f"{target.key}: inputs stale for {age:.0f}s (> maxStalenessSeconds={limit:g});"
-                    " KEDA's fallback applies",
-                )
+        age = self.runtime.stale_for(target, decision) if self.options.enforce_staleness else None
+        if age is not None:
+            limit = target.policy.max_staleness_seconds
+            raise RpcError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"{target.key}: inputs stale for {age:.0f}s (> maxStalenessSeconds={limit:g});"
+                " KEDA's fallback applies",
+            )
         return decision
 
     def _run(self, method: str, context: Context, body: Callable[[], T]) -> T:
