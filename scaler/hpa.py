@@ -6,7 +6,8 @@ AverageValue arithmetic KEDA relies on ("ScaledObject specification",
 https://keda.sh/docs/latest/reference/scaledobject-spec/); docs/replay.md cites each one.
 
 1. **AverageValue**, per metric: ``ceil(value / target)`` replicas, unless the usage ratio
-   ``value / (target * status_replicas)`` is within the tolerance (0.1) of 1.0, in
+   ``value / (target * status_replicas)`` is within the tolerance (0.1) of 1.0
+   (``landing.within_tolerance``, the one test the policy and the trace use too), in
    which case the metric proposes the current ``status.replicas`` (which counts Pending
    pods). A ``Value`` metric proposes ``ceil(status_replicas * value / target)``.
 2. **Several metrics**: the largest proposal wins.
@@ -29,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scaler.landing import quantity
+from scaler.landing import quantity, within_tolerance
 
 DEFAULT_TOLERANCE = 0.1
 # Rule 2 as the user meets it, one sentence for every place that warns of it (dry-run, doctor, convert).
@@ -139,10 +140,8 @@ def metric_proposal(
     """The replica count one metric asks for."""
     if target <= 0:
         raise ValueError("a metric target must be > 0")
-    if status_replicas > 0:
-        ratio = value / (target * status_replicas)
-        if abs(1.0 - ratio) <= tolerance:
-            return status_replicas
+    if status_replicas > 0 and within_tolerance(value / (target * status_replicas), tolerance, tolerance):
+        return status_replicas
     if metric_type == "Value":
         return math.ceil(status_replicas * value / target - 1e-9)
     return math.ceil(value / target - 1e-9)

@@ -57,12 +57,24 @@ def _int(value: Any) -> int | None:
 
 # ---- the HPA's tolerance -------------------------------------------------------------------
 #
-# With an AverageValue target of 1 per replica the HPA's usage ratio is target / current,
-# and it leaves the replicas alone while |ratio - 1| <= tolerance: 0.1 cluster-wide
-# (--horizontal-pod-autoscaler-tolerance), or per HPA and direction where the cluster has
-# KEP-4951 (Kubernetes 1.33 alpha, 1.35 beta) and KEDA passes it through (2.18+):
-# spec.behavior.scaleUp.tolerance / scaleDown.tolerance. *Example*: at 10 replicas and
-# the default, 11 (ratio 1.1) and 9 (0.9) do not land; 12 and 8 do.
+# The HPA leaves the replicas alone while its usage ratio (metric / (target * replicas)) is
+# within the tolerance of 1: 0.1 cluster-wide (--horizontal-pod-autoscaler-tolerance), or
+# per HPA and direction where the cluster has KEP-4951 (Kubernetes 1.33 alpha, 1.35 beta)
+# and KEDA passes it through (2.18+): spec.behavior.scaleUp.tolerance / scaleDown.tolerance.
+# With an AverageValue target of 1 per replica the ratio is target / current. *Example*: at
+# 10 replicas and the default, 11 (ratio 1.1) and 9 (0.9) do not land; 12 and 8 do.
+
+
+def within_tolerance(ratio: float, up: float = TOLERANCE, down: float = TOLERANCE) -> bool:
+    """The HPA's tolerance test on a usage ratio: ``1 - down <= ratio <= 1 + up``.
+
+    The comparison Kubernetes makes since 1.33 (per-direction tolerances), in the same
+    float arithmetic, so a ratio of exactly 1.1 is within 0.1. Before 1.33 it tested
+    ``|1 - ratio| <= tolerance``, which in float arithmetic puts exactly 1.1 just outside;
+    that edge is the only difference. The policy, the decision trace and the HPA model
+    (``scaler.hpa``) all use this one test.
+    """
+    return 1.0 - down <= ratio <= 1.0 + up
 
 
 def tolerances(hpa: HpaStatus | None) -> tuple[float, float]:
@@ -76,11 +88,10 @@ def tolerances(hpa: HpaStatus | None) -> tuple[float, float]:
 def within_hpa_tolerance(
     target: int, current: int | None, tolerance: tuple[float, float] = (TOLERANCE, TOLERANCE)
 ) -> bool:
-    """True when the HPA would ignore this change: |target / current - 1| <= the direction's tolerance."""
+    """True when the HPA would ignore this change: ``target / current`` is within its tolerance."""
     if not current or target == current:
         return False
-    limit = tolerance[0] if target > current else tolerance[1]
-    return abs(target / current - 1.0) <= limit + 1e-12
+    return within_tolerance(target / current, *tolerance)
 
 
 def landing_step_up(current: int, tolerance: float = TOLERANCE) -> int:

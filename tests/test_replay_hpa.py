@@ -15,6 +15,7 @@ from scaler.hpa import (
     ScalingPolicy,
     metric_proposal,
 )
+from scaler.landing import within_hpa_tolerance, within_tolerance
 
 
 @pytest.mark.parametrize(
@@ -182,3 +183,22 @@ def test_behavior_defaults_and_parsing() -> None:
         Behavior.from_spec({"scaleUp": {"policies": [{"type": "Replicas", "value": 1, "periodSeconds": 60}]}})
     with pytest.raises(BehaviorError, match="selectPolicy"):
         Behavior.from_spec({"scaleDown": {"selectPolicy": "Fastest"}})
+
+
+@pytest.mark.parametrize(
+    ("ratio", "within"),
+    [(1.1, True), (0.9, True), (1.1000001, False), (0.8999999, False), (1.0, True)],
+    ids=["exactly-plus-10%", "exactly-minus-10%", "just-above", "just-below", "equal"],
+)
+def test_the_tolerance_band_includes_its_edges(ratio: float, within: bool) -> None:
+    """Kubernetes' 1.33+ comparison: 1 - down <= ratio <= 1 + up, edges included."""
+    assert within_tolerance(ratio) is within
+
+
+def test_the_policy_and_the_hpa_model_share_one_tolerance_arithmetic() -> None:
+    """Whether a target lands is the same question to the policy and to the HPA model, for every step."""
+    for current in range(1, 41):
+        for target in range(1, 61):
+            hpa_holds = metric_proposal(float(target), 1.0, current) == current
+            landed = not (hpa_holds and target != current)
+            assert within_hpa_tolerance(target, current) != landed, (target, current)
