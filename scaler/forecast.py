@@ -33,7 +33,6 @@ from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,36 +214,3 @@ class SeriesForecaster:
             return None
         peak = max((v for _, v in self._peaks), default=0.0)
         return Forecast(self.level, self.trend, self.margin(), peak, self.last_value)
-
-    # ---- persistence (restart warm-up and replica agreement) -------------------------
-
-    def snapshot(self) -> dict[str, Any]:
-        """The forecaster's state as JSON-able data, for ``restore``."""
-        return {
-            "horizon_s": self.horizon_s,
-            "level": self.level,
-            "trend": self.trend,
-            "last_t": self.last_t,
-            "last_value": self.last_value,
-            "first_t": self.first_t,
-            "peaks": list(self._peaks),
-            "checks": list(self._checks),
-            "errors": list(self._errors),
-            "under_sq": self._under_sq,
-        }
-
-    @classmethod
-    def restore(cls, data: dict[str, Any], params: ForecastParams | None = None) -> SeriesForecaster:
-        """A forecaster rebuilt from a ``snapshot``, its running sums as they were."""
-        f = cls(float(data["horizon_s"]), params)
-        f.level = data["level"]
-        f.trend = float(data["trend"])
-        f.last_t = data["last_t"]
-        f.last_value = float(data["last_value"])
-        f.first_t = data.get("first_t")
-        f._peaks = deque((float(a), float(b)) for a, b in data["peaks"])
-        f._checks = deque((float(a), float(b)) for a, b in data["checks"])
-        f._errors = _TimedWindow((a, b) for a, b in data["errors"])
-        # The running sum as it was, not summed again: a different order rounds differently.
-        f._under_sq = float(data.get("under_sq", sum(max(e, 0.0) ** 2 for _, e in f._errors)))
-        return f
