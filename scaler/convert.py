@@ -10,6 +10,8 @@ The rewrite, trigger by trigger (``convert``; every change is reported, one line
 * any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
 * ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.
   Utilisation lags the queue and cannot see requests waiting; the token signal replaces it.
+  Its threshold (the share of a replica the old object let it run at) is kept as
+  ``targetUtilization``, where the token signal starts before the calibration has learned.
 * ``cron``: pre-warm windows (``prewarmStart``/``prewarmEnd``/``prewarmReplicas``/
   ``timezone`` for one, ``prewarmWindows`` for several).
 * anything else: kept, with a warning: the HPA takes the largest of its metrics, so while
@@ -26,8 +28,9 @@ trigger over 85 and a weekday 09:00-12:00 cron for 8 replicas. It becomes one ex
 trigger with ``engine: vllm``, ``labelSelector: model_name="llama-70b"``,
 ``targetQueuePerReplica: "50"``, ``prewarmStart: 0 9 * * 1-5``, ``prewarmEnd: 0 12 * * 1-5``,
 ``prewarmReplicas: "8"``, ``timezone: Asia/Shanghai``, ``minReplicas: "2"``,
-``maxReplicas: "16"``; the utilisation trigger is gone, with a comment saying why. The token
-capacities are not in the old object: the capacity calibration learns them.
+``maxReplicas: "16"`` and ``targetUtilization: "0.85"``; the utilisation trigger is gone, with a
+comment saying why. The token capacities are not in the old object: the capacity calibration
+learns them.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import argparse
 import copy
 import io
 import json
+import math
 import re
 import sys
 import textwrap
@@ -170,6 +174,32 @@ class _Triggers:
         elif self.windows:
             self.metadata["prewarmWindows"] = json.dumps(self.windows)
 
+    def utilisation(self, where: str, threshold: Any) -> None:
+        """Keep a utilisation trigger's threshold as where the token signal starts: targetUtilization.
+
+        *Example*: a DCGM trigger over 85 (percent per pod) becomes ``targetUtilization: "0.85"``;
+        a threshold of 0.9 (a ratio) becomes 0.9; one outside (0, 100] is not carried.
+        """
+        if "targetUtilization" in self.metadata:
+            return  # the first utilisation trigger's threshold is kept
+        try:
+            value = float(str(threshold))
+        except ValueError:
+            value = math.nan
+        fraction = value / 100.0 if value > 1.0 else value
+        if not (0.0 < fraction <= 1.0):
+            self.out.warnings.append(
+                f"{where}: threshold {threshold!r} is not a utilisation in (0, 100]: targetUtilization"
+                " keeps its default"
+            )
+            return
+        self.metadata["targetUtilization"] = f"{round(fraction, 4):g}"
+        self.out.changes.append(
+            f"{where}: threshold {threshold} became targetUtilization"
+            f" {self.metadata['targetUtilization']}: the share of a replica's capacity the old object"
+            " let it run at, where the token signal starts until the calibration learns its own"
+        )
+
     def prometheus(self, where: str, trigger: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
         out, metadata = self.out, self.metadata
         query = str(meta.get("query") or "")
@@ -179,6 +209,7 @@ class _Triggers:
                 f"{where}: dropped: GPU utilisation lags the queue and cannot see requests"
                 " waiting; the token signal replaces it"
             )
+            self.utilisation(where, meta.get("threshold"))
             return
         if self.queue_from is not None:
             self.kept.append(trigger)

@@ -79,6 +79,7 @@ def test_the_published_configuration_becomes_one_external_trigger(
         "timezone": "Asia/Shanghai",
         "minReplicas": "2",
         "maxReplicas": "16",
+        "targetUtilization": "0.85",  # the utilisation trigger's 85 (percent per pod)
     }
     policy = parse_metadata(external(doc))
     assert (policy.min_replicas, policy.max_replicas) == (
@@ -92,6 +93,9 @@ def test_the_published_configuration_becomes_one_external_trigger(
     assert out.startswith("# The KEDA configuration published for this problem")
     assert "# Converted by `scaler convert`. Dropped: triggers[1] (prometheus) on GPU utilisation" in out
     assert any("triggers[1] (prometheus): dropped: GPU utilisation lags" in c for c in conversion.changes)
+    assert "triggers[1] (prometheus): threshold 85 became targetUtilization 0.85" in " ".join(
+        conversion.changes
+    )
     # The example's safety nets, sized to this object.
     assert doc["spec"]["fallback"] == {
         "failureThreshold": 4,
@@ -307,7 +311,7 @@ def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
     assert external(yaml.safe_load(captured.out))["scalerAddress"] == "scaler.example:9090"
     lines = captured.err.splitlines()
     assert lines[0].startswith("llama-70b-published: changed triggers[0] (prometheus): became engine: vllm")
-    assert len(lines) == 8
+    assert len(lines) == 9  # one per change, as the README's "From a KEDA configuration" shows
     assert main(["convert", str(tmp_path / "missing.yaml")]) == 2
     assert "scaler convert: error:" in capsys.readouterr().err
 
@@ -391,3 +395,48 @@ def test_equal_attainment_gives_up_at_a_threshold_of_one() -> None:
 
     assert _cheapest_attaining(attempt) is None
     assert _cheapest_attaining(lambda factor: None) is None
+
+
+def _with_utilisation_threshold(*thresholds: str) -> str:
+    triggers = "".join(
+        f"""
+    - type: prometheus
+      metadata:
+        serverAddress: http://prometheus:9090
+        query: avg(DCGM_FI_DEV_GPU_UTIL{{pod=~"vllm-.*"}})
+        threshold: "{threshold}"
+"""
+        for threshold in thresholds
+    )
+    return f"""
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {{name: llm, namespace: inference}}
+spec:
+  scaleTargetRef: {{name: vllm}}
+  minReplicaCount: 1
+  maxReplicaCount: 8
+  triggers:
+    - type: prometheus
+      metadata:
+        serverAddress: http://prometheus:9090
+        query: sum(vllm:num_requests_waiting)
+        threshold: "10"{triggers}"""
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "expected"),
+    [(("85",), "0.85"), (("0.9",), "0.9"), (("70", "90"), "0.7"), (("150",), None), (("high",), None)],
+    ids=["percent", "ratio", "the-first-of-two", "above-100", "not-a-number"],
+)
+def test_a_utilisation_threshold_becomes_the_target_utilization(
+    thresholds: tuple[str, ...], expected: str | None
+) -> None:
+    """The share of a replica the old object let it run at is kept as targetUtilization; a bad one warned."""
+    out, (conversion,) = convert_text(_with_utilisation_threshold(*thresholds))
+    metadata = external(yaml.safe_load(out))
+    assert metadata.get("targetUtilization") == expected
+    if expected is None:
+        assert any("is not a utilisation in (0, 100]" in w for w in conversion.warnings)
+    else:
+        assert parse_metadata(metadata).target_utilization == float(expected)
