@@ -198,32 +198,24 @@ class Hpa:
             + self._changed(self._down_events, now, period)
         )
 
-    def _scale_up_limit(self, current: int, now: float) -> int:
-        rules = self.behavior.scale_up
+    def _rate_limit(self, current: int, now: float, up: bool) -> int:
+        """The furthest the direction's policies let replicas go from ``current`` (rule 4)."""
+        rules = self.behavior.scale_up if up else self.behavior.scale_down
         if rules.select_policy == "Disabled":
             return current
         proposals = []
         for p in rules.policies:
             start = self._period_start(current, now, p.period_seconds)
             if p.type == "Pods":
-                proposals.append(start + p.value)
-            else:
+                proposals.append(start + p.value if up else start - p.value)
+            elif up:
                 proposals.append(math.ceil(start * (1 + p.value / 100)))
-        return (min if rules.select_policy == "Min" else max)(proposals)
-
-    def _scale_down_limit(self, current: int, now: float) -> int:
-        rules = self.behavior.scale_down
-        if rules.select_policy == "Disabled":
-            return current
-        proposals = []
-        for p in rules.policies:
-            start = self._period_start(current, now, p.period_seconds)
-            if p.type == "Pods":
-                proposals.append(start - p.value)
             else:
                 proposals.append(int(start * (1 - p.value / 100)))
-        # Max (the default) allows the most change: the lowest count.
-        return (max if rules.select_policy == "Min" else min)(proposals)
+        # Max (the default) picks the policy that allows the most change: the highest count
+        # up, the lowest down; Min the least.
+        most, least = (max, min) if up else (min, max)
+        return (least if rules.select_policy == "Min" else most)(proposals)
 
     def step(
         self,
@@ -266,12 +258,12 @@ class Hpa:
             limited = "stabilization"
 
         if target > spec_replicas:
-            limit = max(self._scale_up_limit(spec_replicas, now), spec_replicas)
+            limit = max(self._rate_limit(spec_replicas, now, up=True), spec_replicas)
             allowed = min(self.max_replicas, limit)
             if target > allowed:
                 target, limited = allowed, ("max" if allowed == self.max_replicas else "scale_up_limit")
         elif target < spec_replicas:
-            limit = min(self._scale_down_limit(spec_replicas, now), spec_replicas)
+            limit = min(self._rate_limit(spec_replicas, now, up=False), spec_replicas)
             allowed = max(self.min_replicas, limit)
             if target < allowed:
                 target, limited = allowed, ("min" if allowed == self.min_replicas else "scale_down_limit")
