@@ -141,6 +141,34 @@ def test_scale_down_policy_and_min_clamp() -> None:
 
 
 @pytest.mark.parametrize(
+    ("direction", "select", "current", "desired", "expected"),
+    [
+        ("scaleDown", "Max", 10, 1, 5),  # Percent 50 removes 5, Pods 1 removes 1: the most change
+        ("scaleDown", "Min", 10, 1, 9),  # the least change
+        ("scaleDown", "Max", 5, 1, 2),  # 5 * (1 - 0.5) = 2.5, truncated as Kubernetes does: 2, not 3
+        ("scaleUp", "Max", 4, 40, 6),  # Percent 50 adds ceil(2), Pods 1 adds 1: the most change
+        ("scaleUp", "Min", 4, 40, 5),
+        ("scaleUp", "Max", 3, 40, 5),  # 3 * 1.5 = 4.5, rounded up: 5
+    ],
+    ids=["down-max", "down-min", "down-percent-truncates", "up-max", "up-min", "up-percent-rounds-up"],
+)
+def test_select_policy_and_percent_rounding_per_direction(
+    direction: str, select: str, current: int, desired: float, expected: int
+) -> None:
+    """Max picks the policy allowing the most change and Min the least, each direction its own way."""
+    rules = {
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": select,
+        "policies": [
+            {"type": "Percent", "value": 50, "periodSeconds": 60},
+            {"type": "Pods", "value": 1, "periodSeconds": 60},
+        ],
+    }
+    hpa = Hpa(1, 100, Behavior.from_spec({direction: rules}))
+    assert hpa.step(0, current, current, [avg(desired)]).replicas == expected
+
+
+@pytest.mark.parametrize(
     ("current", "desired", "expected", "limit"),
     [(10, 40, 16, "max"), (3, 0, 2, "min"), (5, 1, 2, "min")],
 )
