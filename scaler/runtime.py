@@ -10,22 +10,16 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaler.model import Decision, Observation
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 
-DEMAND_FIELDS = ("queue_waiting", "prompt_tokens_per_s", "generation_tokens_per_s")
-ALL_FIELDS = (
-    "queue_waiting",
-    "requests_running",
-    "prompt_tokens_per_s",
-    "generation_tokens_per_s",
-    "current_replicas",
-    "ready_replicas",
-    "gpu_schedulable_replicas",
-)
+# Every input that is unknown unless a source gives it (the input table's rows without a
+# default of 0): what a source that returned nothing leaves missing.
+ALL_FIELDS = tuple(f.name for f in fields(Observation) if "input" in f.metadata and f.default is None)
 
 
 def unknown_observation(now: datetime, reason: str) -> Observation:
