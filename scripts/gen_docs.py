@@ -10,11 +10,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scaler.outputs.series import input_table
+from scaler.model import INPUTS
+from scaler.outputs.series import TARGET_LABELS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 BEGIN = "<!-- begin inputs: generated from scaler.model.INPUTS by ./dev docs -->"
 END = "<!-- end inputs -->"
+
+
+def input_table() -> list[str]:
+    """The table of input series, in export order: a header, then for each row of the input
+    table its series, type and labels, and its help followed by its ``doc``."""
+    rows = ["| series | type | labels | meaning |", "|---|---|---|---|"]
+    for spec in sorted(INPUTS.values(), key=lambda spec: spec.replica_state):
+        if spec.series is not None:
+            meaning = f"{spec.help} {spec.doc}".strip()
+            rows.append(f"| `{spec.series}` | gauge | {', '.join(TARGET_LABELS)} | {meaning} |")
+    return rows
 
 
 def render(text: str) -> str:

@@ -12,7 +12,6 @@ import pytest
 
 from scaler.config import TargetPolicy
 from scaler.model import INPUTS, InputSource, InputSpec, Observation
-from scaler.outputs import series as series_module
 from scaler.outputs.series import INPUT_SERIES, REPLICA_STATE_SERIES, SERIES_BY_NAME
 from scaler.sources.files import OBSERVATION_FIELDS
 from scaler.sources.live import PROMETHEUS_FIELDS
@@ -88,7 +87,7 @@ def test_a_new_row_appears_in_the_rendered_docs(monkeypatch: pytest.MonkeyPatch)
     row = InputSpec(
         "llm_scaler_input_prefix_cache_hit_ratio", "Prefix cache hits, 0 to 1.", InputSource.PROMETHEUS
     )
-    monkeypatch.setattr(series_module, "INPUTS", {**INPUTS, "prefix_cache_hit": row})
+    monkeypatch.setattr(gen, "INPUTS", {**INPUTS, "prefix_cache_hit": row})
     rendered = gen.render((ROOT / "docs" / "metrics.md").read_text())
     assert (
         "| `llm_scaler_input_prefix_cache_hit_ratio` | gauge | namespace, scaledobject | Prefix cache hits"

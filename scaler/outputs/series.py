@@ -228,18 +228,3 @@ SERIES: tuple[SeriesSpec, ...] = (
 )
 
 SERIES_BY_NAME: dict[str, SeriesSpec] = {s.name: s for s in SERIES}
-
-
-def input_table() -> list[str]:
-    """docs/metrics.md's table of the input series ("The inputs"), in export order, from the input table.
-
-    A header, then each row: the series, its type and labels, and its help followed by the row's ``doc``.
-    ``scripts/gen_docs.py`` (``./dev docs``) writes them; a test keeps the file equal.
-    """
-    rows = ["| series | type | labels | meaning |", "|---|---|---|---|"]
-    for _, spec in sorted(INPUTS.items(), key=lambda item: item[1].replica_state):
-        if spec.series is None:
-            continue
-        meaning = f"{spec.help} {spec.doc}".strip()
-        rows.append(f"| `{spec.series}` | gauge | {', '.join(TARGET_LABELS)} | {meaning} |")
-    return rows
