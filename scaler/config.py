@@ -224,6 +224,7 @@ class TargetPolicy(BaseModel):
     max_pending_replicas: int = Field(0, alias="maxPendingReplicas", ge=0, le=MAX_REPLICAS_LIMIT)
     max_staleness_seconds: float = Field(300.0, alias="maxStalenessSeconds", gt=0, le=86400)
     ttft_objective_seconds: float = Field(2.0, alias="ttftObjectiveSeconds", gt=0, le=600)
+    ttft_objective_percentile: float = Field(99.5, alias="ttftObjectivePercentile", ge=50, lt=100)
     # engine: custom: each input from a PromQL expression of your own, summed over its result.
     queue_query: CustomQuery | None = Field(None, alias="queueQuery")
     running_query: CustomQuery | None = Field(None, alias="runningQuery")
@@ -358,7 +359,8 @@ ALIASES: dict[str, str] = {(info.alias or name): name for name, info in TargetPo
 
 _RULE_HINTS = {
     "minReplicas": "this scaler never scales to zero; use 1 or more",
-    "targetUtilization": "a fraction of one replica's capacity, in (0, 1]",
+    "targetUtilization": "a fraction of one replica's capacity, in (0, 1]; no longer used",
+    "ttftObjectivePercentile": "the share of first tokens, in percent, that must meet ttftObjectiveSeconds",
 }
 
 

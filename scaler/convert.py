@@ -9,9 +9,9 @@ The rewrite, trigger by trigger (``convert``; every change is reported, one line
   ``nv_trt_llm_request_metrics{request_type="waiting"}`` (``scaler.sources.presets``).
 * any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
 * ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.
-  Utilisation lags the queue and cannot see requests waiting; the token signal replaces it.
-  Its threshold (the share of a replica the old object let it run at) is kept as
-  ``targetUtilization``, where the token signal starts before the calibration has learned.
+  Utilisation lags the queue and cannot see requests waiting; the load signal replaces it.
+  Its threshold is not carried (the report says so): the load signal's headroom comes from the
+  TTFT objective at the forecast load, not from a utilisation target.
 * ``cron``: pre-warm windows (``prewarmStart``/``prewarmEnd``/``prewarmReplicas``/
   ``timezone`` for one, ``prewarmWindows`` for several).
 * anything else: kept, with a warning: the HPA takes the largest of its metrics, so while
@@ -28,9 +28,8 @@ trigger over 85 and a weekday 09:00-12:00 cron for 8 replicas. It becomes one ex
 trigger with ``engine: vllm``, ``labelSelector: model_name="llama-70b"``,
 ``targetQueuePerReplica: "50"``, ``prewarmStart: 0 9 * * 1-5``, ``prewarmEnd: 0 12 * * 1-5``,
 ``prewarmReplicas: "8"``, ``timezone: Asia/Shanghai``, ``minReplicas: "2"``,
-``maxReplicas: "16"`` and ``targetUtilization: "0.85"``; the utilisation trigger is gone, with a
-comment saying why. The token capacities are not in the old object: the capacity calibration
-learns them.
+and ``maxReplicas: "16"``; the utilisation trigger is gone, with a comment saying why. The
+per-replica capacities are not in the old object: the scaler measures them (``scaler.capacity``).
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ import argparse
 import copy
 import io
 import json
-import math
 import re
 import sys
 import textwrap
@@ -175,29 +173,14 @@ class _Triggers:
             self.metadata["prewarmWindows"] = json.dumps(self.windows)
 
     def utilisation(self, where: str, threshold: Any) -> None:
-        """Keep a utilisation trigger's threshold as where the token signal starts: targetUtilization.
+        """Say what became of a utilisation trigger's threshold: nothing carries it.
 
-        *Example*: a DCGM trigger over 85 (percent per pod) becomes ``targetUtilization: "0.85"``;
-        a threshold of 0.9 (a ratio) becomes 0.9; one outside (0, 100] is not carried.
+        *Example*: a DCGM trigger over 85 reports ``threshold 85 not carried: ...``.
         """
-        if "targetUtilization" in self.metadata:
-            return  # the first utilisation trigger's threshold is kept
-        try:
-            value = float(str(threshold))
-        except ValueError:
-            value = math.nan
-        fraction = value / 100.0 if value > 1.0 else value
-        if not (0.0 < fraction <= 1.0):
-            self.out.warnings.append(
-                f"{where}: threshold {threshold!r} is not a utilisation in (0, 100]: targetUtilization"
-                " keeps its default"
-            )
-            return
-        self.metadata["targetUtilization"] = f"{round(fraction, 4):g}"
         self.out.changes.append(
-            f"{where}: threshold {threshold} became targetUtilization"
-            f" {self.metadata['targetUtilization']}: the share of a replica's capacity the old object"
-            " let it run at, where the token signal starts until the calibration learns its own"
+            f"{where}: threshold {threshold} not carried: the load signal's headroom comes from"
+            " ttftObjectiveSeconds and ttftObjectivePercentile at the forecast load, not from a"
+            " utilisation target"
         )
 
     def prometheus(self, where: str, trigger: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
@@ -207,7 +190,7 @@ class _Triggers:
             self.dropped.append(f"{where} on GPU utilisation")
             out.changes.append(
                 f"{where}: dropped: GPU utilisation lags the queue and cannot see requests"
-                " waiting; the token signal replaces it"
+                " waiting; the load signal replaces it"
             )
             self.utilisation(where, meta.get("threshold"))
             return
@@ -234,7 +217,7 @@ class _Triggers:
             metadata["queueQuery"] = query
             out.changes.append(
                 f"{where}: became engine: custom with queueQuery: the query is not a known engine's"
-                " queue gauge; add the custom token-rate queries to turn the token signal on"
+                " queue gauge; add runningQuery and promptTokensQuery to turn the load signal on"
             )
         if "threshold" in meta:
             metadata["targetQueuePerReplica"] = str(meta["threshold"])
@@ -305,7 +288,7 @@ def convert(source: CommentedMap, scaler_address: str = DEFAULT_SCALER_ADDRESS) 
     if walk.dropped:
         note = (
             "Converted by `scaler convert`. Dropped: " + "; ".join(walk.dropped) + ": utilisation lags the"
-            " queue and cannot see requests waiting; the token signal replaces it."
+            " queue and cannot see requests waiting; the load signal replaces it."
         )
         spec.yaml_set_comment_before_after_key(
             "triggers", before="\n".join(textwrap.wrap(note, 86)), indent=2

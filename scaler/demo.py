@@ -6,11 +6,14 @@ A scripted load drives the fleet, timed around a one-minute pre-warm window that
 the first minute boundary at least 30 s after the start (``W`` seconds in):
 
     [0, W)         2 req/s: the pre-warm window sets the target one cold start before W
-    [W, W+10)      a ramp to 14 req/s: the token signal takes over
+    [W, W+10)      a ramp to 14 req/s: the queue that forms asks for more
     [W+10, W+25)   40 req/s, more than 8 GPUs serve: the GPU inventory clamps the target
-    [W+25, ...)    decay to 2 req/s; the window closes at W+60 and, once the burst has left
-                   the forecaster's one-minute peak guard (W+85), the target comes down a
-                   step at a time (the engine is still learning this new target's traffic)
+    [W+25, ...)    decay to 2 req/s; the window closes at W+60 and the load signal lets the
+                   target down as the decay leaves the demand it planned one cold start ago
+
+A replica holds 30 sequences, each decoding 30 tokens/s, and prefills 9,000 prompt tokens/s:
+with 1,100-token prompts and 210-token completions a request is in service 7.1 s, so the
+slots bind at 4.2 requests/s per replica.
 
 Each decision is printed and lands on the simulated Deployment as it would in a cluster:
 through ``scaler.hpa``, the HPA model the replay uses, with the example ScaledObject's
@@ -47,9 +50,14 @@ from scaler.sources.files import scaledobject_from_dict
 
 PROMPT_TOKENS = 1100  # per request, as in the Azure conversation trace
 OUTPUT_TOKENS = 210
-PREFILL_PER_REPLICA = 9000.0  # tokens/s
-DECODE_PER_REPLICA = 1800.0
-REQUESTS_PER_REPLICA = 1.0 / (PROMPT_TOKENS / PREFILL_PER_REPLICA + OUTPUT_TOKENS / DECODE_PER_REPLICA)
+PREFILL_PER_REPLICA = 9000.0  # prompt tokens/s a replica prefills
+SLOTS = 30  # sequences a replica runs at once
+DECODE_PER_SEQUENCE = 30.0  # completion tokens/s each running sequence gets
+DECODE_PER_REPLICA = SLOTS * DECODE_PER_SEQUENCE  # 900 tokens/s with every slot busy
+IN_SERVICE_S = PROMPT_TOKENS / PREFILL_PER_REPLICA + OUTPUT_TOKENS / DECODE_PER_SEQUENCE  # 7.1 s
+# A replica finishes requests as fast as its scarcer resource allows: prefill (8.2 req/s)
+# or slots held for a request's time in service (30 / 7.1 s = 4.2 req/s): the slots bind.
+REQUESTS_PER_REPLICA = min(PREFILL_PER_REPLICA / PROMPT_TOKENS, SLOTS / IN_SERVICE_S)
 
 
 LOW, PEAK, BURST = 2.0, 14.0, 40.0  # requests per second
@@ -107,7 +115,6 @@ def demo_scaledobject(now: datetime) -> dict[str, object]:
                         "targetQueuePerReplica": "10",
                         "promptTokensPerSecondPerReplica": f"{PREFILL_PER_REPLICA:g}",
                         "generationTokensPerSecondPerReplica": f"{DECODE_PER_REPLICA:g}",
-                        "targetUtilization": "0.75",
                         "coldStartSeconds": "20",
                         "prewarmStart": f"{opens.minute} {opens.hour} * * *",
                         "prewarmEnd": f"{closes.minute} {closes.hour} * * *",
@@ -149,15 +156,18 @@ class LoadDriver:
         served = min(capacity, arrivals + self.queue / max(dt, 1e-9))
         self.queue = max(0.0, self.queue + (arrivals - served) * dt)
         waiting_time = self.queue / capacity if capacity else 60.0
+        running = served * IN_SERVICE_S
+        prefill_s = PROMPT_TOKENS / PREFILL_PER_REPLICA
+        busy = min(0.9, served * prefill_s / len(ready)) if ready else 0.9
         self.fleet.set_fleet_load(
             PodLoad(
                 waiting=self.queue,
-                running=min(served, capacity) * 4,
+                running=running,
                 prompt_tokens_per_s=served * PROMPT_TOKENS,
                 generation_tokens_per_s=served * OUTPUT_TOKENS,
                 requests_per_s=served,
-                ttft_seconds=0.15 + waiting_time,
-                kv_cache_usage=min(1.0, served / capacity) if capacity else 1.0,
+                ttft_seconds=prefill_s / (1.0 - busy) + waiting_time,
+                kv_cache_usage=min(1.0, running / (len(ready) * SLOTS)) if ready else 1.0,
             )
         )
 
@@ -212,8 +222,8 @@ class Showed:
             else f"the target stayed at its peak of {self.peak}"
         )
         lines = [f"# {self.summary.line()}", f"# showed: {prewarm}; {down}"]
-        if self.last is not None and self.last.binding is Signal.HOLD:
-            lines.append(f"# still held at {self.last.replicas}: {self.last.signal_reasons[Signal.HOLD]}")
+        if self.last is not None and self.last.binding is Signal.LOAD:
+            lines.append(f"# ends at {self.last.replicas}: {self.last.signal_reasons[Signal.LOAD]}")
         return lines
 
 

@@ -1,90 +1,76 @@
-"""The decision engine: per-target state plus the pure signals and policy.
+"""The decision engine: one target's state, and the pipeline from an observation to a decision.
 
     from scaler.engine import Engine, Observation
     engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "16"})
     decision = engine.decide(Observation(now=..., queue_waiting=40, ...))
 
-The engine never reads the wall clock: ``Observation.now`` is the only time it
-knows. Equal observations in equal order give equal decisions, which is what lets
-several scaler replicas answer alike and a restarted one rebuild its state from
-Prometheus history (``warm``).
+``decide`` is a short pipeline of named steps, each a pure module:
+
+    observe   -> demand     offered work, never capped by the fleet       (scaler.demand)
+              -> capacity   what one replica holds, measured              (scaler.capacity)
+              -> forecast   demand one cold start ahead, with its margin  (scaler.forecast)
+              -> need       replicas per resource, the largest binds      (scaler.signals.load)
+              -> combine    every signal's proposal, the largest wins     (scaler.signals.table)
+              -> clamp      maxReplicas, the GPU inventory, the HPA       (scaler.policy)
+
+The engine never reads the wall clock: ``Observation.now`` is the only time it knows. Equal
+observations in equal order give equal decisions, which is what lets several scaler
+replicas answer alike and a restarted one rebuild its state from Prometheus history
+(``warm``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 
 from scaler import coldstart
-from scaler.calibration import CalibrationParams, CapacityCalibration
+from scaler.capacity import CapacityModel
 from scaler.config import TargetPolicy, parse_metadata
-from scaler.forecast import ForecastParams, SeriesForecaster
-from scaler.landing import LandingMonitor, landing_step_down, tolerances
-from scaler.model import Decision, Lead, Note, NoteKind, Observation, Signal
+from scaler.demand import Demand, DemandReader
+from scaler.forecast import Forecast, Forecaster
+from scaler.landing import LandingMonitor
+from scaler.model import Capacity, Decision, Lead, Note, NoteKind, Observation, Signal
+from scaler.params import DEFAULT, DeciderParams
 from scaler.policy import combine
-from scaler.signals import ceil_replicas, tokens
+from scaler.signals import load as load_signal
 from scaler.signals.context import SignalInputs
 from scaler.signals.table import propose_all
 
-__all__ = ["Decision", "Engine", "HistoryPoint", "Observation"]
+__all__ = ["Decision", "Engine", "Observation"]
 
-_DEMAND_SIGNALS = (Signal.QUEUE, Signal.TOKENS, Signal.HOLD)
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryPoint:
-    """A past sample of what the engine learns from, used to warm it after a start.
-
-    The token rates warm the forecasters; the queue, the replicas and the TTFT (when the
-    history has them) warm the capacity calibration, so a restarted process holds what a
-    running one learned over the same history.
-    """
-
-    timestamp: float
-    prompt_tokens_per_s: float | None
-    generation_tokens_per_s: float | None
-    queue_waiting: float | None = None
-    ready_replicas: int | None = None
-    ttft_over_objective: float | None = None
-    requests_per_s: float | None = None
-
-    def observation(self) -> Observation:
-        """The sample as an Observation (its Ready replicas stand for the current ones too)."""
-        return Observation(
-            now=datetime.fromtimestamp(self.timestamp, tz=UTC),
-            queue_waiting=self.queue_waiting,
-            prompt_tokens_per_s=self.prompt_tokens_per_s,
-            generation_tokens_per_s=self.generation_tokens_per_s,
-            current_replicas=self.ready_replicas,
-            ready_replicas=self.ready_replicas,
-            ttft_over_objective=self.ttft_over_objective,
-            requests_per_s=self.requests_per_s,
-        )
+_DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD)
+# The inputs demand is read from. The queue always counts; the prompt rate counts once a prompt
+# capacity is configured and the running count once a generation capacity is (the configuration
+# says the engine reads them); any of them counts once it has been seen for this target (an
+# engine that never exports one does not depend on it). While one that counts is missing the
+# load abstains and last_known holds the target.
+DEMAND_INPUTS = ("queue_waiting", "prompt_tokens_per_s", "requests_running", "requests_per_s")
 
 
 class Engine:
-    """One target's decision state: token forecasters, capacity calibration and landing monitor."""
+    """One target's decision state: demand reader, capacity model, two forecasters, landing monitor."""
 
-    def __init__(
-        self,
-        policy: TargetPolicy,
-        params: ForecastParams | None = None,
-        calibration: CalibrationParams | None = None,
-    ) -> None:
-        self.params = params or ForecastParams()
+    def __init__(self, policy: TargetPolicy, params: DeciderParams = DEFAULT) -> None:
+        self.params = params
         self._policy = policy
-        self.calibration = CapacityCalibration(policy, calibration)
-        lead, _ = coldstart.lead(policy.cold_start_seconds, None)
-        self._prompt = SeriesForecaster(lead, self.params)
-        self._generation = SeriesForecaster(lead, self.params)
+        self._demand = DemandReader(params.rate_window_s)
+        self.capacity = CapacityModel(policy, params)
+        self._prompt = Forecaster(params)  # offered prompt tokens per second (scaler.demand)
+        self._concurrency = Forecaster(params)  # offered sequences in service
+        self._seen: set[str] = {"queue_waiting"}
         self._last_demand: int | None = None
         self._last_fresh: float | None = None
-        self._last_queue: tuple[float, float] | None = None  # (time, waiting) at the previous refresh
+        self._previous_waiting: float | None = None
+        self._last_load: int | None = None  # the load signal's last answer: where its search starts
+        self._measured_late = 0.0  # exponential averages of the measured and modelled late shares
+        self._modelled_late = 0.0
+        self._bias_t: float | None = None
         self._landing = LandingMonitor()
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, str], params: ForecastParams | None = None) -> Engine:
+    def from_metadata(cls, metadata: Mapping[str, str], params: DeciderParams = DEFAULT) -> Engine:
         """Build from ScaledObject trigger metadata; raises scaler.config.MetadataError."""
         return cls(parse_metadata(metadata), params)
 
@@ -96,17 +82,17 @@ class Engine:
     def update_policy(self, policy: TargetPolicy) -> None:
         """Apply changed metadata, keeping what was learned about the traffic."""
         self._policy = policy
-        self.calibration.configure(policy)
+        self.capacity.configure(policy)
 
-    def warm(self, history: Iterable[HistoryPoint]) -> int:
-        """Feed past samples (oldest first) so a new process does not forget what was learned.
+    def warm(self, history: Iterable[Observation]) -> int:
+        """Feed past observations (oldest first) so a new process holds what a running one learned.
 
-        Each point goes through the same learning a decision does (forecasters, capacity
-        calibration, the queue's history), without deciding.
+        Each goes through the same learning a decision does (demand, capacity, forecasts),
+        without deciding.
         """
         count = 0
-        for point in history:
-            self._learn(point.observation())
+        for obs in history:
+            self._learn(obs)
             count += 1
         return count
 
@@ -115,66 +101,110 @@ class Engine:
         measured = coldstart.ColdStart(obs.cold_start_samples, obs.cold_start_seconds, None, None)
         return coldstart.lead(self._policy.cold_start_seconds, measured)
 
-    def _learn(self, obs: Observation) -> None:
-        """What every observation teaches, decided on or not: forecasts and calibration."""
+    def forecast_quantile(self) -> float:
+        """The quantile of the forecast's errors a decision shows as its margin: the percentile."""
+        return self._policy.ttft_objective_percentile / 100.0
+
+    def _missing(self, obs: Observation) -> list[str]:
+        """The demand inputs this target depends on that are missing now (``DEMAND_INPUTS``)."""
+        for name in DEMAND_INPUTS:
+            if getattr(obs, name) is not None:
+                self._seen.add(name)
+        expected = set(self._seen)
+        if self._policy.prompt_tokens_per_second_per_replica is not None:
+            expected.add("prompt_tokens_per_s")
+        if self._policy.generation_tokens_per_second_per_replica is not None:
+            expected.add("requests_running")
+        return [name for name in DEMAND_INPUTS if name in expected and getattr(obs, name) is None]
+
+    def _learn(self, obs: Observation) -> Demand:
+        """What every observation teaches, decided on or not: demand, capacity and forecasts."""
         t = obs.timestamp
         lead, _ = self.lead(obs)
-        for f in (self._prompt, self._generation):
-            f.horizon_s = lead
-        # Saturated (a request waits per Ready replica): the rates are throughput, not demand.
-        saturated = (
-            obs.queue_waiting is not None
-            and obs.ready_replicas is not None
-            and obs.queue_waiting >= max(1, obs.ready_replicas)
-        )
-        arrivals = self._arrival_factor(obs, t)
-        if obs.prompt_tokens_per_s is not None:
-            self._prompt.update(t, obs.prompt_tokens_per_s * arrivals, demand=not saturated)
-        if obs.generation_tokens_per_s is not None:
-            self._generation.update(t, obs.generation_tokens_per_s * arrivals, demand=not saturated)
-        self.calibration.observe(obs)
-        if obs.queue_waiting is not None:
-            self._last_queue = (t, obs.queue_waiting)
+        demand = self._demand.read(obs)
+        self.capacity.observe(obs, demand)
+        if demand.prompt_tokens_per_s is not None:
+            self._prompt.update(t, demand.prompt_tokens_per_s, lead)
+        if demand.concurrency is not None:
+            self._concurrency.update(t, demand.concurrency, lead)
+        return demand
 
-    def _missing_inputs(self, obs: Observation, token_signal_on: bool) -> list[str]:
-        missing: list[str] = []
-        if obs.queue_waiting is None:
-            missing.append("queue_waiting")
-        if token_signal_on and self.calibration.uses_prompt and obs.prompt_tokens_per_s is None:
-            missing.append("prompt_tokens_per_s")
-        if token_signal_on and self.calibration.uses_generation and obs.generation_tokens_per_s is None:
-            missing.append("generation_tokens_per_s")
-        return missing
+    def _learn_bias(
+        self,
+        obs: Observation,
+        capacity: Capacity,
+        demand: Demand,
+        prompt: Forecast | None,
+        concurrency: Forecast | None,
+    ) -> float:
+        """The model's bias: the measured share of late first tokens over the modelled one, each an
+        exponential average over ``learning_time_constant_s`` (a ratio of averages: the measured share of
+        one rate window is a handful of requests, mostly none late and now and then many)."""
+        t, measured, ready = obs.timestamp, obs.ttft_over_objective, obs.ready_replicas
+        last, self._bias_t = self._bias_t, t
+        if measured is not None and ready and last is not None and self.capacity.steady:
+            modelled = load_signal.late_now(self._policy, capacity, demand, prompt, concurrency, ready, obs)
+            if modelled is not None:
+                weight = min(1.0, (t - last) / self.params.learning_time_constant_s)
+                self._measured_late += weight * (measured - self._measured_late)
+                self._modelled_late += weight * (modelled - self._modelled_late)
+        floor = (1.0 - self._policy.ttft_objective_percentile / 100.0) * self.params.bias_floor
+        # Only an optimistic model is corrected: a window's measured share is mostly zero on a
+        # fleet that meets its objective, and letting that lower the modelled lateness would walk
+        # the fleet to the edge where one more request in service makes the next wait a decode.
+        return max(1.0, (self._measured_late + floor) / (self._modelled_late + floor))
+
+    def _forecasts(self, quantile: float, capacity: Capacity) -> tuple[Forecast | None, Forecast | None]:
+        """The prompt and concurrency forecasts, each miss counted against the larger of its plan
+        and what the floor's replicas hold (``scaler.forecast``)."""
+        floor = self._policy.min_replicas
+        prompt = self._prompt.forecast(quantile, floor * (capacity.prefill_tokens_per_s or 0.0))
+        concurrency = self._concurrency.forecast(quantile, floor * math.floor(capacity.slots or 0.0))
+        return prompt, concurrency
 
     def decide(self, obs: Observation) -> Decision:
-        """Learn from ``obs``, then run every signal and combine them into this refresh's Decision."""
+        """observe -> demand -> capacity -> forecast -> need -> combine -> clamp (module docstring)."""
         policy = self._policy
         t = obs.timestamp
-        previous_queue = self._last_queue
-        self._learn(obs)
-        capacity = self.calibration.capacity()
-        missing = self._missing_inputs(obs, capacity.known)
+        previous_waiting = self._previous_waiting
+        missing = self._missing(obs)
+        demand = self._learn(obs)
+        self._previous_waiting = obs.queue_waiting
         if not missing:
             self._last_fresh = t
-        prompt_f = self._prompt.forecast()
-        generation_f = self._generation.forecast()
-        token_missing = any(m != "queue_waiting" for m in missing)
         horizon, lead_source = self.lead(obs)
-        # A stale forecast is not a proposal: while a token rate is missing the token
-        # signals abstain and last_known holds the last complete demand instead.
-        token_demand = None if token_missing else tokens.demand(prompt_f, generation_f, capacity, horizon)
-        unknown = "; ".join(f"{m}: {obs.missing.get(m, 'no data')}" for m in missing) or "no data yet"
-
+        capacity = self.capacity.capacity()
+        q = self.forecast_quantile()
+        prompt_f, concurrency_f = self._forecasts(q, capacity)
+        unknown = "; ".join(f"{m}: {obs.missing.get(m, 'no data')}" for m in missing)
+        # A stale forecast is not a proposal: while a demand input is missing the load
+        # abstains and last_known holds the last complete demand instead.
+        load, bias = None, None
+        if not any(m != "queue_waiting" for m in missing):
+            bias = self._learn_bias(obs, capacity, demand, prompt_f, concurrency_f)
+            load = load_signal.need(
+                policy,
+                capacity,
+                demand,
+                prompt_f,
+                concurrency_f,
+                unknown or "no data yet",
+                self._last_load,
+                bias,
+                obs,
+                self.params,
+            )
+            if load is not None and load.binding is not None:
+                self._last_load = load.replicas
         inputs = SignalInputs(
             policy=policy,
             observation=obs,
             horizon_s=horizon,
+            demand=demand,
             capacity=capacity,
-            token_demand=token_demand,
-            token_unknown=unknown,
-            previous_queue=None if previous_queue is None else (t - previous_queue[0], previous_queue[1]),
-            learning=self._learning(obs),
-            earned=self._earned_floor(obs),
+            load=load,
+            load_unknown=f"inputs missing: {unknown}" if unknown else "no demand measured yet",
+            previous_waiting=previous_waiting,
             last_demand=self._last_demand,
             missing=tuple(missing),
         )
@@ -186,13 +216,18 @@ class Engine:
             notes.append(Note(NoteKind.INPUTS_AGE, f"inputs last complete {t - self._last_fresh:.0f}s ago"))
 
         forecast: dict[str, float] = {}
-        if prompt_f:
-            forecast["prompt_tokens_per_s"] = prompt_f.at(horizon)
-        if generation_f:
-            forecast["generation_tokens_per_s"] = generation_f.at(horizon)
-        if token_demand:
-            forecast["busy_replicas_now"] = token_demand.now
-            forecast["busy_replicas_at_horizon"] = token_demand.horizon
+        if demand.arrivals_per_s is not None:
+            forecast["arrivals_per_s"] = demand.arrivals_per_s
+        for key, f in (("prompt_tokens_per_s", prompt_f), ("concurrency", concurrency_f)):
+            if f is not None:
+                forecast[key] = f.planned
+                forecast[f"{key}_margin"] = f.margin
+        if load is not None and load.needs:
+            forecast["busy_replicas_now"] = load.busy_now
+            forecast["busy_replicas_at_horizon"] = load.busy_planned
+            forecast["late_expected"] = load.late
+        if bias is not None:
+            forecast["model_bias"] = bias
 
         landing = self._landing.observe(obs)
         if landing is not None and landing.reason not in ("landed", "in_flight"):
@@ -202,65 +237,9 @@ class Engine:
             inputs_complete_at=self._last_fresh,
         )
         self._landing.remember(decision.replicas)
-        demand = [p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None]
-        if demand and not missing:
-            self._last_demand = max(demand)
+        demand_asks = [
+            p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None
+        ]
+        if demand_asks and not missing:
+            self._last_demand = max(demand_asks)
         return decision
-
-    def _arrival_factor(self, obs: Observation, t: float) -> float:
-        """Arrivals over service: ``(served + queue growth) / served``, from requests per second.
-
-        The token rates count what was served. Requests that arrive and wait are demand too,
-        and requests drained from a backlog are not: arrivals = served + d(waiting)/dt
-        (conservation). *Example*: 5 requests/s served while the queue grew from 100 to 250
-        in 15 s: 10 more arrived each second than were served, so the demand is 3 times the
-        served token rates. 1 when a count is unknown or the queue did not change.
-        """
-        served = obs.requests_per_s
-        if served is None or served <= 0 or obs.queue_waiting is None or self._last_queue is None:
-            return 1.0
-        dt = t - self._last_queue[0]
-        if dt <= 0:
-            return 1.0
-        growth = (obs.queue_waiting - self._last_queue[1]) / dt
-        return max(0.0, (served + growth) / served)
-
-    def _learning(self, obs: Observation) -> str | None:
-        """Why the engine does not trust its forecast or capacity yet, or None once it does.
-
-        Only while there is something to learn from: token rates (and, for the capacity,
-        Ready replicas). A target that is given neither keeps today's behaviour.
-        """
-        needed = self.params.min_error_checks
-        fed = [f.samples_checked for f in (self._prompt, self._generation) if f.level is not None]
-        if not fed:
-            return None
-        if min(fed) < needed:
-            return f"learning the traffic: {min(fed)} of {needed} forecasts checked"
-        if obs.ready_replicas is None:
-            return None
-        if not self.calibration.capacity().known:
-            return "learning the capacity: not configured, and no saturated minute measured yet"
-        if not self.calibration.settled:
-            return "learning the capacity: too few refreshes near the plan"
-        return None
-
-    def _earned_floor(self, obs: Observation) -> int | None:
-        """While learning, the replicas to keep: the fleet earns its way down one at a time.
-
-        One step down (one replica, or the smallest step the HPA's tolerance lets land)
-        once the current count has served a whole rate window within the TTFT objective,
-        and never more than one below what the largest per-replica load so served says
-        the load needs: ``max(step down, ceil(load / proven) - 1)``; otherwise the
-        current count.
-        """
-        current = obs.current_replicas
-        if current is None or not self.calibration.steady_within_objective:
-            return current
-        floor_now = landing_step_down(current, tolerances(obs.hpa)[1])
-        proven = self.calibration.proven_load
-        prompt, generation = obs.prompt_tokens_per_s, obs.generation_tokens_per_s
-        if proven is not None and (prompt is not None or generation is not None):
-            load = self.calibration.load(prompt or 0.0, generation or 0.0)
-            floor_now = max(floor_now, ceil_replicas(load / proven) - 1)
-        return max(1, min(current, floor_now))

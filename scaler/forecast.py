@@ -1,29 +1,35 @@
-"""Trend-aware forecaster for a rate series sampled at irregular times.
+"""The demand forecast: a level and a trend, a held plan, and the plan's own past errors. Pure.
 
-Holt's linear smoothing in continuous time (level and trend with time constants,
-so a missed refresh does not change the model), plus two guards:
+One forecaster per demand series (the offered prompt tokens per second, the offered
+concurrency; ``scaler.demand``), sampled at irregular times:
 
-* an uncertainty margin learned from the forecaster's own misses: every forecast
-  made for ``t + horizon`` (the larger of the level and the trend's value there: what
-  the scaler sizes for, before the margin) is checked when that time comes, as a miss relative to
-  what was forecast, ``(actual - forecast) / forecast`` (at most ``max_relative_miss``, 4:
-  a surge to five times the forecast or more counts as 400%, so one surge from near idle
-  cannot dominate the hour). The margin is ``margin_multiplier`` times the root
-  mean square of the relative under-forecasts (over-forecasts count as zero) in the
-  last ``error_window_s``, times the level, so it shrinks with the load instead of
-  carrying a burst's absolute misses into a lull. Until ``min_error_checks`` checks
-  exist it is ``initial_margin_fraction`` of the level: a new series starts
-  conservatively and earns its way down. Forecasts made in the series' first
-  ``warmup_s`` are not scored: rate windows that are still filling make a ramp that
-  is not in the traffic; nor are forecasts made while the fleet is saturated (its rates
-  are then what it could serve, not what was asked, and the catch-up that follows would
-  count as misses for an hour);
-* a recent-peak guard: the forecast never falls below the largest value seen in
-  the last ``peak_window_s``, so a burst is not smoothed away while it is happening.
+    level  <- level + alpha (value - (level + trend dt))       alpha = 1 - exp(-dt / 60 s)
+    trend  <- trend + beta (slope of the level - trend)         beta  = 1 - exp(-dt / 300 s)
+    point(h) = max(0, level + trend h)
+    planned  = the largest max(level, point(lead)) made within the last lead
 
-Why this shape: replays of real traces showed that the margin, not the smoother,
-decides whether a latency objective is met; a plain moving average lags ramps by
-half its window, while the trend term follows a ramp one cold start ahead.
+Holt's linear smoothing in continuous time, so a missed refresh does not change the model.
+The plan is held for one cold start: a replica released now cannot be back sooner, so a dip
+shorter than that releases nothing.
+
+**The errors.** Every plan made for ``t + lead`` is checked when that time comes:
+
+    error = max(0, actual - planned) / max(planned, floor)
+
+``floor`` is what the floor's replicas hold (``minReplicas`` times one replica's capacity in
+the series' units; 0 while that is unknown): a miss the floor absorbs anyway costs nothing,
+so a surge from near idle, unbounded as a ratio to its plan, counts as what it is against the
+fleet that is always there. The errors of the last ``error_window_s`` are what the load signal
+sizes against (``scaler.signals.load``). The margin shown with a decision is their empirical
+``q`` quantile, ``q`` the objective's percentile: with ``n`` errors, the
+``ceil((n + 1) q)``-th smallest (the split-conformal rule, which covers the next error with
+probability at least ``q`` when errors are exchangeable); while there are too few for that,
+the largest seen, and 0 with none: a new target starts from the demand it sees.
+
+*Example*: a plan of 2 sequences at night, 20 arrive (a floor of 2 replicas of 24 slots
+holds 48): the error is 18 / 48 = 0.38, not 9. A plan of 52 sequences met by a burst of 250:
+(250 - 52) / 52 = 3.8. With 240 checks in the last hour and ``q = 0.995`` the margin is the
+largest of them.
 """
 
 from __future__ import annotations
@@ -34,43 +40,36 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True, slots=True)
-class ForecastParams:
-    """Time constants and margin settings of the forecaster (module docstring)."""
-
-    level_time_constant_s: float = 60.0
-    trend_time_constant_s: float = 300.0
-    error_window_s: float = 3600.0
-    margin_multiplier: float = 4.0  # 4 semi-RMS = 2.8 sigma: 99.7% one-sided cover of a Gaussian miss
-    min_error_checks: int = 8
-    initial_margin_fraction: float = 0.3
-    peak_window_s: float = 60.0
-    warmup_s: float = 120.0  # the rate window (60 s) and one level time constant
-    max_relative_miss: float = 4.0  # a surge to 5x the forecast or more counts as 400%
+from scaler.params import DEFAULT, DeciderParams
 
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
-    """A forecast of one series, read at any horizon with ``at``."""
+    """A forecast of one series: level, trend (units per second) and relative margin."""
 
     level: float
-    trend: float  # units per second
+    trend: float
+    planned: float  # the largest peak planned within the last lead: what to size for, before errors
+    held_s: float  # how long ago ``planned`` was planned (0: it is the peak planned now)
     margin: float
-    peak: float
-    last_value: float
+    errors: tuple[float, ...] = ()  # the checked errors, largest first
+
+    @property
+    def checks(self) -> int:
+        """Errors checked within the window."""
+        return len(self.errors)
 
     def point(self, horizon_s: float) -> float:
-        """Level plus trend ``horizon_s`` seconds ahead, at least 0, without margin or peak guard."""
+        """Level plus trend ``horizon_s`` seconds ahead, at least 0, without the margin."""
         return max(0.0, self.level + self.trend * horizon_s)
 
-    def at(self, horizon_s: float, margin_scale: float = 1.0) -> float:
-        """Point forecast plus (scaled) margin, never below the recent peak."""
-        return max(self.point(horizon_s) + margin_scale * self.margin, self.peak)
+    def peak(self, horizon_s: float) -> float:
+        """The largest point forecast over [0, horizon] (linear, so an end), without the margin."""
+        return max(self.level, self.point(horizon_s))
 
-    def max_over(self, horizon_s: float, margin_scale: float = 1.0) -> float:
-        """The largest value forecast anywhere in [0, horizon]: linear, so an end point."""
-        return max(self.at(0.0, margin_scale), self.at(horizon_s, margin_scale))
+    def plan(self) -> float:
+        """The planned demand times one plus the margin (the quantile shown with a decision)."""
+        return self.planned * (1.0 + self.margin)
 
 
 class _TimedWindow:
@@ -84,8 +83,8 @@ class _TimedWindow:
     __slots__ = ("_head", "_size", "_t", "_v")
 
     def __init__(self, pairs: Iterable[tuple[float, float]] = ()) -> None:
-        self._t = array("d", bytes(8 * 8))
-        self._v = array("d", bytes(8 * 8))
+        self._t = array("d", [0.0])
+        self._v = array("d", [0.0])
         self._head = 0
         self._size = 0
         for t, v in pairs:
@@ -103,8 +102,8 @@ class _TimedWindow:
         cap = len(self._t)
         if self._size == cap:
             pairs = list(self)
-            self._t = array("d", bytes(16 * cap))
-            self._v = array("d", bytes(16 * cap))
+            self._t = array("d", [0.0]) * (2 * cap)
+            self._v = array("d", [0.0]) * (2 * cap)
             for i, (pt, pv) in enumerate(pairs):
                 self._t[i] = pt
                 self._v[i] = pv
@@ -125,92 +124,88 @@ class _TimedWindow:
         return dropped
 
 
-class SeriesForecaster:
+class Forecaster:
     """Mutable per-series state. Deterministic: equal updates in equal order give equal forecasts."""
 
-    def __init__(self, horizon_s: float, params: ForecastParams | None = None) -> None:
-        self.params = params or ForecastParams()
-        self.horizon_s = horizon_s
+    def __init__(self, params: DeciderParams = DEFAULT) -> None:
+        self.params = params
         self.level: float | None = None
         self.trend = 0.0
         self.last_t: float | None = None
-        self.last_value = 0.0
-        self._peaks: deque[tuple[float, float]] = deque()
-        self._checks: deque[tuple[float, float]] = deque()  # (due time, forecast) awaiting the actual
-        self._errors = _TimedWindow()  # (time, (actual - forecast) / forecast, at most 1)
-        self._under_sq = 0.0  # running sum of squared relative under-forecasts in _errors
         self.first_t: float | None = None
+        self._checks: deque[tuple[float, float, float]] = deque()  # (due, tolerance, planned)
+        self._peaks: deque[tuple[float, float]] = deque()  # (time, peak planned then), decreasing
+        self._errors = _TimedWindow()  # (time checked, max(0, actual / planned - 1))
+        self._planned = _TimedWindow()  # (time checked, what was planned)
 
     @property
-    def samples_checked(self) -> int:
-        """Forecasts scored against the actual value, within the error window."""
+    def checks(self) -> int:
+        """Errors checked within the error window."""
         return len(self._errors)
 
-    def update(self, t: float, value: float, demand: bool = True) -> None:
-        """Feed one sample. ``demand=False``: the value is what a saturated fleet could serve,
-        not what was asked, so a forecast made from it is not checked against what follows."""
+    def update(self, t: float, value: float, horizon_s: float) -> None:
+        """Feed the series' value at ``t``; ``horizon_s`` is the lead the plan made now is for."""
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"forecaster needs finite values >= 0, got {value!r}")
         if self.last_t is not None and t <= self.last_t:
             return  # out of order or repeated: ignore, never rewrite history
         self._check_due(t, value)
-        if self.first_t is None:
-            self.first_t = t
         if self.level is None or self.last_t is None:
-            self.level = value
+            self.level, self.first_t = value, t
         else:
             dt = t - self.last_t
-            alpha = 1.0 - math.exp(-dt / self.params.level_time_constant_s)
+            alpha = 1.0 - math.exp(-dt / self.params.rate_window_s)
             beta = 1.0 - math.exp(-dt / self.params.trend_time_constant_s)
             predicted = self.level + self.trend * dt
             new_level = predicted + alpha * (value - predicted)
             self.trend += beta * ((new_level - self.level) / dt - self.trend)
             self.level = max(0.0, new_level)
         self.last_t = t
-        self.last_value = value
-        self._peaks.append((t, value))
-        while self._peaks and self._peaks[0][0] < t - self.params.peak_window_s:
-            self._peaks.popleft()
-        if t - self.first_t >= self.params.warmup_s and demand:
-            # Checked is what the scaler sizes for, before the margin: the largest point
-            # forecast over the horizon (the hold keeps the level while the trend points down).
-            assert self.level is not None
-            self._checks.append((t + self.horizon_s, max(self.level, self._point(self.horizon_s))))
-
-    def _point(self, horizon_s: float) -> float:
-        assert self.level is not None
-        return max(0.0, self.level + self.trend * horizon_s)
+        # The plan holds the largest peak of the last lead: a replica released now is back
+        # only after one, so a dip shorter than that releases nothing.
+        peak = max(self.level, self.level + self.trend * horizon_s)
+        peaks = self._peaks
+        while peaks and peaks[0][0] < t - horizon_s:
+            peaks.popleft()
+        while peaks and peaks[-1][1] <= peak:
+            peaks.pop()
+        peaks.append((t, peak))
+        assert self.first_t is not None
+        if t - self.first_t < 2 * self.params.rate_window_s:
+            return  # the level still remembers its first value (e^-2 of it after two time constants)
+        # A check is scored against the first sample at or after its due time; one whose time
+        # passed in a gap of the data (a sample more than a rate window late) is dropped.
+        self._checks.append((t + horizon_s, self.params.rate_window_s, peaks[0][1]))
 
     def _check_due(self, t: float, actual: float) -> None:
-        # A check is scored against the first sample at or after its due time; after a
-        # gap in the data (more than a quarter horizon late) it is dropped, not scored.
-        tolerance = max(30.0, 0.25 * self.horizon_s)
         while self._checks and self._checks[0][0] <= t:
-            due, predicted = self._checks.popleft()
-            if t - due <= tolerance:
-                cap = self.params.max_relative_miss
-                error = min(cap, (actual - predicted) / predicted) if predicted > 0 else cap * (actual > 0)
-                self._errors.append(t, error)
-                self._under_sq += max(error, 0.0) ** 2
-        for old in self._errors.expire_before(t - self.params.error_window_s):
-            self._under_sq -= max(old, 0.0) ** 2
-        if not self._errors:
-            self._under_sq = 0.0
+            due, tolerance, planned = self._checks.popleft()
+            if t - due <= tolerance and planned > 0:
+                self._errors.append(t, max(0.0, actual / planned - 1.0))
+                self._planned.append(t, planned)
+        cutoff = t - self.params.error_window_s
+        self._errors.expire_before(cutoff)
+        self._planned.expire_before(cutoff)
 
-    def margin(self) -> float:
-        """The uncertainty margin in the series' units (module docstring): a share of the level."""
-        level = self.level or 0.0
-        if not self._errors:
-            return self.params.initial_margin_fraction * level
-        semi_rms = math.sqrt(max(self._under_sq, 0.0) / len(self._errors))
-        learned = self.params.margin_multiplier * semi_rms * level
-        if len(self._errors) < self.params.min_error_checks:
-            return max(learned, self.params.initial_margin_fraction * level)
-        return learned
+    def errors(self, floor: float = 0.0) -> list[float]:
+        """The checked errors, each a miss over the larger of its plan and ``floor`` (module docstring)."""
+        return [e * p / max(p, floor) for (_, e), (_, p) in zip(self._errors, self._planned, strict=True)]
 
-    def forecast(self) -> Forecast | None:
-        """The current forecast, or None before the first sample."""
+    def margin(self, quantile: float, floor: float = 0.0) -> float:
+        """The ``quantile`` of the checked errors by the split-conformal rule (module docstring), >= 0."""
+        errors = sorted(self.errors(floor))
+        if not errors:
+            return 0.0
+        rank = math.ceil((len(errors) + 1) * quantile)
+        return max(0.0, errors[min(rank, len(errors)) - 1])
+
+    def forecast(self, quantile: float, floor: float = 0.0) -> Forecast | None:
+        """The current forecast with its margin at ``quantile``, or None before the first sample;
+        ``floor`` is the demand the fleet's floor holds (module docstring), 0 when unknown."""
         if self.level is None:
             return None
-        peak = max((v for _, v in self._peaks), default=0.0)
-        return Forecast(self.level, self.trend, self.margin(), peak, self.last_value)
+        errors = tuple(sorted(self.errors(floor), reverse=True))
+        held_at, planned = self._peaks[0]
+        assert self.last_t is not None
+        margin = self.margin(quantile, floor)
+        return Forecast(self.level, self.trend, planned, self.last_t - held_at, margin, errors)

@@ -21,8 +21,7 @@ class Signal(StrEnum):
     FLOOR = "floor"
     PREWARM = "prewarm"
     QUEUE = "queue"
-    TOKENS = "tokens"
-    HOLD = "hold"
+    LOAD = "load"
     LAST_KNOWN = "last_known"
 
 
@@ -66,57 +65,55 @@ class Note(str):
         return (Note, (self.kind, str(self)))
 
 
-CapacitySource = Literal["configured", "calibrated", "uncalibrated"]
+CapacitySource = Literal["configured", "measured", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """The capacities the token signal used, and where they came from."""
+    """What one Ready replica holds, as the load signal used it, and where each figure came from
+    (``scaler.capacity``): its prefill rate and its batch slots."""
 
-    prompt_tokens_per_s: float | None  # per Ready replica at its limit; None: not counted
-    generation_tokens_per_s: float | None
-    usable_fraction: float  # of that limit, the share the fleet may run at
-    source: CapacitySource
-    samples: int = 0  # refreshes that moved the usable load
-    overloads: int = 0  # overloaded refreshes that measured the capacity
+    prefill_tokens_per_s: float | None  # prompt tokens/s one replica computes; None: unknown
+    slots: float | None  # sequences one replica runs at once (max_num_seqs or what its KV cache holds)
+    prefill_source: CapacitySource = "unknown"
+    slots_source: CapacitySource = "unknown"
+    prefill_samples: int = 0  # refreshes that measured the prefill rate
+    slots_samples: int = 0  # refreshes that measured the slots
+    # How much a replica's prefill slows its decoding: 0 when they do not compete, 1 when they
+    # add as GPU time (scaler.capacity); None until the refreshes have shown it.
+    decode_slowdown: float | None = None
 
     @property
     def known(self) -> bool:
-        """Whether there is a capacity to use (configured or measured)."""
-        return self.source != "uncalibrated"
-
-    def busy(self, prompt_rate: float, generation_rate: float) -> float:
-        """Replicas kept fully busy by these token rates (before the usable fraction)."""
-        busy = 0.0
-        if self.prompt_tokens_per_s:
-            busy += prompt_rate / self.prompt_tokens_per_s
-        if self.generation_tokens_per_s:
-            busy += generation_rate / self.generation_tokens_per_s
-        return busy
+        """Whether either resource's capacity is known (configured or measured)."""
+        return self.prefill_tokens_per_s is not None or self.slots is not None
 
     def describe(self) -> str:
-        """The capacity in words: tokens/s per replica, usable fraction, and where they came from."""
-        if not self.known:
-            return "not configured, not yet measured (a saturated minute measures it)"
+        """The capacity in words: per replica, and where each figure came from."""
         parts = []
-        if self.prompt_tokens_per_s:
-            parts.append(f"{self.prompt_tokens_per_s:,.0f} prompt")
-        if self.generation_tokens_per_s:
-            parts.append(f"{self.generation_tokens_per_s:,.0f} generated")
-        where = "configured" if self.source == "configured" else f"calibrated over {self.samples} refreshes"
-        if self.overloads:
-            where += f", {self.overloads} saturated"
-        return f"{' + '.join(parts)} tokens/s per replica at {self.usable_fraction:.2f} usable ({where})"
+        for value, unit, source, samples in (
+            (self.prefill_tokens_per_s, "prompt tokens/s", self.prefill_source, self.prefill_samples),
+            (self.slots, "slots", self.slots_source, self.slots_samples),
+        ):
+            if value is None:
+                parts.append(f"{unit} unknown")
+            else:
+                where = f"measured over {samples} refreshes" if source == "measured" else source
+                parts.append(f"{value:,.0f} {unit} ({where})")
+        if self.decode_slowdown is not None:
+            parts.append(f"prefill slows decoding by {self.decode_slowdown:.2f} of its busy share")
+        return "per replica: " + ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         """The capacity as a JSON object."""
         return {
-            "prompt_tokens_per_s": self.prompt_tokens_per_s,
-            "generation_tokens_per_s": self.generation_tokens_per_s,
-            "usable_fraction": self.usable_fraction,
-            "source": self.source,
-            "samples": self.samples,
-            "overloads": self.overloads,
+            "prefill_tokens_per_s": self.prefill_tokens_per_s,
+            "slots": self.slots,
+            "prefill_source": self.prefill_source,
+            "slots_source": self.slots_source,
+            "prefill_samples": self.prefill_samples,
+            "slots_samples": self.slots_samples,
+            "decode_slowdown": self.decode_slowdown,
         }
 
 
@@ -314,14 +311,21 @@ class Observation:
         "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
         _P,
         doc="From the TTFT histogram's buckets (exact at the bucket bounds, log-linear between them;"
-        " `scaler/histogram.py`). What the capacity calibration steers by. Absent for `engine: custom`"
+        " `scaler/histogram.py`). What the load model's bias is measured against. Absent for `engine: custom`"
         " (its queries give quantiles only).",
+    )
+    ttft_mean_seconds: float | None = _input(
+        "llm_scaler_input_ttft_mean_seconds",
+        "Mean time to first token over the rate window (the TTFT histogram's sum over its count).",
+        _P,
+        doc="What the prefill rate per replica is measured from (`scaler/capacity.py`). Absent for"
+        " `engine: custom` and engines without a TTFT histogram.",
     )
     requests_per_s: float | None = _input(
         "llm_scaler_input_requests_per_second",
         "Requests per second whose first token came in the rate window (the TTFT histogram's count).",
         _P,
-        doc='With the queue\'s growth it turns the served token rates into demand (README, "tokens").',
+        doc="With the queue's growth, the requests offered to the fleet (`scaler/demand.py`).",
     )
     kv_cache_usage: float | None = _input(
         "llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1.", _P, "kv_cache_query"
@@ -442,7 +446,7 @@ class Decision:
     reason: str
     observation: Observation
     forecast: Mapping[str, float] = field(default_factory=dict)
-    capacity: Capacity | None = None  # what the token signal used (scaler.calibration)
+    capacity: Capacity | None = None  # what one replica holds, as the load signal used it (scaler.capacity)
     lead: Lead | None = None  # the cold start it ordered ahead by (scaler.coldstart)
     landing: Landing | None = None  # whether the previous target landed (scaler.landing)
     # Unix seconds when every demand input was last present, as of this decision (None: never).

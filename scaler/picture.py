@@ -15,8 +15,8 @@ over 600 points, at least 15 s):
 
 The summary printed beside the PNG is computed from the same points: the share of the
 span each signal was binding, how many steps each clamp was active, and the share of steps
-with TTFT p99 above the objective. Worked example: 480 steps of 15 s (2 h) with ``tokens``
-binding at 300 of them print ``tokens 62.5%``.
+with TTFT p99 above the objective. Worked example: 480 steps of 15 s (2 h) with ``load``
+binding at 300 of them print ``load 62.5%``.
 """
 
 from __future__ import annotations
@@ -54,8 +54,7 @@ SIGNAL_COLOURS = {
     "floor": "tab:gray",
     "prewarm": "tab:purple",
     "queue": "tab:red",
-    "tokens": "tab:blue",
-    "hold": "tab:cyan",
+    "load": "tab:blue",
     "last_known": "tab:brown",
 }
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")

@@ -17,40 +17,51 @@ OUT = Path(__file__).resolve().parent.parent / "scaler" / "examples" / "observat
 START = datetime(2026, 12, 7, 8, 40, tzinfo=ZoneInfo("Asia/Shanghai"))
 
 
+PROMPT, OUTPUT = 1100, 210  # tokens per request, as in the Azure conversation trace
+PREFILL, SLOTS, DECODE = 9000.0, 60, 30.0  # one replica: prompt tokens/s, sequences, tokens/s each
+
+
 def main() -> None:
     """Write scaler/examples/observations.jsonl."""
     replicas = 2
+    waiting = 0.0
+    in_service = PROMPT / PREFILL + OUTPUT / DECODE  # seconds a request holds a slot
+    per_replica = min(PREFILL / PROMPT, SLOTS / in_service)  # requests/s one replica completes
     rows = []
     for minute in range(0, 91):
         now = START + timedelta(minutes=minute)
         # request rate per second: idle, ramp from 09:05, burst 09:30-09:40, decay after 09:50
         if minute < 25:
-            rate = 0.5
+            rate = 1.0
         elif minute < 50:
-            rate = 0.5 + (minute - 25) * 0.6
+            rate = 1.0 + (minute - 25) * 1.2
         elif minute < 60:
-            rate = 15.5 + 10 * math.sin((minute - 50) / 10 * math.pi)
+            rate = 31.0 + 20 * math.sin((minute - 50) / 10 * math.pi)
         else:
-            rate = max(1.0, 15.5 * math.exp(-(minute - 60) / 12))
-        prompt = rate * 1100
-        generation = rate * 210
-        capacity_per_replica = 0.75 * 1 / (1100 / 9000 + 210 / 1800)
-        waiting = max(0.0, (rate - replicas * capacity_per_replica) * 20)
+            rate = max(2.0, 31.0 * math.exp(-(minute - 60) / 12))
+        served = min(rate + waiting / 60, replicas * per_replica)
+        waiting = max(0.0, waiting + (rate - served) * 60)
+        running = served * in_service
+        rho = min(0.95, served * PROMPT / PREFILL / replicas)
         schedulable = 0 if 50 <= minute < 60 else 6
         rows.append(
             {
                 "now": now.isoformat(),
                 "queue_waiting": round(waiting, 1),
-                "requests_running": round(min(rate, replicas * capacity_per_replica) * 8, 1),
-                "prompt_tokens_per_s": round(prompt, 1),
-                "generation_tokens_per_s": round(generation, 1),
+                "requests_running": round(running, 1),
+                "requests_per_s": round(served, 3),
+                "prompt_tokens_per_s": round(served * PROMPT, 1),
+                "generation_tokens_per_s": round(served * OUTPUT, 1),
+                "ttft_mean_seconds": round(PROMPT / PREFILL / (1 - rho), 4),
+                "kv_cache_usage": round(running / (replicas * SLOTS), 4),
                 "current_replicas": replicas,
                 "ready_replicas": replicas,
                 "gpu_schedulable_replicas": schedulable,
             }
         )
-        # a crude stand-in for the HPA and the pods following the last target after 3 minutes
-        replicas = max(2, min(replicas + 2, 8 + schedulable)) if waiting > 0 else max(2, replicas)
+        # a crude stand-in for the HPA and the pods following the demand a few minutes late
+        wanted = math.ceil(rate / (0.7 * per_replica))
+        replicas = max(2, min(wanted, replicas + 2, replicas + schedulable))
     OUT.write_text("".join(json.dumps(r) + "\n" for r in rows))
     print(f"wrote {len(rows)} observations to {OUT}")
 

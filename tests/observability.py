@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import urllib.request
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from scaler.model import INPUTS, HpaStatus
+from scaler.model import INPUTS, HpaStatus, Observation
 from scaler.outputs.grpc_server import METRIC_NAME
 from scaler.outputs.logs import DecisionLogger
 from scaler.outputs.trace import DecisionTrace, MetricsEndpoint, install
@@ -23,14 +23,13 @@ LLAMA = TargetKey("inference", "llama")
 QWEN = TargetKey("research", "qwen")
 
 METADATA: dict[TargetKey, dict[str, str]] = {
-    # Queue-bound, clamped by maxReplicas and then by the GPU inventory.
+    # Queue-bound (a saturated fleet behind a backlog), clamped by maxReplicas, then by the GPUs.
     LLAMA: {
         "minReplicas": "2",
         "maxReplicas": "16",
         "targetQueuePerReplica": "10",
         "promptTokensPerSecondPerReplica": "9000",
         "generationTokensPerSecondPerReplica": "1800",
-        "targetUtilization": "0.75",
         "ttftObjectiveSeconds": "1.5",
     },
     # Pre-warm-bound (a window open all day, UTC), clamped by the GPU inventory.
@@ -46,11 +45,13 @@ METADATA: dict[TargetKey, dict[str, str]] = {
 }
 
 LOAD: dict[TargetKey, dict[str, Any]] = {
+    # 5 Ready replicas full (KV cache at 1) serve 2 requests/s, each in service 32 s, behind
+    # 4,000 waiting: 0.4 requests/s per replica, so the backlog asks (2 + 4000 / 210) / 0.4 = 53.
     LLAMA: {
-        "queue_waiting": 400.0,
+        "queue_waiting": 4000.0,
         "requests_running": 64.0,
-        "prompt_tokens_per_s": 27000.0,
-        "generation_tokens_per_s": 5400.0,
+        "prompt_tokens_per_s": 2250.0,
+        "generation_tokens_per_s": 450.0,
         "current_replicas": 6,
         "ready_replicas": 5,
         "pending_replicas": 1,
@@ -59,11 +60,11 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "ttft_p95_seconds": 0.9,
         "ttft_p99_seconds": 2.4,
         "ttft_over_objective": 0.03,
-        "requests_per_s": 24.0,
+        "requests_per_s": 2.0,
         "cold_start_seconds": 210.0,
         "cold_start_pending_seconds": 3.0,
         "cold_start_samples": 12,
-        "kv_cache_usage": 0.6,
+        "kv_cache_usage": 1.0,
         "deployment_replicas": 6,
         "hpa": HpaStatus("keda-hpa-llama", "inference", True, 0, 2, 16, 6, 6),
         "hpa_read": True,
@@ -97,6 +98,30 @@ def full_inputs(values: dict[str, Any]) -> dict[str, Any]:
     example value (1 for a count, else 0.5), so that a new input is in a full decision too."""
     examples = {name: 1 if spec.count else 0.5 for name, spec in INPUTS.items()}
     return {**examples, **values}
+
+
+def slowdown_history(start: datetime, count: int = 300) -> list[Observation]:
+    """``count`` refreshes from ``start``, 15 s apart, in which prefill keeps a replica 10-60% busy
+    and decoding slows with it: enough to fit the decode slowdown (``scaler.capacity``)."""
+    out = []
+    for i in range(count):
+        busy = 0.1 + 0.5 * (i % 20) / 20
+        served = busy * 4 * 9000 / 1000
+        out.append(
+            Observation(
+                now=start + timedelta(seconds=15 * i),
+                ready_replicas=4,
+                current_replicas=4,
+                queue_waiting=0,
+                requests_per_s=served,
+                prompt_tokens_per_s=served * 1000,
+                generation_tokens_per_s=20.0 * (1 - busy) * 40,
+                requests_running=40.0 + served * 0.2,
+                ttft_mean_seconds=0.2,
+                kv_cache_usage=0.5,
+            )
+        )
+    return out
 
 
 def full_source() -> ScriptedSource:

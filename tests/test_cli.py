@@ -71,16 +71,17 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
     out, summary = lines[:3], lines[3]
     # the example's windows are written in Asia/Shanghai: its wall time stands beside UTC
     assert out[0].startswith("2026-12-01T03:00:00Z (11:00:00 Asia/Shanghai) target=6 binding=prewarm")
-    assert summary == "summary: 3 decisions; binding prewarm 2, queue 1; clamps max 1, gpu_inventory 1"
+    assert summary == (
+        "summary: 3 decisions; binding prewarm 2, queue 1; clamps max 1, gpu_inventory 1;"
+        " load signal off in 3"
+    )
     assert "queue=0" in out[1]  # 400 waiting at one refresh only: not yet a backlog
     assert "target=6" in out[2]  # at two in a row: 400 / 10
     assert "queue=40*" in out[2]
     assert "gpu_inventory" in out[2]
     assert "max 40->16" in out[2]
-    # each line says which capacities the token signal used and where they came from
-    assert (
-        "capacity: 9,000 prompt + 1,800 generated tokens/s per replica at 0.75 usable (configured)" in out[0]
-    )
+    # each line says which capacities the load signal used and where they came from
+    assert "capacity: per replica: 9,000 prompt tokens/s (configured)" in out[0]
 
 
 def test_dry_run_json_output(tmp_path: Path) -> None:
@@ -105,15 +106,16 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
     assert decision["scaledobject"] == "inference/llama-3-8b"
     assert decision["replicas"] == 2
     assert decision["binding"] == "floor"
-    assert set(decision["proposals"]) >= {"floor", "queue", "tokens", "hold"}
+    assert set(decision["proposals"]) >= {"floor", "queue"}
     assert decision["clamps"] == []
     assert decision["capacity"] == {
-        "prompt_tokens_per_s": 9000.0,
-        "generation_tokens_per_s": 1800.0,
-        "usable_fraction": 0.75,
-        "source": "configured",
-        "samples": 0,
-        "overloads": 0,
+        "prefill_tokens_per_s": 9000.0,
+        "slots": None,
+        "prefill_source": "configured",
+        "slots_source": "unknown",
+        "prefill_samples": 0,
+        "slots_samples": 0,
+        "decode_slowdown": None,
     }
 
 
@@ -135,12 +137,12 @@ def test_dry_run_reports_bad_metadata_and_bad_lines(tmp_path: Path) -> None:
 
 
 def test_offline_demo_replays_the_embedded_observations() -> None:
-    """demo --offline prints its replay, with floor, prewarm and tokens binding and a GPU clamp."""
+    """demo --offline prints its replay, with floor, prewarm and load binding and a GPU clamp."""
     *out, summary = run("demo", "--offline").stdout.splitlines()
     assert len(out) > 30
     assert summary.startswith(f"summary: {len(out)} decisions; binding ")
     bindings = {line.split("binding=")[1].split()[0] for line in out}
-    assert {"floor", "prewarm", "tokens"} <= bindings
+    assert {"floor", "prewarm", "load"} <= bindings
     assert any("gpu_inventory" in line for line in out)
 
 

@@ -49,6 +49,7 @@ def test_defaults_from_empty_metadata() -> None:
         ("maxPendingReplicas", "2", "max_pending_replicas", 2),
         ("maxStalenessSeconds", "120", "max_staleness_seconds", 120.0),
         ("ttftObjectiveSeconds", "1.5", "ttft_objective_seconds", 1.5),
+        ("ttftObjectivePercentile", "99", "ttft_objective_percentile", 99.0),
     ],
 )
 def test_each_key_parses(key: str, value: str, field: str, expected: object) -> None:
@@ -68,6 +69,7 @@ def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
         "gpuCheckFailure": "closed",
         "prewarmWindows": "[]",
         "targetUtilization": "0.5",
+        "ttftObjectivePercentile": "95",
         "prewarmStart": None,
         "prewarmEnd": None,
         "prewarmReplicas": None,

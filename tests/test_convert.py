@@ -79,7 +79,6 @@ def test_the_published_configuration_becomes_one_external_trigger(
         "timezone": "Asia/Shanghai",
         "minReplicas": "2",
         "maxReplicas": "16",
-        "targetUtilization": "0.85",  # the utilisation trigger's 85 (percent per pod)
     }
     policy = parse_metadata(external(doc))
     assert (policy.min_replicas, policy.max_replicas) == (
@@ -93,7 +92,7 @@ def test_the_published_configuration_becomes_one_external_trigger(
     assert out.startswith("# The KEDA configuration published for this problem")
     assert "# Converted by `scaler convert`. Dropped: triggers[1] (prometheus) on GPU utilisation" in out
     assert any("triggers[1] (prometheus): dropped: GPU utilisation lags" in c for c in conversion.changes)
-    assert "triggers[1] (prometheus): threshold 85 became targetUtilization 0.85" in " ".join(
+    assert "triggers[1] (prometheus): threshold 85 not carried: the load signal's headroom" in " ".join(
         conversion.changes
     )
     # The example's safety nets, sized to this object.
@@ -424,19 +423,11 @@ spec:
         threshold: "10"{triggers}"""
 
 
-@pytest.mark.parametrize(
-    ("thresholds", "expected"),
-    [(("85",), "0.85"), (("0.9",), "0.9"), (("70", "90"), "0.7"), (("150",), None), (("high",), None)],
-    ids=["percent", "ratio", "the-first-of-two", "above-100", "not-a-number"],
-)
-def test_a_utilisation_threshold_becomes_the_target_utilization(
-    thresholds: tuple[str, ...], expected: str | None
-) -> None:
-    """The share of a replica the old object let it run at is kept as targetUtilization; a bad one warned."""
+@pytest.mark.parametrize("thresholds", [("85",), ("0.9",), ("70", "90"), ("high",)])
+def test_a_utilisation_threshold_is_reported_not_carried(thresholds: tuple[str, ...]) -> None:
+    """A utilisation trigger's threshold does not become a key: the report says so, once per trigger."""
     out, (conversion,) = convert_text(_with_utilisation_threshold(*thresholds))
     metadata = external(yaml.safe_load(out))
-    assert metadata.get("targetUtilization") == expected
-    if expected is None:
-        assert any("is not a utilisation in (0, 100]" in w for w in conversion.warnings)
-    else:
-        assert parse_metadata(metadata).target_utilization == float(expected)
+    assert "targetUtilization" not in metadata
+    reported = [c for c in conversion.changes if "not carried" in c]
+    assert [c.split("threshold ")[1].split(" ")[0] for c in reported] == list(thresholds)

@@ -32,12 +32,21 @@ def test_the_example_draws_no_warning() -> None:
 def test_unquoted_metadata_values_are_named_with_the_quoted_form() -> None:
     """A YAML number or bool in the metadata is named with the string KEDA's CRD wants."""
     spec = _spec()
-    spec["triggers"][0]["metadata"].update({"minReplicas": 2, "gpuCheck": True, "targetUtilization": 0.75})
+    spec["triggers"][0]["metadata"].update({"minReplicas": 2, "gpuCheck": True, "maxPendingReplicas": 0})
     warnings = manifest_warnings(spec, 0, 2, 16)
     assert len(warnings) == 3
     assert any("triggers[0].metadata.minReplicas: 2 is not a string" in w for w in warnings)
     assert any('write gpuCheck: "true"' in w for w in warnings)
-    assert any('write targetUtilization: "0.75"' in w for w in warnings)
+    assert any('write maxPendingReplicas: "0"' in w for w in warnings)
+
+
+def test_target_utilization_is_named_as_no_longer_used() -> None:
+    """targetUtilization is accepted (old manifests keep working) and the warning says to delete it."""
+    spec = _spec()
+    spec["triggers"][0]["metadata"]["targetUtilization"] = "0.75"
+    warnings = manifest_warnings(spec, 0, 2, 16)
+    assert len(warnings) == 1
+    assert "targetUtilization is no longer used" in warnings[0]
 
 
 @pytest.mark.parametrize(
@@ -86,16 +95,19 @@ def test_the_line_shows_local_time_beside_utc_in_the_scaledobjects_zone() -> Non
     assert format_line(decision).startswith("2026-12-07T01:00:00Z target=")
 
 
-def test_the_line_says_why_the_token_signal_is_off() -> None:
-    """Without capacities or token rates the line says the token signal is off, and why."""
-    off = format_line(_decision({}, queue_waiting=0))
-    assert "| tokens off: no capacity configured (promptTokensPerSecondPerReplica" in off
+def test_the_line_says_why_the_load_signal_is_off() -> None:
+    """Without demand, capacity or a required input the line says the load signal is off, and why."""
+    nothing = format_line(_decision({}, queue_waiting=0))
+    assert "| load off: no demand measured yet" in nothing
+    unknown = format_line(_decision({}, queue_waiting=0, prompt_tokens_per_s=9000.0, requests_running=20.0))
+    assert "| load off: prefill: capacity unknown" in unknown
+    assert "slots: capacity unknown" in unknown
     missing = format_line(_decision({"promptTokensPerSecondPerReplica": "9000"}, queue_waiting=0))
-    assert "| tokens off: token rates unknown (prompt_tokens_per_s: no data)" in missing
+    assert "| load off: inputs missing: prompt_tokens_per_s: no data" in missing
     on = format_line(
         _decision({"promptTokensPerSecondPerReplica": "9000"}, queue_waiting=0, prompt_tokens_per_s=9000.0)
     )
-    assert "tokens off" not in on
+    assert "load off" not in on
 
 
 def test_the_summary_counts_bindings_and_clamps() -> None:
@@ -105,7 +117,7 @@ def test_the_summary_counts_bindings_and_clamps() -> None:
     summary.add(_decision({"maxReplicas": "4"}, queue_waiting=400))
     summary.add(_decision({"maxReplicas": "4"}, queue_waiting=400))
     assert summary.line() == (
-        "summary: 3 decisions; binding queue 2, floor 1; clamps max 2; token signal off in 3"
+        "summary: 3 decisions; binding queue 2, floor 1; clamps max 2; load signal off in 3"
     )
 
 

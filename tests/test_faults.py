@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 import grpc
 import pytest
 
-from scaler.engine import Engine, HistoryPoint, Observation
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.sim.fleet import PodLoad, SimulatedFleet
@@ -113,48 +112,6 @@ def test_prometheus_down_from_the_start_ends_in_unavailable() -> None:
         with pytest.raises(grpc.RpcError) as caught:
             server.stub().GetMetrics(request, timeout=5)
         assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
-
-
-def test_restart_warmed_from_history_decides_within_one_replica() -> None:
-    """An engine warmed from history decides within one replica of one that ran all along."""
-    md = {
-        "minReplicas": "2",
-        "maxReplicas": "40",
-        "promptTokensPerSecondPerReplica": "9000",
-        "generationTokensPerSecondPerReplica": "1800",
-        "targetUtilization": "0.75",
-    }
-    start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
-    rates = []
-    for i in range(240):  # an hour of a noisy morning ramp, every 15 s
-        level = 2 + 10 * min(1.0, i / 180) + (1.5 if i % 7 == 0 else 0.0)
-        rates.append((start + timedelta(seconds=15 * i), level * 1100, level * 210))
-    old = Engine.from_metadata(md)
-    for now, prompt, generation in rates[:-1]:
-        old.decide(
-            Observation(
-                now=now,
-                queue_waiting=0,
-                prompt_tokens_per_s=prompt,
-                generation_tokens_per_s=generation,
-                current_replicas=10,
-                gpu_schedulable_replicas=20,
-            )
-        )
-    restarted = Engine.from_metadata(md)
-    restarted.warm(HistoryPoint(now.timestamp(), p, g) for now, p, g in rates[:-1])
-    now, prompt, generation = rates[-1]
-    same = Observation(
-        now=now,
-        queue_waiting=0,
-        prompt_tokens_per_s=prompt,
-        generation_tokens_per_s=generation,
-        current_replicas=10,
-        gpu_schedulable_replicas=20,
-    )
-    assert abs(old.decide(same).replicas - restarted.decide(same).replicas) <= 1
-    cold = Engine.from_metadata(md).decide(same)
-    assert cold.replicas >= 2  # a cold engine starts conservatively instead
 
 
 @pytest.mark.prometheus

@@ -1,128 +1,153 @@
-"""The forecaster: follows ramps, keeps bursts, learns its margin from its own misses."""
+"""The forecaster: follows ramps, holds a cold start's peak, and takes its margin from its own errors."""
 
 from __future__ import annotations
 
 import math
-import random
 from collections import deque
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaler.forecast import ForecastParams, SeriesForecaster, _TimedWindow
+from scaler.forecast import Forecaster, _TimedWindow
+from scaler.params import DeciderParams
+
+LEAD = 180.0
 
 
-def test_constant_series_converges_with_no_trend() -> None:
-    """A constant series forecasts its level, no trend and no margin, at any horizon."""
-    f = SeriesForecaster(horizon_s=180)
-    for i in range(200):
-        f.update(i * 15.0, 100.0)
-    fc = f.forecast()
+def feed(f: Forecaster, values: list[float], start: float = 0.0, step: float = 15.0) -> float:
+    """Feed ``values`` every ``step`` seconds from ``start``; returns the time after the last."""
+    t = start
+    for v in values:
+        f.update(t, v, LEAD)
+        t += step
+    return t
+
+
+def test_constant_series_converges_with_no_trend_and_no_margin() -> None:
+    """A constant series forecasts its level, no trend, and, never missed, no margin."""
+    f = Forecaster()
+    feed(f, [100.0] * 200)
+    fc = f.forecast(0.995)
     assert fc is not None
     assert fc.level == pytest.approx(100.0)
     assert fc.trend == pytest.approx(0.0, abs=1e-6)
-    assert fc.margin == pytest.approx(0.0, abs=1e-6)  # never missed, so no margin
-    assert fc.at(180) == pytest.approx(100.0)
+    assert fc.margin == 0.0
+    assert fc.planned == pytest.approx(100.0)
+    assert fc.checks > 100
 
 
-def test_ramp_is_followed_one_horizon_ahead() -> None:
-    """On a steady ramp the trend is the slope and the +180 s point is within 10% of the truth."""
-    f = SeriesForecaster(
-        horizon_s=180, params=ForecastParams(margin_multiplier=0.0, initial_margin_fraction=0.0)
-    )
-    for i in range(120):  # +1 unit per second, sampled every 15 s for 30 minutes
-        f.update(i * 15.0, i * 15.0)
-    fc = f.forecast()
+def test_ramp_is_followed_one_lead_ahead() -> None:
+    """On a steady ramp the trend is the slope and the plan is within 10% of the value a lead later."""
+    f = Forecaster()
+    feed(f, [i * 15.0 for i in range(120)])  # +1 unit per second
+    fc = f.forecast(0.995)
     assert fc is not None
-    t_last = 119 * 15.0
     assert fc.trend == pytest.approx(1.0, rel=0.05)
-    # the point forecast at +180 s is within 10% of the true future value
-    assert fc.point(180) == pytest.approx(t_last + 180, rel=0.1)
+    assert fc.planned == pytest.approx(119 * 15.0 + LEAD, rel=0.1)
 
 
-def test_moving_average_would_lag_where_trend_does_not() -> None:
-    """On a ramp the forecast's error is under a quarter of a 5-minute moving average's."""
-    f = SeriesForecaster(
-        horizon_s=300, params=ForecastParams(margin_multiplier=0.0, initial_margin_fraction=0.0)
-    )
-    values = [i * 15.0 * 2 for i in range(80)]
-    for i, v in enumerate(values):
-        f.update(i * 15.0, v)
-    fc = f.forecast()
+def test_a_dip_shorter_than_a_lead_releases_nothing() -> None:
+    """The plan holds the largest peak of the last lead: a 90 s dip does not lower it."""
+    f = Forecaster()
+    t = feed(f, [100.0] * 60)
+    t = feed(f, [40.0] * 6, start=t)  # 90 s at 40
+    fc = f.forecast(0.995)
     assert fc is not None
-    truth = (79 * 15 + 300) * 2
-    window_mean = sum(values[-20:]) / 20  # a 5-minute moving average
-    assert abs(fc.point(300) - truth) < abs(window_mean - truth) / 4
+    assert fc.level < 70.0
+    assert fc.planned == pytest.approx(100.0, rel=0.02)
+    assert fc.held_s > 0
+    feed(f, [40.0] * 20, start=t)  # five more minutes: the old peak has left the lead
+    later = f.forecast(0.995)
+    assert later is not None
+    assert later.planned < 45.0
 
 
-def test_burst_is_held_by_the_peak_guard() -> None:
-    """A one-sample burst holds the forecast at its peak, released once the guard's window passes."""
-    f = SeriesForecaster(horizon_s=180)
-    for i in range(100):
-        f.update(i * 15.0, 10.0)
-    f.update(1500.0, 100.0)  # one sample of a 10x burst
-    fc = f.forecast()
+def test_margin_is_the_conformal_quantile_of_past_errors() -> None:
+    """Errors are actual over planned minus one; the margin is their ceil((n+1)q)-th smallest."""
+    f = Forecaster()
+    t = feed(f, [100.0] * 80)
+    # one sample at 130 (a miss of +30%, checked against the plan made a lead before it)
+    f.update(t, 130.0, LEAD)
+    t = feed(f, [100.0] * 5, start=t + 15)
+    fc = f.forecast(0.995)
     assert fc is not None
-    assert fc.at(0) >= 100.0
-    assert fc.at(180) >= 100.0
-    for i in range(1, 10):  # burst gone: the guard releases after its window
-        f.update(1500.0 + i * 15.0, 10.0)
-    fc = f.forecast()
+    assert fc.errors[0] == pytest.approx(0.30, abs=0.01)
+    assert fc.margin == pytest.approx(0.30, abs=0.01)  # with this few checks, the largest
+    assert all(e >= 0 for e in fc.errors)  # a plan the demand fell short of counts as no miss
+    assert f.forecast(0.5) is not None
+    assert f.forecast(0.5).margin == 0.0  # type: ignore[union-attr]
+
+
+def test_a_miss_counts_against_the_larger_of_its_plan_and_the_floor() -> None:
+    """A surge from near idle is a miss against what the floor holds, not a ratio to a tiny plan;
+    a surge above the floor keeps its full ratio, however large."""
+    f = Forecaster()
+    t = feed(f, [2.0] * 80)
+    f.update(t, 20.0, LEAD)  # 2 planned, 20 came: 9 times the plan
+    feed(f, [2.0] * 5, start=t + 15)
+    assert f.forecast(0.995).errors[0] == pytest.approx(9.0, rel=0.01)  # type: ignore[union-attr]
+    against_floor = f.forecast(0.995, floor=48.0)  # two replicas of 24 slots are always there
+    assert against_floor is not None
+    assert against_floor.errors[0] == pytest.approx(18.0 / 48.0, rel=0.01)
+    assert against_floor.margin == pytest.approx(18.0 / 48.0, rel=0.01)
+    burst = Forecaster()
+    t = feed(burst, [52.0] * 80)
+    burst.update(t, 250.0, LEAD)  # a burst of nearly five times the plan, above the floor
+    feed(burst, [52.0] * 5, start=t + 15)
+    assert burst.forecast(0.995, floor=48.0).errors[0] == pytest.approx(198 / 52, rel=0.01)  # type: ignore[union-attr]
+
+
+def test_margin_widens_after_misses_and_narrows_after_calm() -> None:
+    """Misses raise the margin; an error window of calm later, they have expired and it is near 0."""
+    params = DeciderParams(error_window_s=1800.0)
+    f = Forecaster(params)
+    t = feed(f, [100.0] * 40)
+    for _ in range(10):  # a jumpy quarter of an hour: +40% every other minute
+        t = feed(f, [140.0, 100.0, 100.0, 100.0], start=t)
+    widened = f.forecast(0.99)
+    assert widened is not None
+    assert widened.margin > 0.2
+    feed(f, [100.0] * 140, start=t)  # 35 calm minutes: longer than the error window
+    calm = f.forecast(0.99)
+    assert calm is not None
+    assert calm.margin < 0.01
+
+
+def test_first_two_level_time_constants_are_not_scored() -> None:
+    """While the level still remembers its first value, its forecasts are not checked."""
+    f = Forecaster()
+    feed(f, [0.0] + [100.0] * 7)  # 105 s: under two 60 s time constants
+    feed(f, [100.0] * 12, start=120.0)
+    fc = f.forecast(0.995)
     assert fc is not None
-    assert fc.peak == 10.0
-
-
-def test_margin_grows_with_under_forecasts_and_is_conservative_at_start() -> None:
-    """The margin starts at the initial fraction of the level and grows with noise to k x semi-RMS."""
-    params = ForecastParams()
-    f = SeriesForecaster(horizon_s=60, params=params)
-    f.update(0.0, 100.0)
-    fc = f.forecast()
-    assert fc is not None
-    assert fc.margin == pytest.approx(params.initial_margin_fraction * 100.0)
-
-    rng = random.Random(7)
-    quiet = SeriesForecaster(horizon_s=60, params=params)
-    noisy = SeriesForecaster(horizon_s=60, params=params)
-    for i in range(400):
-        quiet.update(i * 15.0, 100.0 + rng.gauss(0, 1))
-        noisy.update(i * 15.0, 100.0 + rng.gauss(0, 20))
-    q, n = quiet.forecast(), noisy.forecast()
-    assert q is not None
-    assert n is not None
-    assert quiet.samples_checked > params.min_error_checks
-    assert n.margin > 5 * q.margin
-    # relative errors of N(0, 20%) have a semi-RMS of about 0.2/sqrt(2); the margin is the
-    # multiplier times that, times the level of 100, give or take
-    expected = params.margin_multiplier * 0.2 / math.sqrt(2) * 100.0
-    assert 0.5 * expected < n.margin < 1.5 * expected
+    assert fc.margin == 0.0  # the plans made from the first sample's 0 were never checked
 
 
 def test_out_of_order_and_repeated_samples_are_ignored() -> None:
-    """A sample at or before the last one's time leaves the forecaster's state unchanged."""
-    f = SeriesForecaster(horizon_s=60)
-    f.update(100.0, 5.0)
-    before = (f.forecast(), f.last_t, f.last_value)
-    f.update(100.0, 50.0)
-    f.update(50.0, 50.0)
-    assert (f.forecast(), f.last_t, f.last_value) == before
+    """A sample at or before the last one's time leaves the state unchanged."""
+    f = Forecaster()
+    f.update(100.0, 5.0, LEAD)
+    before = (f.forecast(0.99), f.last_t)
+    f.update(100.0, 50.0, LEAD)
+    f.update(50.0, 50.0, LEAD)
+    assert (f.forecast(0.99), f.last_t) == before
 
 
 def test_rejects_nan_and_negative() -> None:
     """NaN, infinite and negative values raise ValueError."""
-    f = SeriesForecaster(horizon_s=60)
+    f = Forecaster()
     for bad in (math.nan, math.inf, -1.0):
         with pytest.raises(ValueError, match="finite values >= 0"):
-            f.update(1.0, bad)
+            f.update(1.0, bad, LEAD)
 
 
 def test_gap_in_data_does_not_score_stale_checks() -> None:
     """A check whose time passed during a gap in the data is dropped, not scored."""
-    f = SeriesForecaster(horizon_s=60)
-    f.update(0.0, 1.0)
-    f.update(10_000.0, 1000.0)  # hours later: the check due at t=60 is dropped, not scored
-    assert f.samples_checked == 0
+    f = Forecaster()
+    feed(f, [1.0] * 20)
+    f.update(10_000.0, 1000.0, LEAD)  # hours later
+    assert f.checks == 0 or max(v for _, v in f._errors) < 1.0
 
 
 @settings(max_examples=300, deadline=None)

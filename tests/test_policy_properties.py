@@ -17,7 +17,6 @@ policies = st.fixed_dictionaries(
         "minReplicas": st.integers(1, 10),
         "extra": st.integers(0, 30),
         "targetQueuePerReplica": st.sampled_from(["0.5", "1", "5", "10", "50"]),
-        "targetUtilization": st.sampled_from(["0.3", "0.6", "0.8", "1"]),
         "tokens": st.booleans(),
         "maxPendingReplicas": st.integers(0, 3),
         "gpuCheck": st.booleans(),
@@ -31,6 +30,7 @@ observations = st.fixed_dictionaries(
         "queue_waiting": st.none() | st.floats(0, 1e5),
         "prompt_tokens_per_s": st.none() | st.floats(0, 1e7),
         "generation_tokens_per_s": st.none() | st.floats(0, 1e6),
+        "requests_running": st.none() | st.floats(0, 1e4),
         "current_replicas": st.none() | st.integers(0, 60),
         "pending_replicas": st.integers(0, 10),
         "gpu_schedulable_replicas": st.none() | st.integers(0, 60),
@@ -44,7 +44,6 @@ def metadata(p: dict[str, object]) -> dict[str, str]:
         "minReplicas": str(p["minReplicas"]),
         "maxReplicas": str(int(p["minReplicas"]) + int(p["extra"])),  # type: ignore[call-overload]
         "targetQueuePerReplica": str(p["targetQueuePerReplica"]),
-        "targetUtilization": str(p["targetUtilization"]),
         "maxPendingReplicas": str(min(int(p["maxPendingReplicas"]), int(p["minReplicas"]) + int(p["extra"]))),  # type: ignore[call-overload]
         "gpuCheck": str(p["gpuCheck"]).lower(),
         "gpuCheckFailure": str(p["gpuCheckFailure"]),
@@ -130,7 +129,7 @@ def test_equal_inputs_in_equal_order_give_equal_decisions(
 @given(
     policies,
     observations,
-    st.sampled_from(["queue_waiting", "prompt_tokens_per_s", "generation_tokens_per_s"]),
+    st.sampled_from(["queue_waiting", "prompt_tokens_per_s", "generation_tokens_per_s", "requests_running"]),
 )
 def test_a_missing_input_never_lowers_the_target(
     p: dict[str, object], o: dict[str, object], field: str
@@ -143,6 +142,7 @@ def test_a_missing_input_never_lowers_the_target(
         "queue_waiting": o["queue_waiting"] or 0.0,
         "prompt_tokens_per_s": o["prompt_tokens_per_s"] or 0.0,
         "generation_tokens_per_s": o["generation_tokens_per_s"] or 0.0,
+        "requests_running": o["requests_running"] or 0.0,
     }
     before = engine.decide(observation(complete))
     after = engine.decide(observation({**complete, field: None}, NOW + timedelta(seconds=15)))

@@ -118,8 +118,10 @@ def test_the_scaler_sees_ttft_quantiles_and_its_share_over_objective_from_the_hi
     assert obs.ttft_p95_seconds == histogram_quantile(0.95, buckets)
     assert obs.ttft_p99_seconds == histogram_quantile(0.99, buckets)
     assert obs.ttft_over_objective == share_above(2.0, buckets)
-    quiet = policy.observation(tick(datetime.fromisoformat("2026-12-07T00:00:00+08:00")))
+    empty = {0.5: 0.0, 1.0: 0.0, 2.5: 0.0, math.inf: 0.0}
+    quiet = policy.observation(tick(datetime.fromisoformat("2026-12-07T00:00:00+08:00"), ttft_buckets=empty))
     assert quiet.ttft_over_objective is None
+    assert quiet.requests_per_s == 0.0  # a histogram with no first token: none served, not unknown
     assert quiet.missing["ttft_over_objective"] == "no requests in the rate window"
 
 
@@ -131,7 +133,8 @@ def test_the_replay_models_the_hpa_tolerance_and_the_scaler_accounts_for_it() ->
         "metadata": {"minReplicas": "2", "maxReplicas": "16", "targetQueuePerReplica": "10"},
     }
     now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
-    at_ten = {"spec_replicas": 10, "status_replicas": 10, "ready": 10, "waiting": 110}
+    # Nothing running yet and no capacity known: the load signal abstains, the queue binds.
+    at_ten = {"spec_replicas": 10, "status_replicas": 10, "ready": 10, "waiting": 110, "running": 0}
     for behavior, landed in ((None, 12), ({"scaleUp": {"tolerance": "0"}}, 11)):
         spec: dict[str, Any] = {"minReplicaCount": 2, "maxReplicaCount": 16, "triggers": [external]}
         if behavior is not None:

@@ -1,27 +1,21 @@
-"""Each signal's formula, as a table."""
+"""Each signal's formula, as a table, and the one ordered table the engine walks."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaler.calibration import CapacityCalibration
-from scaler.config import TargetPolicy, parse_metadata
+from scaler.config import parse_metadata
+from scaler.demand import Demand
+from scaler.engine import Engine
 from scaler.forecast import Forecast
 from scaler.model import Capacity, Observation, Signal
-from scaler.signals import ceil_replicas, floor, gpu, hold, last_known, queue, tokens
-from scaler.signals.tokens import TokenDemand
+from scaler.signals import ceil_replicas, floor, gpu, last_known, load, queue
+from scaler.signals.table import SIGNALS
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-LEAD_S = 180.0  # coldStartSeconds unset and nothing measured: the default lead
-
-
-def _capacity(policy: TargetPolicy) -> Capacity:
-    """The capacity a new engine starts from: the configured prior, not yet calibrated."""
-    return CapacityCalibration(policy).capacity()
+LEAD_S = 180.0
 
 
 @pytest.mark.parametrize(
@@ -32,112 +26,102 @@ def test_ceil_replicas(value: float, expected: int) -> None:
     assert ceil_replicas(value) == expected
 
 
+def demand(arrivals: float, prompt: float = 1200.0, in_service: float = 12.0) -> Demand:
+    """Offered demand of ``arrivals`` requests/s of ``prompt`` tokens, each in service ``in_service`` s."""
+    return Demand(0.0, arrivals, arrivals, prompt, in_service, arrivals * prompt, arrivals * in_service)
+
+
+CAPACITY = Capacity(5000.0, 24.0, "configured", "measured")
+
+
 @pytest.mark.parametrize(
-    ("waiting", "per_replica", "expected"),
-    [(0, 10, 0), (1, 10, 1), (10, 10, 1), (11, 10, 2), (400, 10, 40), (400, 50, 8), (3, 0.5, 6)],
+    ("waiting", "served", "ready", "expected"),
+    [
+        (540, 4.8, 6, 10),  # the docstring's example: all 540 left after the lead, 0.8/s per replica
+        (2, 4.0, 6, 0),  # cleared by the Ready replicas long before a new one could serve
+        (0, 0.0, 2, 0),
+        (200, 1.6, 2, 4),  # 200 + (1.6 - 1.6) x 180 = 200 left: (1.6 + 1.11) / 0.8
+    ],
+    ids=["example", "drains-in-time", "empty", "stuck"],
 )
-def test_queue_table(waiting: float, per_replica: float, expected: int) -> None:
-    """The queue signal asks for the waiting requests divided by the per-replica target, rounded up."""
-    proposal = queue.propose(waiting, per_replica)
+def test_queue_drains_the_backlog_within_one_more_lead(
+    waiting: float, served: float, ready: int, expected: int
+) -> None:
+    """The backlog left when a new replica could serve, plus what is served, over what a replica completes."""
+    capacity = Capacity(None, 9.6, "unknown", "measured")  # 9.6 slots / 12 s = 0.8 requests/s
+    obs = Observation(now=NOW, queue_waiting=waiting, ready_replicas=ready)
+    proposal = queue.propose(obs, demand(served), capacity, LEAD_S, 10.0, None)
     assert proposal.signal is Signal.QUEUE
-    assert proposal.replicas == expected
+    assert proposal.replicas == expected, proposal.reason
+
+
+def test_queue_without_a_service_rate_counts_what_persisted_per_target() -> None:
+    """No capacity and no saturation to measure one: what waited twice over targetQueuePerReplica."""
+    unknown = Capacity(None, None)
+    no_rate = Demand(315.0, None, None, None, None, None, None)
+    spike = queue.propose(Observation(now=NOW, queue_waiting=315), no_rate, unknown, LEAD_S, 10.0, 0.0)
+    assert spike.replicas == 0
+    sustained = queue.propose(Observation(now=NOW, queue_waiting=315), no_rate, unknown, LEAD_S, 10.0, 300.0)
+    assert sustained.replicas == 30
 
 
 def test_queue_abstains_when_unknown_and_says_why() -> None:
     """With the queue unknown the queue signal abstains and gives the reason."""
-    proposal = queue.propose(None, 10, "prometheus: connection refused")
+    obs = Observation(now=NOW, missing={"queue_waiting": "prometheus: connection refused"})
+    proposal = queue.propose(obs, demand(1.0), CAPACITY, LEAD_S, 10.0, None)
     assert proposal.replicas is None
     assert "connection refused" in proposal.reason
 
 
-def _flat(value: float) -> Forecast:
-    """A forecast that stays at ``value``: no trend, no margin."""
-    return Forecast(level=value, trend=0.0, margin=0.0, peak=0.0, last_value=value)
-
-
-@pytest.mark.parametrize(
-    ("prompt", "generation", "metadata", "expected"),
-    [
-        # GPU time adds: 4500/9000 + 900/1800 = 1.0 replica busy, / 0.5 utilisation = 2
-        (
-            4500,
-            900,
-            {
-                "promptTokensPerSecondPerReplica": "9000",
-                "generationTokensPerSecondPerReplica": "1800",
-                "targetUtilization": "0.5",
-            },
-            2,
-        ),
-        # not independent maxima: each alone is half a replica, together one
-        (
-            4500,
-            900,
-            {
-                "promptTokensPerSecondPerReplica": "9000",
-                "generationTokensPerSecondPerReplica": "1800",
-                "targetUtilization": "1",
-            },
-            1,
-        ),
-        (9001, 0, {"promptTokensPerSecondPerReplica": "9000", "targetUtilization": "1"}, 2),
-        (0, 18000, {"generationTokensPerSecondPerReplica": "1800", "targetUtilization": "0.8"}, 13),
-        (0, 0, {"promptTokensPerSecondPerReplica": "9000"}, 0),
-    ],
-    ids=["both-at-half", "both-at-full", "prompt-only", "generation-only", "idle"],
-)
-def test_token_table(prompt: float, generation: float, metadata: dict[str, str], expected: int) -> None:
-    """Prompt and generation GPU time add up, divided by the target utilisation."""
-    policy = parse_metadata(metadata)
-    capacity = _capacity(policy)
-    demand = tokens.demand(_flat(prompt), _flat(generation), capacity, LEAD_S)
-    assert tokens.propose(demand, capacity, LEAD_S, "").replicas == expected
-
-
-def test_tokens_read_the_forecast_one_cold_start_ahead() -> None:
-    """The token signal sizes for the forecast one cold start ahead, not for now."""
-    policy = parse_metadata(
-        {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": "1", "coldStartSeconds": "300"}
+def flat(value: float, errors: tuple[float, ...] = ()) -> Forecast:
+    """A forecast that stays at ``value``, with the given past errors."""
+    return Forecast(
+        level=value, trend=0.0, planned=value, held_s=0.0, margin=max(errors, default=0.0), errors=errors
     )
-    rising = Forecast(level=1000, trend=10.0, margin=0.0, peak=0.0, last_value=1000)  # +10 tok/s each second
-    capacity = _capacity(policy)
-    assert policy.cold_start_seconds == 300
-    demand = tokens.demand(rising, None, capacity, policy.cold_start_seconds)
-    assert demand is not None
-    assert demand.now == pytest.approx(1.0)
-    assert demand.horizon == pytest.approx(4.0)  # 1000 + 10 * 300 = 4000 tok/s
-    assert tokens.propose(demand, capacity, policy.cold_start_seconds, "").replicas == 4
 
 
-def test_tokens_off_without_capacity_and_unknown_without_rates() -> None:
-    """Tokens abstain without a per-replica capacity, or without token rates."""
-    off = tokens.propose(None, _capacity(parse_metadata({})), 180, "")
-    assert off.replicas is None
-    assert "promptTokensPerSecondPerReplica" in off.reason
-    policy = parse_metadata({"promptTokensPerSecondPerReplica": "1000"})
-    capacity = _capacity(policy)
-    assert tokens.demand(None, None, capacity, 180) is None
-    assert tokens.propose(None, capacity, 180, "prometheus down").replicas is None
+def test_decode_bound_traffic_is_sized_by_its_slots() -> None:
+    """Long decodes: 180 sequences in service on 24 slots each bind; prefill (0.24 s each) does not."""
+    policy = parse_metadata({"maxReplicas": "40"})
+    d = demand(15.0, in_service=12.0)
+    need = load.need(policy, CAPACITY, d, flat(18000.0), flat(180.0), "")
+    assert need is not None
+    assert need.binding is not None
+    assert need.binding.resource == "slots"
+    assert need.replicas >= 8  # 180 / 24 = 7.5 replicas of slots, and room for waits
+    assert "slots binds" in load.propose(need, "").reason
 
 
-@pytest.mark.parametrize(
-    ("now_busy", "horizon_busy", "utilisation", "expected"),
-    [(4.0, 1.0, 1.0, 4), (1.0, 4.0, 1.0, 4), (3.0, 3.0, 0.5, 6), (0.0, 0.0, 0.8, 0)],
-)
-def test_hold_keeps_the_largest_need_within_one_cold_start(
-    now_busy: float, horizon_busy: float, utilisation: float, expected: int
-) -> None:
-    """The hold keeps the larger of now's and the horizon's need, at the target utilisation."""
-    policy = parse_metadata(
-        {"promptTokensPerSecondPerReplica": "1000", "targetUtilization": str(utilisation)}
-    )
-    demand = TokenDemand(
-        now=now_busy,
-        horizon=horizon_busy,
-        peak_within_horizon=max(now_busy, horizon_busy),
-        usable_fraction=policy.target_utilization,
-    )
-    assert hold.propose_hold(demand, LEAD_S, None, None).replicas == expected
+def test_prefill_bound_traffic_is_sized_by_its_prefill() -> None:
+    """Long prompts, short answers: 12 s of prefill per second of arrivals binds; slots do not."""
+    policy = parse_metadata({"maxReplicas": "40", "ttftObjectiveSeconds": "8"})
+    d = demand(0.8, prompt=15000.0, in_service=20.0)
+    need = load.need(policy, CAPACITY, d, flat(12000.0), flat(16.0), "")
+    assert need is not None
+    assert need.binding is not None
+    assert need.binding.resource == "prefill"
+    assert need.replicas >= 3  # 12,000 / 5,000 = 2.4 replicas of prefill
+
+
+def test_past_errors_buy_room_for_them() -> None:
+    """The same forecast with past misses of +30% asks for more than with none."""
+    policy = parse_metadata({"maxReplicas": "40"})
+    d = demand(15.0)
+    calm = load.need(policy, CAPACITY, d, flat(18000.0), flat(180.0), "")
+    jumpy = load.need(policy, CAPACITY, d, flat(18000.0, (0.3,) * 10), flat(180.0, (0.3,) * 10), "")
+    assert calm is not None
+    assert jumpy is not None
+    assert jumpy.replicas > calm.replicas
+    assert jumpy.late <= 0.005
+
+
+def test_load_abstains_without_capacity_and_says_why() -> None:
+    """Neither prefill rate nor slots known: the load signal abstains and names what it lacks."""
+    policy = parse_metadata({})
+    need = load.need(policy, Capacity(None, None), demand(5.0), flat(6000.0), flat(60.0), "")
+    proposal = load.propose(need, "no demand")
+    assert proposal.replicas is None
+    assert "capacity unknown" in proposal.reason
 
 
 def test_floor_is_min_replicas() -> None:
@@ -187,51 +171,22 @@ def test_gpu_capacity_unknown_without_inventory_or_current() -> None:
     assert "api down" in unknown.reason
 
 
-@pytest.mark.parametrize(
-    ("waiting", "previous", "expected"),
-    [
-        (315, (15.0, 0.0), 0),  # seen at one refresh only: a spike buys nothing
-        (300, (15.0, 300.0), 30),  # at two refreshes in a row: 300 / 10
-        (400, (15.0, 300.0), 30),  # growing: what persisted, 300
-        (700, (15.0, 810.0), 0),  # draining 7.3/s: gone in 96 s, before a replica could be Ready
-        (800, (15.0, 810.0), 68),  # draining 0.67/s: 680 left after the 180 s cold start
-        (300, None, 30),  # no previous refresh: counted as it is
-        (0, (15.0, 500.0), 0),
-    ],
-    ids=["spike", "sustained", "growing", "drains-in-time", "drains-slowly", "first-refresh", "empty"],
-)
-def test_queue_counts_the_backlog_as_work(
-    waiting: float, previous: tuple[float, float] | None, expected: int
-) -> None:
-    """Only a backlog that persists, and what of it a cold start would not see drained, buys replicas."""
-    proposal = queue.propose(waiting, 10, previous=previous, horizon_s=180)
-    assert proposal.replicas == expected
-
-
-def test_the_engine_walks_one_ordered_table_of_signals() -> None:
-    """The table lists every Signal once, in tie-break order, each proposing under its own name."""
-    from datetime import UTC, datetime
-
-    from scaler.model import Observation, Signal
-    from scaler.signals.context import SignalInputs
-    from scaler.signals.table import SIGNALS, propose_all
-
+def test_the_engine_walks_one_ordered_table_of_signals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table lists every Signal once in tie-break order, and the engine proposes through it alone."""
     assert [signal for signal, _ in SIGNALS] == list(Signal)
-    policy = parse_metadata({"minReplicas": "2"})
-    inputs = SignalInputs(
-        policy=policy,
-        observation=Observation(now=datetime(2026, 12, 1, tzinfo=UTC), queue_waiting=40),
-        horizon_s=180,
-        capacity=_capacity(policy),
-        token_demand=None,
-        token_unknown="no data",
-        previous_queue=(15.0, 40.0),
-        learning=None,
-        earned=None,
-        last_demand=None,
-        missing=(),
+    engine = Engine.from_metadata({"minReplicas": "2", "targetQueuePerReplica": "10"})
+    obs = Observation(now=NOW, queue_waiting=40, current_replicas=2, ready_replicas=2)
+    engine.decide(obs)
+    decision = engine.decide(
+        Observation(now=NOW + timedelta(seconds=15), queue_waiting=40, current_replicas=2)
     )
-    proposals = propose_all(inputs)
-    assert [p.signal for p in proposals] == list(Signal)
-    assert proposals[0].replicas == 2  # floor
-    assert proposals[2].replicas == 4  # queue: 40 waiting at two refreshes, 10 per replica
+    assert list(decision.signal_reasons) == list(Signal)
+    assert decision.proposals[Signal.QUEUE] == 4  # 40 waiting at two refreshes, 10 per replica
+    # Replace the table: the engine's proposals follow it, so no signal is called around it.
+    from scaler.signals import table
+
+    monkeypatch.setattr(table, "SIGNALS", [entry for entry in SIGNALS if entry[0] is not Signal.QUEUE])
+    without = engine.decide(
+        Observation(now=NOW + timedelta(seconds=30), queue_waiting=40, current_replicas=2)
+    )
+    assert Signal.QUEUE not in without.signal_reasons

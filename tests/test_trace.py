@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
@@ -28,7 +29,16 @@ from scaler.runtime import Runtime
 from scaler.sim.prometheus import find_binary, free_port
 from tests.conftest import require_prometheus
 from tests.helpers import ScriptedSource, StepClock
-from tests.observability import LLAMA, LOAD, QWEN, TracedServer, full_source, samples_for, value_for
+from tests.observability import (
+    LLAMA,
+    LOAD,
+    QWEN,
+    TracedServer,
+    full_source,
+    samples_for,
+    slowdown_history,
+    value_for,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,9 +53,14 @@ def json_logger(buffer: io.StringIO) -> object:
 
 def test_every_series_of_a_full_decision_is_exported_once_per_target() -> None:
     """With full inputs every series is exported, once per target, and the input age is zero."""
-    with TracedServer(full_source(), clock=StepClock()) as server:
+    clock = StepClock()
+    with TracedServer(full_source(), clock=clock) as server:
         server.register(LLAMA, QWEN)
-        server.thread.refresh()  # a second decision: whether the first landed
+        history = slowdown_history(clock.now + timedelta(seconds=15), count=200)  # within the idle hour
+        for target in server.thread.runtime.registry.targets():
+            target.engine.warm(history)  # enough refreshes to fit the decode slowdown
+        clock.advance(15 * (len(history) + 1))
+        server.thread.refresh()  # a later decision: whether the first landed
         samples = server.scrape()
     names = {name for name, _, _ in samples}
     for spec in SERIES:
@@ -107,14 +122,15 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
         )
         capacity = decision.capacity
         assert capacity is not None
-        assert value_for(samples, "llm_scaler_capacity_prompt_tokens_per_second", key) == pytest.approx(
-            capacity.prompt_tokens_per_s
+        assert value_for(samples, "llm_scaler_capacity_prefill_tokens_per_second", key) == pytest.approx(
+            capacity.prefill_tokens_per_s
         )
-        assert value_for(samples, "llm_scaler_capacity_usable_ratio", key) == pytest.approx(
-            capacity.usable_fraction
-        )
+        assert value_for(samples, "llm_scaler_capacity_slots", key) == pytest.approx(capacity.slots)
         source = samples_for(samples, "llm_scaler_capacity_source_info", key)
-        assert [labels["source"] for labels, _ in source] == [capacity.source]
+        assert sorted((labels["resource"], labels["source"]) for labels, _ in source) == [
+            ("prefill", capacity.prefill_source),
+            ("slots", capacity.slots_source),
+        ]
     # The scenario: llama is queue-bound, clamped to max then to what the GPUs fit; qwen pre-warms.
     assert value_for(samples, "llm_scaler_prewarm_active", LLAMA) == 0
     assert value_for(samples, "llm_scaler_prewarm_active", QWEN) == 1
@@ -122,8 +138,8 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
         labels["kind"]: value
         for labels, value in samples_for(samples, "llm_scaler_clamp_held_back_replicas", LLAMA)
     }
-    # queue asks ceil(400 / 10) = 40; max 16; GPUs fit (6 - 1 pending) + 2 schedulable = 7.
-    assert llama_clamps == {"max": 40 - 16, "gpu_inventory": 16 - 7}
+    # queue asks (2 + 4000 / 210) / 0.4 = 53; max 16; GPUs fit (6 - 1 pending) + 2 schedulable = 7.
+    assert llama_clamps == {"max": 53 - 16, "gpu_inventory": 16 - 7}
     assert value_for(samples, "llm_scaler_gpu_held_back_replicas", LLAMA) == 16 - 7
     assert value_for(samples, "llm_scaler_ttft_objective_seconds", QWEN) == 2.0  # the default
 

@@ -92,6 +92,7 @@ class DecisionTrace:
             put("llm_scaler_min_replicas", labels, policy.min_replicas)
             put("llm_scaler_max_replicas", labels, policy.max_replicas)
             put("llm_scaler_ttft_objective_seconds", labels, policy.ttft_objective_seconds)
+            put("llm_scaler_ttft_objective_percentile", labels, policy.ttft_objective_percentile)
             put("llm_scaler_max_staleness_seconds", labels, policy.max_staleness_seconds)
             decision = target.latest
             if decision is not None and decision.inputs_complete_at is not None:
@@ -180,7 +181,8 @@ def _learned_rows(
             value = getattr(capacity, key)
             if value is not None:
                 put(name, labels, value)
-        put("llm_scaler_capacity_source_info", [*labels, capacity.source], 1)
+        put("llm_scaler_capacity_source_info", [*labels, "prefill", capacity.prefill_source], 1)
+        put("llm_scaler_capacity_source_info", [*labels, "slots", capacity.slots_source], 1)
 
 
 def install(

@@ -3,10 +3,10 @@
 A line reads left to right as the decision was made::
 
     2026-12-07T01:00:00Z (09:00:00 Asia/Shanghai) target=6 binding=prewarm [floor=2 prewarm=6* ...]
-        clamps: none | lead 180s (default) | capacity: ... | tokens off: no capacity configured ...
+        clamps: none | lead 180s (default) | capacity: ... | load off: ...
 
 The local time is shown when the ScaledObject's ``timezone`` is not UTC (pre-warm windows are
-written in it); ``tokens off`` says why the token signal did not propose. ``manifest_warnings``
+written in it); ``load off`` says why the load signal did not propose. ``manifest_warnings``
 lists what KEDA would refuse or read otherwise than the scaler does, before any decision;
 ``Summary`` ends the run with one line: decisions per binding signal and the clamps that acted.
 """
@@ -43,9 +43,9 @@ def format_line(decision: Decision, name: str | None = None, timezone: str = "UT
         line += f" | lead {decision.lead.seconds:.0f}s ({decision.lead.source})"
     if decision.capacity is not None:
         line += f" | capacity: {decision.capacity.describe()}"
-    if Signal.TOKENS not in decision.proposals:
-        why = decision.signal_reasons.get(Signal.TOKENS, "no reason given")
-        line += f" | tokens off: {why.removeprefix('off: ')}"
+    if Signal.LOAD not in decision.proposals:
+        why = decision.signal_reasons.get(Signal.LOAD, "no reason given")
+        line += f" | load off: {why}"
     if decision.notes:
         line += " | " + "; ".join(decision.notes)
     return line
@@ -69,7 +69,9 @@ def manifest_warnings(
     * ``minReplicaCount``/``maxReplicaCount`` (KEDA's defaults 0 and 100) that differ from the
       metadata's ``minReplicas``/``maxReplicas``: the HPA clamps to the former, whatever the
       scaler decides;
-    * more triggers than this one: the HPA takes the largest metric.
+    * more triggers than this one: the HPA takes the largest metric;
+    * ``targetUtilization``, accepted but no longer used: the load signal's headroom comes from
+      ``ttftObjectiveSeconds`` and ``ttftObjectivePercentile`` at the forecast load.
 
     *Example*: ``minReplicas: 2`` unquoted, ``minReplicaCount: 1`` and a ``cpu`` trigger beside
     the external one give three warnings.
@@ -99,6 +101,12 @@ def manifest_warnings(
     if len(triggers) > 1:
         others = ", ".join(str(t.get("type")) for i, t in enumerate(triggers) if i != trigger_index)
         out.append(f"{len(triggers)} triggers (also {others}): {SEVERAL_TRIGGERS}")
+    if metadata and "targetUtilization" in metadata:
+        out.append(
+            f"triggers[{trigger_index}].metadata.targetUtilization is no longer used: the load signal's"
+            " headroom comes from ttftObjectiveSeconds and ttftObjectivePercentile at the forecast load;"
+            " delete the key"
+        )
     return out
 
 
@@ -112,21 +120,21 @@ class Summary:
         self.decisions = 0
         self.binding: Counter[str] = Counter()
         self.clamps: Counter[str] = Counter()
-        self.tokens_off = 0
+        self.load_off = 0
 
     def add(self, decision: Decision) -> None:
-        """Count one decision: its binding signal, the clamps that changed it, the token signal off."""
+        """Count one decision: its binding signal, the clamps that changed it, the load signal off."""
         self.decisions += 1
         self.binding[decision.binding.value] += 1
         for clamp in decision.clamps:
             if clamp.before != clamp.after:
                 self.clamps[clamp.kind.value] += 1
-        if Signal.TOKENS not in decision.proposals:
-            self.tokens_off += 1
+        if Signal.LOAD not in decision.proposals:
+            self.load_off += 1
 
     def line(self) -> str:
         """The closing summary line (the class docstring's example)."""
         binding = ", ".join(f"{k} {n}" for k, n in self.binding.most_common()) or "none"
         clamps = ", ".join(f"{k} {n}" for k, n in self.clamps.most_common()) or "none"
-        tail = f"; token signal off in {self.tokens_off}" if self.tokens_off else ""
+        tail = f"; load signal off in {self.load_off}" if self.load_off else ""
         return f"summary: {self.decisions} decisions; binding {binding}; clamps {clamps}{tail}"

@@ -73,48 +73,71 @@ REPLICA_STATE_SERIES: dict[str, tuple[str, str]] = {
 }
 # Decision.forecast key -> (series, help).
 FORECAST_SERIES: dict[str, tuple[str, str]] = {
+    "arrivals_per_s": (
+        "llm_scaler_offered_requests_per_second",
+        "Requests per second offered to the fleet: those served plus the queue's growth (scaler/demand.py).",
+    ),
     "prompt_tokens_per_s": (
         "llm_scaler_forecast_prompt_tokens_per_second",
-        "Prompt tokens per second forecast at the horizon (now + coldStartSeconds), margin included.",
+        "Offered prompt tokens per second the load signal sized for: the largest forecast within the last"
+        " cold start, before the forecast's errors.",
     ),
-    "generation_tokens_per_s": (
-        "llm_scaler_forecast_generation_tokens_per_second",
-        "Generated tokens per second forecast at the horizon (now + coldStartSeconds), margin included.",
+    "prompt_tokens_per_s_margin": (
+        "llm_scaler_forecast_prompt_margin_ratio",
+        "The prompt-token forecast's past errors at ttftObjectivePercentile: how far above its plan the"
+        " demand has landed (0.2: 20%).",
+    ),
+    "concurrency": (
+        "llm_scaler_forecast_concurrency",
+        "Offered sequences in service the load signal sized for (arrivals times time in service), before"
+        " the forecast's errors.",
+    ),
+    "concurrency_margin": (
+        "llm_scaler_forecast_concurrency_margin_ratio",
+        "The concurrency forecast's past errors at ttftObjectivePercentile.",
     ),
     "busy_replicas_now": (
         "llm_scaler_busy_replicas",
-        "Replicas of GPU time the token load needs now (prefill plus decode), before targetUtilization.",
+        "Replicas of capacity the demand takes now, in the resource that takes most (no headroom).",
     ),
     "busy_replicas_at_horizon": (
         "llm_scaler_forecast_busy_replicas",
-        "Replicas of GPU time the forecast token load needs at the horizon, before targetUtilization.",
+        "Replicas of capacity the planned demand takes, in the resource that takes most (no headroom).",
+    ),
+    "late_expected": (
+        "llm_scaler_expected_late_ratio",
+        "Share of first tokens the load signal expects over ttftObjectiveSeconds at its proposal.",
+    ),
+    "model_bias": (
+        "llm_scaler_model_bias_ratio",
+        "Measured share of late first tokens over the modelled one, averaged over half an hour (1: none;"
+        " only an optimistic model is corrected).",
     ),
 }
 
-# Decision.capacity field -> (series, help): the capacities the token signal used.
+# Decision.capacity field -> (series, help): what one replica holds, as the load signal used it.
 CAPACITY_SERIES: dict[str, tuple[str, str]] = {
-    "prompt_tokens_per_s": (
-        "llm_scaler_capacity_prompt_tokens_per_second",
-        "Prompt tokens per second one Ready replica serves at its limit, as the token signal used it"
-        " (configured, or calibrated from what the fleet served).",
+    "prefill_tokens_per_s": (
+        "llm_scaler_capacity_prefill_tokens_per_second",
+        "Prompt tokens per second one Ready replica computes (configured, or measured from the mean TTFT).",
     ),
-    "generation_tokens_per_s": (
-        "llm_scaler_capacity_generation_tokens_per_second",
-        "Generated tokens per second one Ready replica serves at its limit, as the token signal used it.",
+    "slots": (
+        "llm_scaler_capacity_slots",
+        "Sequences one Ready replica runs at once (measured from the KV cache's usage, or while requests"
+        " wait on every replica).",
     ),
-    "usable_fraction": (
-        "llm_scaler_capacity_usable_ratio",
-        "Share of that capacity the fleet may run at and still meet ttftObjectiveSeconds"
-        " (targetUtilization at first, then calibrated against the TTFT).",
+    "decode_slowdown": (
+        "llm_scaler_capacity_decode_slowdown_ratio",
+        "How much prefill slows a replica's decoding: 0 when they do not compete, 1 when they add as"
+        " GPU time.",
     ),
-    "samples": (
-        "llm_scaler_capacity_calibration_refreshes",
-        "Refreshes that moved the calibrated usable load since the capacity prior last changed.",
+    "prefill_samples": (
+        "llm_scaler_capacity_prefill_measurements",
+        "Refreshes that measured the prefill rate since the configured capacities last changed.",
     ),
-    "overloads": (
-        "llm_scaler_capacity_saturated_refreshes",
-        "Saturated refreshes (a request waiting per Ready replica for a whole rate window) that"
-        " measured the capacity.",
+    "slots_samples": (
+        "llm_scaler_capacity_slots_measurements",
+        "Refreshes that measured the batch slots since the configured capacities last changed.",
     ),
 }
 
@@ -163,13 +186,13 @@ SERIES: tuple[SeriesSpec, ...] = (
         "llm_scaler_landing_gap_seconds",
         "How long the Deployment has differed from the scaler's target without moving toward it.",
     ),
-    # The capacities the token signal used, and where they came from
+    # What one replica holds, as the load signal used it, and where that came from
     *(_gauge(name, help_) for name, help_ in CAPACITY_SERIES.values()),
     SeriesSpec(
         "llm_scaler_capacity_source_info",
         "info",
-        "Where the capacities came from: configured, calibrated or uncalibrated (value 1).",
-        ("source",),
+        "Where each per-replica capacity came from: configured, measured or unknown (value 1).",
+        ("resource", "source"),
     ),
     # The policy the ScaledObject's metadata configured
     _gauge(
@@ -189,7 +212,11 @@ SERIES: tuple[SeriesSpec, ...] = (
         " and no step past it fits (scaler.landing).",
     ),
     _gauge("llm_scaler_max_replicas", "maxReplicas from the trigger metadata."),
-    _gauge("llm_scaler_ttft_objective_seconds", "ttftObjectiveSeconds: the TTFT p99 objective."),
+    _gauge("llm_scaler_ttft_objective_seconds", "ttftObjectiveSeconds: the TTFT objective."),
+    _gauge(
+        "llm_scaler_ttft_objective_percentile",
+        "ttftObjectivePercentile: the share of first tokens, in percent, that must meet the objective.",
+    ),
     _gauge(
         "llm_scaler_max_staleness_seconds",
         "maxStalenessSeconds: input age beyond which GetMetrics answers UNAVAILABLE.",

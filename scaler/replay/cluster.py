@@ -26,6 +26,10 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
   Real vLLM lies between the two (docs/replay.md cites why); the scaler is not told which
   one it runs in.
 * **TTFT** = waiting for a slot and for the prefill queue + the prompt's prefill time.
+* **What the metrics show**, as vLLM counts them: a request is *waiting* until it holds a
+  batch slot (vLLM's WAITING queue: not admitted for want of a sequence slot or KV
+  blocks) and *running* from then to its last token, its prefill queue and prefill
+  included (vLLM admits a request and computes its prompt in chunks among running ones).
 """
 
 from __future__ import annotations
@@ -143,7 +147,7 @@ class ServingPod(Pod):
         super().__init__(index, now)
         self.ends: list[float] = []  # heap: end times of requests not yet known to be finished
         self.slots = [0.0] * slots  # heap: when each batch slot frees (FIFO over c slots)
-        self.starts: deque[float] = deque()  # start times not yet reached (waiting requests)
+        self.starts: deque[float] = deque()  # admission times not yet reached (waiting requests)
         self.free_at = 0.0  # when the prefill queue frees
         self.pf_load = 0.0  # exponential average of prefill busy fraction
         self.pf_t = 0.0
@@ -164,7 +168,7 @@ class ServingPod(Pod):
         return len(ends)
 
     def waiting(self, now: float) -> int:
-        """Requests assigned to the pod whose service has not started by ``now``."""
+        """Requests assigned to the pod that hold no batch slot yet at ``now`` (vLLM's waiting)."""
         starts = self.starts
         while starts and starts[0] <= now:
             starts.popleft()
@@ -251,8 +255,9 @@ class Cluster(PodLifecycle[ServingPod]):
             end = first + max(0.0, output_tokens - 1) / self._r
         heapq.heappush(pod.slots, end)
         heapq.heappush(pod.ends, end)
-        if start > now:
-            pod.starts.append(start)
+        admitted = max(now, pod.ready_at, slot_free)  # holds a slot from here (FIFO over slots)
+        if admitted > now:
+            pod.starts.append(admitted)
         pod.free_at = first
         return first, end
 

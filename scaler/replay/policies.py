@@ -19,7 +19,7 @@ from datetime import datetime
 from scaler.coldstart import NONE as NO_COLD_START
 from scaler.coldstart import ColdStart
 from scaler.engine import Engine
-from scaler.histogram import histogram_quantile, share_above, total
+from scaler.histogram import ttft_inputs
 from scaler.hpa import Hpa, HpaStep, MetricType
 from scaler.model import Decision, HpaStatus, Observation
 from scaler.replay.keda import (
@@ -53,6 +53,7 @@ class TickInputs:
     generation_tokens_per_s: float | None
     pods: PodSeries
     ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative rates)
+    ttft_sum_per_s: float | None = None  # the rate of that histogram's _sum (seconds per second)
     kv_cache_usage: float | None = None  # the fullest serving pod's share of batch slots in use
     cold_start: ColdStart = NO_COLD_START  # measured from the pods that became Ready, as live
 
@@ -103,16 +104,10 @@ class KedaPolicy:
                 "prompt_tokens_per_s": "no rate() window yet",
                 "generation_tokens_per_s": "no rate() window yet",
             }
-        buckets = tick.ttft_buckets
-        ttft: dict[str, float | None] = {
-            "ttft_p95_seconds": histogram_quantile(0.95, buckets) if buckets else None,
-            "ttft_p99_seconds": histogram_quantile(0.99, buckets) if buckets else None,
-            "ttft_over_objective": share_above(self.objective_s, buckets) if buckets else None,
-            "requests_per_s": total(buckets) if buckets else None,
-        }
+        ttft = ttft_inputs(self.objective_s, tick.ttft_buckets, tick.ttft_sum_per_s)
         for name, value in ttft.items():
             if value is None:
-                missing[name] = "no requests in the rate window"
+                missing[name] = "no requests in the rate window" if tick.ttft_buckets else "no TTFT histogram"
         return Observation(
             now=tick.now,
             queue_waiting=float(tick.waiting),
@@ -127,6 +122,7 @@ class KedaPolicy:
             ttft_p95_seconds=ttft["ttft_p95_seconds"],
             ttft_p99_seconds=ttft["ttft_p99_seconds"],
             ttft_over_objective=ttft["ttft_over_objective"],
+            ttft_mean_seconds=ttft["ttft_mean_seconds"],
             requests_per_s=ttft["requests_per_s"],
             kv_cache_usage=tick.kv_cache_usage,
             cold_start_seconds=tick.cold_start.lead_p90_s,

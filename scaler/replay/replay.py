@@ -121,6 +121,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     gen_rate_now = 0.0
     # First tokens per HIST_BIN_S and TTFT bucket: the histogram's increments over time.
     ttft_hist = np.zeros((nbins // HIST_BIN_S + 2, len(TTFT_BUCKETS)), dtype=np.int64)
+    ttft_sums = np.zeros(len(ttft_hist), dtype=np.float64)  # the histogram's _sum, per bin
     last_hist = len(ttft_hist) - 1
     bucket_of = bisect.bisect_left
 
@@ -159,9 +160,11 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
         busy = cfg.busy_fraction(prompt_rate, gen_rate)
         hist_end = min(second // HIST_BIN_S, last_hist)
-        window_counts = ttft_hist[max(0, hist_end - RATE_WINDOW_S // HIST_BIN_S) : hist_end].sum(axis=0)
-        ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S) if window_counts.any() else None
-        kv = max(running, default=0) / cfg.decode_slots if serving else None
+        hist_start = max(0, hist_end - RATE_WINDOW_S // HIST_BIN_S)
+        window_counts = ttft_hist[hist_start:hist_end].sum(axis=0)
+        ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S)
+        ttft_sum_rate = float(ttft_sums[hist_start:hist_end].sum()) / RATE_WINDOW_S
+        kv = sum(running) / (len(running) * cfg.decode_slots) if serving else None  # mean over pods
         inputs = TickInputs(
             now_s=t - w,
             now=start + timedelta(seconds=t - w),
@@ -176,6 +179,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             prompt_tokens_per_s=prompt_rate,
             generation_tokens_per_s=gen_rate,
             ttft_buckets=ttft_window,
+            ttft_sum_per_s=ttft_sum_rate,
             kv_cache_usage=None if kv is None else min(1.0, kv),
             cold_start=measure_cold_start(cluster.ready_times),
             pods=PodSeries(waiting, running, busy, view.ready, cfg.gpus_per_replica, cfg.decode_slots),
@@ -213,7 +217,9 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         first, end = assign(t, prompts[i], outputs[i])
         ttft = first - t
         ttft_all[i] = ttft
-        ttft_hist[min(int(first) // HIST_BIN_S, last_hist), bucket_of(TTFT_BUCKETS, ttft)] += 1
+        hist_bin = min(int(first) // HIST_BIN_S, last_hist)
+        ttft_hist[hist_bin, bucket_of(TTFT_BUCKETS, ttft)] += 1
+        ttft_sums[hist_bin] += ttft
         b = int(first)
         if b < last_bin:
             prompt_bin[b] += prompts[i]

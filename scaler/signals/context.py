@@ -10,26 +10,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scaler.config import TargetPolicy
+from scaler.demand import Demand
 from scaler.model import Capacity, Observation
-from scaler.signals.tokens import TokenDemand
+from scaler.signals.load import LoadNeed
 
 
 @dataclass(frozen=True, slots=True)
 class SignalInputs:
-    """``horizon_s``: the lead one cold start ahead; ``token_demand``: the forecast token load
-    (None while a token rate is missing), ``token_unknown`` why; ``previous_queue``: (seconds
-    since, waiting) at the previous refresh; ``learning``: why the engine is still learning
-    (None once it is not) and ``earned`` the replicas it keeps meanwhile; ``last_demand``: the
-    last complete demand; ``missing``: the demand inputs missing now."""
+    """``horizon_s``: the lead one cold start ahead; ``demand``: this refresh's offered demand;
+    ``capacity``: what one replica holds; ``load``: each resource's need (None while a demand
+    input is missing), ``load_unknown`` why; ``previous_waiting``: the queue at the previous
+    refresh; ``last_demand``: the last complete demand; ``missing``: the demand inputs missing now."""
 
     policy: TargetPolicy
     observation: Observation
     horizon_s: float
+    demand: Demand
     capacity: Capacity
-    token_demand: TokenDemand | None
-    token_unknown: str
-    previous_queue: tuple[float, float] | None
-    learning: str | None
-    earned: int | None
+    load: LoadNeed | None
+    load_unknown: str
+    previous_waiting: float | None
     last_demand: int | None
     missing: tuple[str, ...]

@@ -1,9 +1,9 @@
 """Last known demand: while a demand input is missing, the target does not fall below the last decision.
 
-    last_known = the largest demand proposal (queue, tokens, hold) of the last refresh
-                 whose inputs were complete, while any of them is missing now
+    last_known = the largest demand proposal (queue, load) of the last refresh whose inputs
+                 were complete, while any of them is missing now
 
-*Example*: Prometheus stops answering after a decision of 7: the queue and token signals
+*Example*: Prometheus stops answering after a decision of 7: the queue and load signals
 abstain, and last_known proposes 7 until the inputs are back, so a missing source never
 makes the target fall.
 """

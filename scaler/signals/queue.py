@@ -1,76 +1,127 @@
-"""Queue signal: the backlog as work, in replicas of ``targetQueuePerReplica`` waiting each.
+"""Queue signal: the replicas that drain what waits, counting new capacity only once it can serve.
 
-    persisted = min(waiting now, waiting at the previous refresh)   (waiting now on the first)
-    drain     = (previous - now) / dt                                requests/s, when it shrinks
-    left      = 0                              if it drains within coldStartSeconds by itself
-              = persisted - drain * coldStartSeconds                 otherwise (drain 0 when it grows)
-    queue     = ceil(left / targetQueuePerReplica)
+Requests already waiting are demand the load signal's forecast does not hold (it sizes what
+*arrives*). With ``mu`` what one replica completes per second at its limit (the tighter of
+its prefill, ``P / prompt``, and its slots, ``S / time in service``; ``scaler.capacity``; never
+less than what each Ready replica is seen completing now),
+``lead`` one cold start, and only the Ready replicas serving until then at the rate they serve
+now:
 
-The count is absolute, so replicas that are still starting count as capacity on its way:
-100 waiting at 10 per replica asks for 10 whether 5 or 10 of them are Ready, and scale-ups
-do not stack while pods start. Two things keep it from buying replicas that arrive after
-the backlog is gone: a queue seen at one refresh only (a spike, gone at the next) is not
-counted, and a backlog the fleet drains faster than a new replica could be Ready buys
-none. A backlog that persists or grows buys replicas for what will be left of it when a
-replica ordered now is Ready.
+    left  = max(0, waiting + (served - ready x mu) x lead)       backlog when new replicas are Ready
+    queue = ceil((served + left / lead) / mu)                    if left > 0, else 0
 
-*Examples* (``targetQueuePerReplica`` 10, cold start 180 s, refreshes 15 s apart): 315
-waiting at one refresh and none before: 0 (``persisted`` is 0). 300 at two refreshes in
-a row: 30. 810 then 700: draining at 7.3 requests/s, gone in 96 s: 0. 810 then 800:
-draining at 0.67 requests/s, 800 - 120 = 680 left after the cold start: 68.
+so the replicas ordered now keep serving what they serve and clear what is left within one more
+cold start. A backlog the Ready replicas clear before a new one could serve buys nothing (a
+one-poll spike); one that outlasts them asks for the whole fleet it takes, so the proposal does
+not fall while requests still wait and starting replicas are not Ready yet. Replicas that are
+starting are not counted as serving before the lead: they may be Ready sooner, and the next
+refresh then sees the backlog shrink. What arrives beyond what is served is the load signal's:
+it sizes offered arrivals (``scaler.demand``).
+
+Without a known capacity, ``mu`` is what each Ready replica served while every one of them had a
+request waiting (saturated, the served rate is the limit); without that either, the backlog is
+counted in replicas of ``targetQueuePerReplica`` waiting requests each, counting only what
+waited at two refreshes in a row (a one-refresh spike buys nothing).
+
+*Example*: 6 Ready replicas completing 0.8 requests/s each serve 4.8/s, and 540 wait: they
+clear none of it (``left = 540``), so ``(4.8 + 540 / 180) / 0.8 = 9.75``: 10 replicas. With 315
+waiting behind 4 Ready replicas of 1.77/s serving 5/s, ``left = 315 - 2.1 x 180 < 0``: nothing.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scaler.model import Proposal, Signal
+from scaler.demand import Demand
+from scaler.model import Capacity, Observation, Proposal, Signal
 from scaler.signals import ceil_replicas
 
 if TYPE_CHECKING:
     from scaler.signals.context import SignalInputs
 
 
+@dataclass(frozen=True, slots=True)
+class ServiceRate:
+    """What one replica completes per second at its limit, and how that was known."""
+
+    per_replica: float
+    how: str
+
+
+def service_rate(capacity: Capacity, demand: Demand, obs: Observation) -> ServiceRate | None:
+    """``mu`` of the module docstring: from the capacities (never below what each Ready replica is
+    seen completing now), else from a saturated fleet, else None."""
+    ready, waiting, served = obs.ready_replicas, obs.queue_waiting, demand.served_per_s
+    rates: list[tuple[float, str]] = []
+    prompt, hold = demand.prompt_tokens_per_request, demand.time_in_service_s
+    if capacity.prefill_tokens_per_s and prompt:
+        rates.append((capacity.prefill_tokens_per_s / prompt, "prefill"))
+    if capacity.slots and hold:
+        rates.append((capacity.slots / hold, "slots"))
+    if rates:
+        rate, resource = min(rates)
+        if ready and served and served / ready > rate:
+            rate, resource = served / ready, "as served now"
+        return ServiceRate(rate, f"{rate:.2f}/s per replica ({resource})")
+    if ready and waiting is not None and waiting >= ready and served:
+        return ServiceRate(served / ready, f"{served / ready:.2f}/s per replica (served while saturated)")
+    return None
+
+
 def propose(
-    waiting: float | None,
+    obs: Observation,
+    demand: Demand,
+    capacity: Capacity,
+    lead_s: float,
     target_per_replica: float,
-    missing_reason: str | None = None,
-    previous: tuple[float, float] | None = None,
-    horizon_s: float = 0.0,
+    previous_waiting: float | None,
 ) -> Proposal:
-    """``previous``: (seconds since, waiting) at the previous refresh, if there was one."""
+    """The backlog's proposal (module docstring)."""
+    waiting = obs.queue_waiting
     if waiting is None:
-        why = missing_reason or "no data"
-        return Proposal(Signal.QUEUE, None, f"queue depth unknown ({why})")
-    persisted = waiting
-    reason = f"{waiting:g} waiting at {target_per_replica:g} per replica"
-    left = waiting
-    if previous is not None:
-        dt, before = previous
-        persisted = min(waiting, before)
-        drain = (before - waiting) / dt if dt > 0 and waiting < before else 0.0
-        left = max(0.0, persisted - drain * horizon_s)
-        if persisted < waiting:
-            reason = f"{waiting:g} waiting, {persisted:g} of it also at the previous refresh"
-        if drain > 0:
-            seconds = waiting / drain
-            if seconds <= horizon_s:
-                left = 0.0
-                reason += f"; draining {drain:.2f}/s, gone in {seconds:.0f}s, before a new replica is Ready"
-            else:
-                reason += f"; draining {drain:.2f}/s, {left:g} left after {horizon_s:g}s"
-        reason += f"; {target_per_replica:g} per replica"
-    replicas = ceil_replicas(left / target_per_replica)
-    return Proposal(Signal.QUEUE, replicas, reason, {"queue_waiting": waiting, "queue_counted": left})
+        return Proposal(
+            Signal.QUEUE, None, f"queue depth unknown ({obs.missing.get('queue_waiting', 'no data')})"
+        )
+    rate = service_rate(capacity, demand, obs)
+    served = demand.served_per_s
+    if rate is None or served is None or obs.ready_replicas is None:
+        persisted = waiting if previous_waiting is None else min(waiting, previous_waiting)
+        replicas = ceil_replicas(persisted / target_per_replica)
+        return Proposal(
+            Signal.QUEUE,
+            replicas,
+            f"{waiting:g} waiting, {persisted:g} of it also at the previous refresh, at"
+            f" {target_per_replica:g} per replica (no service rate known)",
+            {"queue_waiting": waiting, "queue_left": persisted},
+        )
+    mu = rate.per_replica
+    left = max(0.0, waiting + (served - obs.ready_replicas * mu) * lead_s)
+    if left <= 0:
+        return Proposal(
+            Signal.QUEUE,
+            0,
+            f"{waiting:g} waiting, cleared by the {obs.ready_replicas} Ready before a new replica could"
+            f" serve ({served:.2f} served/s, {rate.how})",
+            {"queue_waiting": waiting, "queue_left": 0.0},
+        )
+    replicas = max(1, ceil_replicas((served + left / lead_s) / mu))
+    return Proposal(
+        Signal.QUEUE,
+        replicas,
+        f"{waiting:g} waiting, {left:.0f} left after {lead_s:g}s with {obs.ready_replicas} Ready;"
+        f" {served:.2f} served/s, {rate.how}",
+        {"queue_waiting": waiting, "queue_left": left},
+    )
 
 
 def from_inputs(inputs: SignalInputs) -> Proposal:
     """The queue signal on the table's one signature."""
-    obs = inputs.observation
     return propose(
-        obs.queue_waiting,
-        inputs.policy.target_queue_per_replica,
-        obs.missing.get("queue_waiting"),
-        inputs.previous_queue,
+        inputs.observation,
+        inputs.demand,
+        inputs.capacity,
         inputs.horizon_s,
+        inputs.policy.target_queue_per_replica,
+        inputs.previous_waiting,
     )

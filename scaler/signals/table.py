@@ -10,9 +10,8 @@ signal        proposes                                   module
 ============  =========================================  ========================
 floor         ``minReplicas``                            ``signals/floor.py``
 prewarm       the replicas of an open pre-warm window    ``signals/prewarm.py``
-queue         the backlog left after one cold start      ``signals/queue.py``
-tokens        the forecast token load / usable load      ``signals/tokens.py``
-hold          the forecast peak within one cold start    ``signals/hold.py``
+queue         the replicas that drain the backlog        ``signals/queue.py``
+load          each resource's need at the forecast       ``signals/load.py``
 last_known    the last complete demand, while one lacks  ``signals/last_known.py``
 ============  =========================================  ========================
 """
@@ -22,15 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scaler.model import Proposal, Signal
-from scaler.signals import floor, hold, last_known, prewarm, queue, tokens
+from scaler.signals import floor, last_known, load, prewarm, queue
 from scaler.signals.context import SignalInputs
 
 SIGNALS: tuple[tuple[Signal, Callable[[SignalInputs], Proposal]], ...] = (
     (Signal.FLOOR, floor.from_inputs),
     (Signal.PREWARM, prewarm.from_inputs),
     (Signal.QUEUE, queue.from_inputs),
-    (Signal.TOKENS, tokens.from_inputs),
-    (Signal.HOLD, hold.from_inputs),
+    (Signal.LOAD, load.from_inputs),
     (Signal.LAST_KNOWN, last_known.from_inputs),
 )
 

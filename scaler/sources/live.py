@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from scaler.histogram import share_above, total
+from scaler.histogram import ttft_inputs
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import INPUTS, InputSource, Observation
 from scaler.registry import Target, TargetKey
@@ -78,14 +78,19 @@ class LiveSource:
             got = inputs.get(t.key) or TargetInputs()
             values: dict[str, Any] = {k: v for k, v in got.values.items() if k in PROMETHEUS_FIELDS}
             missing = {k: v for k, v in got.missing.items() if k in PROMETHEUS_FIELDS}
-            over = (
-                share_above(t.policy.ttft_objective_seconds, got.ttft_buckets) if got.ttft_buckets else None
-            )
-            served = total(got.ttft_buckets) if got.ttft_buckets else None
-            for name, value in (("ttft_over_objective", over), ("requests_per_s", served)):
-                if value is not None:
-                    values[name] = value
-                else:
+            if got.ttft_buckets:
+                ttft = ttft_inputs(
+                    t.policy.ttft_objective_seconds, got.ttft_buckets, got.values.get("ttft_sum")
+                )
+                for name in ("ttft_over_objective", "requests_per_s", "ttft_mean_seconds"):
+                    if ttft[name] is not None:
+                        values[name] = ttft[name]
+                    else:
+                        missing[name] = missing.get(
+                            "ttft_p99_seconds", got.missing.get("ttft_sum", "no requests in the rate window")
+                        )
+            else:
+                for name in ("ttft_over_objective", "requests_per_s", "ttft_mean_seconds"):
                     missing[name] = missing.get(
                         "ttft_p99_seconds", "no TTFT histogram buckets (custom queries give quantiles only)"
                     )

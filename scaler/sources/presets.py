@@ -23,7 +23,7 @@ class Combine(StrEnum):
     """How series from several groups are combined for one target."""
 
     SUM = "sum"
-    MAX = "max"
+    MEAN = "mean"  # each group's value is already a mean over its pods: averaged over the groups
     HISTOGRAM = "histogram"  # per-bucket rates, summed, then a quantile in Python
 
 
@@ -34,7 +34,7 @@ class Family:
     field: str
     template: str
     combine: Combine = Combine.SUM
-    le_scale: float = 1.0  # histogram bucket bounds times this give seconds (0.001 for _ms histograms)
+    le_scale: float = 1.0  # bucket bounds (or a histogram's _sum) times this give seconds (0.001 for _ms)
 
     def render(self, by: tuple[str, ...], window: str) -> str:
         """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""
@@ -59,7 +59,9 @@ class Preset:
 
 
 # Fields a preset can feed. `replicas_reporting` counts pods exporting metrics: used for
-# current/ready replicas when no Kubernetes source is configured.
+# current/ready replicas when no Kubernetes source is configured. `ttft_sum` is the rate of the
+# TTFT histogram's _sum: over the count's rate, the mean TTFT. The KV cache's usage is the mean
+# over the pods (what measures a replica's batch slots, scaler.capacity).
 FIELDS = (
     "queue_waiting",
     "requests_running",
@@ -67,6 +69,7 @@ FIELDS = (
     "generation_tokens_per_s",
     "kv_cache_usage",
     "ttft",
+    "ttft_sum",
     "replicas_reporting",
 )
 
@@ -85,14 +88,15 @@ VLLM = Preset(
         Family("generation_tokens_per_s", "sum by ({by}) (rate(vllm:generation_tokens_total[{window}]))"),
         Family(
             "kv_cache_usage",
-            "max by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)",
-            Combine.MAX,
+            "avg by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)",
+            Combine.MEAN,
         ),
         Family(
             "ttft",
             "sum by ({by}) (rate(vllm:time_to_first_token_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
+        Family("ttft_sum", "sum by ({by}) (rate(vllm:time_to_first_token_seconds_sum[{window}]))"),
         Family("replicas_reporting", "count by ({by}) (vllm:num_requests_running)"),
     ),
     "vllm-project/vllm vllm/v1/metrics/loggers.py",
@@ -109,12 +113,13 @@ SGLANG = Preset(
         Family("requests_running", "sum by ({by}) (sglang:num_running_reqs)"),
         Family("prompt_tokens_per_s", "sum by ({by}) (rate(sglang:prompt_tokens_total[{window}]))"),
         Family("generation_tokens_per_s", "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))"),
-        Family("kv_cache_usage", "max by ({by}) (sglang:token_usage)", Combine.MAX),
+        Family("kv_cache_usage", "avg by ({by}) (sglang:token_usage)", Combine.MEAN),
         Family(
             "ttft",
             "sum by ({by}) (rate(sglang:time_to_first_token_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
+        Family("ttft_sum", "sum by ({by}) (rate(sglang:time_to_first_token_seconds_sum[{window}]))"),
         Family("replicas_reporting", "count by ({by}) (sglang:num_running_reqs)"),
     ),
     "sgl-project/sglang python/sglang/srt/metrics/collector.py",
@@ -152,13 +157,18 @@ TRITON = Preset(
         Family("generation_tokens_per_s", "sum by ({by}) (rate(nv_llm_output_token_len_sum[{window}]))"),
         Family(
             "kv_cache_usage",
-            'max by ({by}) (nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction"}})',
-            Combine.MAX,
+            'avg by ({by}) (nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction"}})',
+            Combine.MEAN,
         ),
         Family(
             "ttft",
             "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_bucket[{window}]))",
             Combine.HISTOGRAM,
+            le_scale=0.001,
+        ),
+        Family(
+            "ttft_sum",
+            "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_sum[{window}]))",
             le_scale=0.001,
         ),
         Family("replicas_reporting", 'count by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'),

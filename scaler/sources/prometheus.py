@@ -18,7 +18,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,10 +27,9 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from scaler.config import TargetPolicy
-from scaler.engine import HistoryPoint
-from scaler.histogram import histogram_quantile, share_above, total
+from scaler.histogram import histogram_quantile, ttft_inputs
 from scaler.matchers import LabelMatcher, matches_all
-from scaler.model import INPUTS
+from scaler.model import INPUTS, Observation
 from scaler.sources.presets import Combine, Family, preset_for
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
@@ -291,17 +290,18 @@ class PrometheusReader:
 
     def history(
         self, targets: Sequence[TargetQuery], now: datetime, step_s: float | None = None
-    ) -> dict[Any, list[HistoryPoint]]:
-        """Past inputs per target (oldest first), from range queries over ``history_seconds``.
+    ) -> dict[Any, list[Observation]]:
+        """Past Observations per target (oldest first), from range queries over ``history_seconds``.
 
         The range ends at ``now`` and steps back by ``step_s`` (default ``history_step_s``),
         so with ``now`` on the refresh grid the points are the ones a running replica saw.
-        Token rates warm the forecasters; the queue, the pods reporting (standing in for
-        Ready replicas, which Prometheus does not hold) and the TTFT histogram warm the
-        capacity calibration. A family whose range query fails is left out of the points;
-        only the token rates' failure fails the warm-up.
+        They carry what the engine learns from (``Engine.warm``): the token rates, the queue,
+        the running requests, the KV cache, the TTFT histogram (count, sum and buckets) and the
+        pods reporting, which stand for the Ready replicas Prometheus does not hold. A family
+        whose range query fails is left out of the points; only the token rates' failure fails
+        the warm-up.
         """
-        out: dict[Any, list[HistoryPoint]] = {t.key: [] for t in targets}
+        out: dict[Any, list[Observation]] = {t.key: [] for t in targets}
         step = step_s or self.history_step_s
         start = now - timedelta(seconds=step * int(self.history_seconds // step))
         groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
@@ -325,7 +325,12 @@ class PrometheusReader:
                     if name in ("prompt_tokens_per_s", "generation_tokens_per_s"):
                         raise
                     continue
-                series[name] = _sum_per_target(rows, members, selectors)
+                mean = family.combine is Combine.MEAN
+                series[name] = _sum_per_target(rows, members, selectors, mean)
+                if family.le_scale != 1.0:
+                    for acc in series[name].values():
+                        for ts in acc:
+                            acc[ts] *= family.le_scale
             ttft = preset.family("ttft")
             buckets = self._bucket_history(client, ttft, by, start, now, step, members, selectors)
             for t in members:
@@ -365,16 +370,27 @@ class PrometheusReader:
         return out
 
 
-# What the warm-up reads, besides the TTFT histogram.
-HISTORY_FIELDS = ("prompt_tokens_per_s", "generation_tokens_per_s", "queue_waiting", "replicas_reporting")
+# What the warm-up reads, besides the TTFT histogram's buckets.
+HISTORY_FIELDS = (
+    "prompt_tokens_per_s",
+    "generation_tokens_per_s",
+    "queue_waiting",
+    "requests_running",
+    "kv_cache_usage",
+    "ttft_sum",
+    "replicas_reporting",
+)
 
 
 def _sum_per_target(
     rows: list[tuple[Labels, list[tuple[float, float]]]],
     members: Sequence[TargetQuery],
     selectors: Mapping[Any, Sequence[LabelMatcher]],
+    mean: bool = False,
 ) -> dict[Any, dict[float, float]]:
+    """Per target, per time, the sum (or with ``mean``, the mean) of the series its selector picks."""
     per_target: dict[Any, dict[float, float]] = {t.key: {} for t in members}
+    counts: dict[Any, dict[float, int]] = {t.key: defaultdict(int) for t in members}
     for labels, values in rows:
         for t in members:
             if matches_all(tuple(selectors[t.key]), labels):
@@ -382,6 +398,11 @@ def _sum_per_target(
                 for ts, v in values:
                     if math.isfinite(v):
                         acc[ts] = acc.get(ts, 0.0) + v
+                        counts[t.key][ts] += 1
+    if mean:
+        for key, acc in per_target.items():
+            for ts in acc:
+                acc[ts] /= counts[key][ts]
     return per_target
 
 
@@ -389,26 +410,34 @@ def _points(
     target: TargetQuery,
     series: Mapping[str, Mapping[Any, Mapping[float, float]]],
     buckets: Mapping[float, Mapping[float, float]],
-) -> list[HistoryPoint]:
+) -> list[Observation]:
     def get(name: str) -> Mapping[float, float]:
         return series.get(name, {}).get(target.key, {})
 
     prompt, generation = get("prompt_tokens_per_s"), get("generation_tokens_per_s")
-    waiting, reporting = get("queue_waiting"), get("replicas_reporting")
+    reporting, sums = get("replicas_reporting"), get("ttft_sum")
     objective = target.policy.ttft_objective_seconds
     points = []
     for ts in sorted(set(prompt) | set(generation)):
-        hist = buckets.get(ts)
         ready = reporting.get(ts)
+        replicas = None if ready is None else round(ready)
+        hist = buckets.get(ts)
+        ttft = ttft_inputs(objective, hist, sums.get(ts)) if hist else {}
         points.append(
-            HistoryPoint(
-                ts,
-                prompt.get(ts),
-                generation.get(ts),
-                queue_waiting=waiting.get(ts),
-                ready_replicas=None if ready is None else round(ready),
-                ttft_over_objective=share_above(objective, hist) if hist else None,
-                requests_per_s=total(hist) if hist else None,
+            Observation(
+                now=datetime.fromtimestamp(ts, tz=UTC),
+                queue_waiting=get("queue_waiting").get(ts),
+                requests_running=get("requests_running").get(ts),
+                prompt_tokens_per_s=prompt.get(ts),
+                generation_tokens_per_s=generation.get(ts),
+                kv_cache_usage=get("kv_cache_usage").get(ts),
+                current_replicas=replicas,
+                ready_replicas=replicas,
+                ttft_p95_seconds=ttft.get("ttft_p95_seconds"),
+                ttft_p99_seconds=ttft.get("ttft_p99_seconds"),
+                ttft_over_objective=ttft.get("ttft_over_objective"),
+                ttft_mean_seconds=ttft.get("ttft_mean_seconds"),
+                requests_per_s=ttft.get("requests_per_s"),
             )
         )
     return points
@@ -448,4 +477,5 @@ def _apply(
         into.missing[family.field] = "only NaN samples"
         return
     values = [max(0.0, s.value) for s in finite]
-    into.values[family.field] = max(values) if family.combine is Combine.MAX else sum(values)
+    combined = sum(values) / len(values) if family.combine is Combine.MEAN else sum(values)
+    into.values[family.field] = combined * family.le_scale

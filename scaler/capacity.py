@@ -1,0 +1,255 @@
+"""What one Ready replica holds (prefill rate, batch slots, decode slowdown), measured. Pure.
+
+The load signal (``scaler.signals.load``) sizes two resources of a replica; each needs one
+number per replica, which users rarely know and which changes with the model, the GPU, the
+engine's settings and the traffic's sequence lengths. Both are measured at every refresh that
+can show them; a configured value is only where they start.
+
+**Batch slots** ``S``: the sequences one replica runs at once (vLLM's ``max_num_seqs``, or as
+many as its KV cache holds at the traffic's sequence lengths). The KV cache's usage, averaged
+over the replicas, says how full they are:
+
+    S = running / ready / kv_cache_usage     while the cache is at least kv_min_usage used
+    S = running / ready                      without a KV gauge, while requests wait on every
+                                             replica (waiting >= ready): each is full
+
+With the gauge the second reading is not taken (after a scale-up, queues left on the old
+replicas make requests wait while the new ones are nearly empty), and neither is taken for a
+time in service after Ready replicas were removed (their sequences still count as running).
+Configured, ``generationTokensPerSecondPerReplica`` (``G``, decode tokens/s with a full batch)
+gives the starting point ``S = G / (generation_tokens_per_s / running)``: a full batch over what
+one sequence decodes now, read again at each refresh until a first measurement moves it.
+
+**Prefill rate** ``P``: the prompt tokens per second one replica computes. The mean time to
+first token measures it while no request waits for a slot: in the M/M/c model the load signal
+sizes with (``scaler.queueing``), a mean prefill time ``s = prompt / P`` gives
+
+    mean TTFT = s + C(N, served x s) x s / (N - served x s)
+
+and the ``s`` that reproduces the measured mean (found by bisection: the right side grows with
+``s``) gives ``P = prompt / s``: the replica's *effective* rate, with whatever slows first tokens
+(chunked prefill sharing steps with decode, scheduling, tokenisation) in it. Configured,
+``promptTokensPerSecondPerReplica`` is where it starts.
+
+**Decode slowdown** ``beta``: where prefill and decode share a replica's forward passes (vLLM's
+chunked prefill), a sequence decodes slower while prompts are computed; where they do not, it
+does not. Which one a replica is, and how much, is read from the refreshes:
+
+    decoding  = running - served x mean TTFT          sequences past their first token (Little)
+    r         = generation_tokens_per_s / decoding    tokens/s each decodes
+    f         = prompt_tokens_per_s / (ready x P)     the share of a replica prefill keeps busy
+    r         = r0 x (1 - beta x f)                   least squares over the refreshes, beta in [0, 1]
+
+``beta`` 0: decode does not notice prefill; 1: prefill and decode add as GPU time (a replica
+busy 30% on prompts decodes at 70% speed). The fit is an exponential average over
+``learning_time_constant_s``, used once ``f`` has varied by ``slowdown_min_spread``.
+
+Each reading moves the estimate by ``capacity_weight`` of the way in log space (the first one
+sets it when nothing is configured); readings need the inputs they read and, for the rates,
+Ready replicas unchanged for a rate window (``rate_window_s``).
+
+*Example*: 4 Ready replicas serve 6 requests/s of 1,000 prompt tokens each, nobody waits, and
+the mean TTFT is 0.30 s. ``s = 0.25`` gives ``0.25 + C(4, 1.5) x 0.25 / 2.5 = 0.25 + 0.075 x 0.1 =
+0.257``, too little; ``s = 0.286`` gives ``0.286 + C(4, 1.72) x 0.286 / 2.28 = 0.286 + 0.11 x 0.125
+= 0.30``: the replica prefills ``1,000 / 0.286 = 3,500`` tokens/s. A KV cache 50% used on
+average while 12 sequences run per replica: 24 slots.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scaler.config import TargetPolicy
+from scaler.demand import Demand
+from scaler.model import Capacity, CapacitySource, Observation
+from scaler.params import DEFAULT, DeciderParams
+from scaler.queueing import erlang_c
+
+
+def service_time(
+    mean_ttft_s: float, served_per_s: float, replicas: int, steps: int = DEFAULT.bisection_steps
+) -> float | None:
+    """The mean prefill time ``s`` that gives ``mean_ttft_s`` in the M/M/c model (module docstring)."""
+    if mean_ttft_s <= 0 or served_per_s <= 0 or replicas < 1:
+        return None
+    high = min(mean_ttft_s, replicas / served_per_s)
+    low = 0.0
+    for _ in range(steps):
+        s = 0.5 * (low + high)
+        load = served_per_s * s
+        mean = s + erlang_c(replicas, load) * s / (replicas - load) if load < replicas else math.inf
+        if mean > mean_ttft_s:
+            high = s
+        else:
+            low = s
+    return 0.5 * (low + high) if low > 0 else None
+
+
+class _Estimate:
+    """One per-replica figure: a configured start, moved in log space by each measurement."""
+
+    __slots__ = ("configured", "ln", "samples")
+
+    def __init__(self, configured: float | None) -> None:
+        self.configured = configured
+        self.ln = None if configured is None else math.log(configured)
+        self.samples = 0
+
+    def measure(self, value: float, weight: float) -> None:
+        if not (value > 0 and math.isfinite(value)):
+            return
+        ln = math.log(value)
+        self.ln = ln if self.ln is None else self.ln + weight * (ln - self.ln)
+        self.samples += 1
+
+    @property
+    def value(self) -> float | None:
+        if self.ln is None:
+            return None
+        return self.configured if not self.samples and self.configured is not None else math.exp(self.ln)
+
+    @property
+    def source(self) -> CapacitySource:
+        if self.samples:
+            return "measured"
+        return "configured" if self.ln is not None else "unknown"
+
+
+class _Slowdown:
+    """An exponentially weighted least-squares fit of ``r = r0 (1 - beta f)`` (module docstring)."""
+
+    __slots__ = ("f", "ff", "fr", "n", "r", "samples")
+
+    def __init__(self) -> None:
+        self.n = self.f = self.r = self.ff = self.fr = 0.0
+        self.samples = 0
+
+    def add(self, f: float, r: float, weight: float) -> None:
+        keep = 1.0 - weight
+        self.n = keep * self.n + weight
+        self.f = keep * self.f + weight * f
+        self.r = keep * self.r + weight * r
+        self.ff = keep * self.ff + weight * f * f
+        self.fr = keep * self.fr + weight * f * r
+        self.samples += 1
+
+    def beta(self, min_spread: float) -> float | None:
+        if self.n <= 0:
+            return None
+        mean_f, mean_r = self.f / self.n, self.r / self.n
+        var = self.ff / self.n - mean_f * mean_f
+        if var < min_spread**2:
+            return None
+        slope = (self.fr / self.n - mean_f * mean_r) / var
+        r0 = mean_r - slope * mean_f
+        if r0 <= 0:
+            return None
+        return max(0.0, min(1.0, -slope / r0))
+
+
+class CapacityModel:
+    """Per-target estimates of a replica's prefill rate and batch slots. Deterministic."""
+
+    def __init__(self, policy: TargetPolicy, params: DeciderParams = DEFAULT) -> None:
+        self.params = params
+        self._configured: tuple[float | None, float | None] | None = None
+        self._ready_since: tuple[int, float] | None = None  # (ready, since when)
+        self._waited = True  # a request waited at the previous refresh (or none was seen yet)
+        self._slowdown = _Slowdown()
+        self._last_t: float | None = None
+        self._steady = False
+        self._shrunk_at: float | None = None
+        self.configure(policy)
+
+    def configure(self, policy: TargetPolicy) -> None:
+        """Set (or change) the configured starting points; measurements are kept unless they change."""
+        configured = (
+            policy.prompt_tokens_per_second_per_replica,
+            policy.generation_tokens_per_second_per_replica,
+        )
+        if configured == self._configured:
+            return
+        self._configured = configured
+        self._prefill = _Estimate(configured[0])
+        self._slots = _Estimate(None)
+        self._generation = configured[1]
+
+    @property
+    def steady(self) -> bool:
+        """The Ready replicas have not changed for a rate window: the rates were served by them."""
+        return self._steady
+
+    def capacity(self) -> Capacity:
+        """The capacities the load signal uses now."""
+        return Capacity(
+            self._prefill.value,
+            self._slots.value,
+            self._prefill.source,
+            self._slots.source,
+            self._prefill.samples,
+            self._slots.samples,
+            self._slowdown.beta(self.params.slowdown_min_spread),
+        )
+
+    def observe(self, obs: Observation, demand: Demand) -> None:
+        """Learn from one refresh (call once per refresh, in time order)."""
+        t, ready, running = obs.timestamp, obs.ready_replicas, obs.requests_running
+        waiting = obs.queue_waiting
+        if ready is None or ready < 1:
+            self._ready_since, self._steady = None, False
+            return
+        if self._ready_since is not None and ready < self._ready_since[0]:
+            self._shrunk_at = t
+        if self._ready_since is None or self._ready_since[0] != ready:
+            self._ready_since = (ready, t)
+        steady = self._steady = t - self._ready_since[1] >= self.params.rate_window_s
+        weight = self.params.capacity_weight
+        waited, self._waited = self._waited, bool(waiting)
+        # After a scale-down the removed replicas still run what they hold, for up to a time in
+        # service: their sequences count in running, but they are no longer Ready.
+        drained = self._shrunk_at is None or t - self._shrunk_at > (demand.time_in_service_s or 0.0)
+        if running is not None and waiting is not None and drained:
+            kv = obs.kv_cache_usage
+            if kv is not None:
+                # The KV cache's mean usage over the replicas says how full they are.
+                if kv >= self.params.kv_min_usage and running:
+                    self._slots.measure(running / ready / kv, weight)
+            elif waiting >= ready:
+                # Without it, requests waiting on every replica say they are full. (With it, that
+                # reading would be fooled by queues left on a few replicas after a scale-up.)
+                self._slots.measure(running / ready, weight)
+            if not self._slots.samples and self._generation and obs.generation_tokens_per_s and running:
+                # Nothing measured yet: a configured decode rate per replica over a sequence's
+                # latest (the start a first measurement moves from).
+                self._slots.ln = math.log(self._generation * running / obs.generation_tokens_per_s)
+        # Prefill: the mean TTFT while nobody waits for a slot, on a steady fleet.
+        if (
+            steady
+            and waiting == 0
+            and not waited
+            and obs.ttft_mean_seconds is not None
+            and demand.served_per_s
+            and demand.prompt_tokens_per_request
+        ):
+            s = service_time(obs.ttft_mean_seconds, demand.served_per_s, ready, self.params.bisection_steps)
+            if s is not None:
+                self._prefill.measure(demand.prompt_tokens_per_request / s, weight)
+        # Decode slowdown: decode speed per sequence against the share prefill keeps busy.
+        last, self._last_t = self._last_t, t
+        p = self._prefill.value
+        served, mean = demand.served_per_s, obs.ttft_mean_seconds
+        g, prompt_rate = obs.generation_tokens_per_s, obs.prompt_tokens_per_s
+        if (
+            steady
+            and waiting == 0
+            and p
+            and served
+            and mean is not None
+            and running
+            and g
+            and prompt_rate is not None
+        ):
+            decoding = running - served * mean
+            if decoding > 0.5:
+                w = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
+                self._slowdown.add(prompt_rate / (ready * p), g / decoding, w)

@@ -1,0 +1,64 @@
+"""The decider's internal constants, in one typed object. Pure.
+
+Every constant the demand, forecast, capacity and sizing steps use is a field here, with its
+unit and why it has the value it has; those steps hold no other tuned number (a test reads
+their source for one). The cold-start window (``scaler.coldstart``) and the landing monitor
+(``scaler.landing``) keep theirs: they describe Kubernetes, not the traffic. ``BENCHMARKS.md``
+has the ablation that removes each mechanism in turn.
+
+What a caller sets is metadata (``scaler.config``): the TTFT objective and its percentile, the
+capacities if known, the bounds. These eleven are the scaler's own; the last three only say
+how exactly a formula is computed, not what it decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DeciderParams:
+    """The decider's constants (module docstring); ``Engine(policy, params)`` takes another for ablations."""
+
+    rate_window_s: float = 60.0
+    """Seconds: the window the engine's rates are read over (Prometheus' ``rate(...[1m])``). The
+    forecast's level moves with that time constant, the queue's growth is read over it, the
+    Ready replicas must be steady that long before rates per replica measure capacity, and a
+    window of n requests measures their rate within 1/sqrt(n)."""
+    trend_time_constant_s: float = 300.0
+    """Seconds: the forecast's trend averages slopes over five rate windows, long enough that one
+    noisy window does not tilt it, short enough to follow a ramp one cold start (180 s) ahead."""
+    error_window_s: float = 3600.0
+    """Seconds of forecast errors the load signal sizes against: an hour holds 240 checks at 15 s
+    refreshes, enough for a 99.5% quantile, and forgets a different traffic regime within the hour."""
+    learning_time_constant_s: float = 1800.0
+    """Seconds the slow learners average over: the measured share of late first tokens against the
+    modelled one (the model's bias), and how prefill slows decoding. Half an hour of refreshes:
+    slow enough that a burst's misses (which the forecast errors hold) do not move them, fast
+    enough to learn a router, a service-time spread or an engine the model does not know."""
+    bias_floor: float = 0.1
+    """Late shares below a tenth of the objective's budget count as that tenth, measured and
+    modelled alike: a fleet far from its objective says nothing about the model's bias."""
+    capacity_weight: float = 0.1
+    """Weight of one refresh's measurement of a replica's capacity (an exponential average over
+    about ten refreshes, 2.5 minutes at 15 s): one noisy rate window moves it by a tenth."""
+    kv_min_usage: float = 0.25
+    """Least mean KV-cache usage from which running sequences over usage measure the batch slots:
+    below, a few sequences' share of the cache is mostly noise (sequence lengths vary)."""
+    slowdown_min_spread: float = 0.05
+    """Standard deviation of a replica's prefill busy share the decode-slowdown fit needs: a fleet
+    whose prefill load never moved cannot show how decoding responds to it."""
+    expectation_tolerance: float = 0.01
+    """Numerics: the late-share expectation over past errors stops once what is left of it is
+    below this share of the budget (the errors are sorted largest first, the share falls with
+    them): a hundredth of the budget moves the sizing only where it sits on a replica's edge."""
+    exact_servers: int = 2000
+    """Numerics: above this many servers Erlang C is the Halfin-Whitt approximation (within a few
+    percent there, O(1)) instead of the recurrence (one step per server): thousands of slots for
+    each of 1,000 ScaledObjects would otherwise cost seconds per refresh."""
+    bisection_steps: int = 40
+    """Numerics: halvings of the bracket when a mean TTFT is inverted into a prefill time:
+    2^-40 of a second is far below what the TTFT can show."""
+
+
+DEFAULT = DeciderParams()

@@ -1,0 +1,366 @@
+"""Load signal: the fewest replicas whose expected share of late first tokens is within budget.
+
+A replica has two resources a request queues for (``scaler.queueing``): a batch slot, held
+from admission to its last token, and the prefill that computes its prompt. The demand
+(``scaler.demand``) is forecast one cold start ahead (``scaler.forecast``) as a point, and
+the forecaster's own past errors say how far above that point the demand has landed; what one
+replica holds is measured (``scaler.capacity``). For ``N`` replicas the share of first tokens
+expected late is
+
+    late(N) = sum over the resources r, and over the past errors e (weighted 1 + e: the
+              requests that demand brings), of P_r(wait > allowance | N, load_r x (1 + e)),
+              over the sum of the weights
+
+    prefill  N servers,     load = prompt tokens/s / P,   each held prompt / P
+    slots    N x S servers, load = concurrency,           each held the time in service
+    allowance = ttftObjectiveSeconds - prompt / P           the wait the objective leaves
+
+    load     = fewest N with late(N) <= (1 - ttftObjectivePercentile / 100) / bias
+
+Both resources are read as one queue over the fleet (M/M/c): the routers in front of LLM
+servers (llm-d's endpoint picker, Dynamo, the replay's) send a request to the least loaded
+replica, which pools them; ``bias`` (``scaler.engine``) corrects the model upward where the
+measured share of late first tokens says it is optimistic. So the headroom is neither a
+utilisation target nor a margin added to one: a fleet whose forecast has missed by 40% now and
+then needs room for that, one whose forecast has been right does not, and a small fleet of
+slow-decoding replicas needs more room than a large fleet of fast ones (a request that holds a
+slot for a minute makes the next one wait as long; Erlang's square-root rule). With no error
+checked yet, the demand seen is the forecast.
+
+Two refinements of the sum. A window of ``n`` requests measures their rate within
+``1/sqrt(n)``, a scatter the queueing model already holds, so the errors are shrunk by the
+share of their spread it explains (``denoise``). Where prefill slows decoding (``beta`` of
+``scaler.capacity``), the time in service, and with it the slots' load, stretches as fewer
+replicas share the prefill: ``decode x (1 - beta f_now) / (1 - beta f(N))`` (``Stretch``).
+
+The resource that made the last replica necessary is named as binding; one whose capacity or
+demand is unknown is left out and says why; with neither known the signal abstains.
+
+*Example* (objective 2 s at p99.5, a budget of 0.5%): 15 requests/s of 1,200 prompt tokens are
+forecast, each in service 12 s (180 sequences), against 5,000 prompt tokens/s and 24 slots per
+replica, and the last hour's errors were under 5% but for ten checks of +30%. Prefill is 3.6
+Erlangs of 0.24 s: 6 replicas leave it no late token to speak of. Slots: 9 replicas (216 slots)
+meet the 180 sequences of most checks, but not the ten at 234: 4% of the weight, all of it late,
+over budget; 10 replicas (240 slots) are late 0.4% in all: 10, slots binding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from scaler.config import TargetPolicy
+from scaler.demand import Demand
+from scaler.forecast import Forecast
+from scaler.model import Capacity, Observation, Proposal, Signal
+from scaler.params import DEFAULT, DeciderParams
+from scaler.queueing import late_share
+
+if TYPE_CHECKING:
+    from scaler.signals.context import SignalInputs
+
+
+@dataclass(frozen=True, slots=True)
+class Stretch:
+    """How the time in service stretches with the fleet where prefill slows decoding (``scaler.capacity``).
+
+    With ``N`` replicas the prefill keeps each ``f(N) = prefill / N`` busy, and the decode part
+    of the time in service is ``decode x (1 - beta f_now) / (1 - beta f(N))``."""
+
+    decode_s: float  # the decode part of the time in service now
+    beta: float
+    busy_now: float  # the share prefill keeps a replica busy now
+    prefill: float  # prefill load at the forecast point, in replicas
+
+    def factor(self, replicas: int, hold_s: float, error: float = 0.0) -> float:
+        """The time in service with ``replicas`` at the demand times ``1 + error``, over the time in
+        service now; infinite where prefill would leave decoding no time at all."""
+        left = 1.0 - self.beta * self.prefill * (1.0 + error) / replicas
+        if left <= 0:
+            return math.inf
+        stretched = self.decode_s * (1.0 - self.beta * self.busy_now) / left
+        return (hold_s - self.decode_s + stretched) / hold_s
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One resource of a replica at the planned demand: servers per replica, load, times."""
+
+    name: str  # "prefill" or "slots"
+    per_replica: float  # servers one replica holds
+    load: float  # Erlangs at the forecast point (no error)
+    load_now: float  # Erlangs at the demand's level now
+    hold_s: float  # mean time a request holds a server
+    allowance_s: float  # the wait the objective leaves a request
+    stretch: Stretch | None = None  # how the hold time (and so the load) changes with the fleet
+
+    def late(
+        self, replicas: int, errors: Sequence[tuple[float, int]], weight: float, stop: float, exact: int
+    ) -> float:
+        """The expected share of late first tokens with ``replicas``: the module docstring's sum
+        over ``errors`` (each an error and how many checks had it, largest first), over their
+        total ``weight``. The sum stops once what is left of it cannot exceed ``stop``
+        (``DeciderParams.expectation_tolerance`` of the budget); ``exact`` is
+        ``DeciderParams.exact_servers``."""
+        if replicas < 1:
+            return 0.0 if self.load <= 0 else 1.0
+        servers = replicas * self.per_replica
+        total, left = 0.0, weight
+        for e, count in errors:
+            hold, scale = self.hold_s, 1.0
+            if self.stretch is not None:  # the load is arrivals times the (stretched) hold
+                scale = self.stretch.factor(replicas, self.hold_s, e)
+                hold = hold * scale
+            share = 1.0
+            if math.isfinite(scale):
+                share = late_share(servers, self.load * scale * (1.0 + e), hold, self.allowance_s, exact)
+            total += count * (1.0 + e) * share
+            left -= count * (1.0 + e)
+            if share * left < stop * weight:
+                break
+        return total / weight
+
+    def stable(self) -> int:
+        """The fewest replicas with more servers than the forecast's load."""
+        return max(1, math.floor(self.load / self.per_replica + 1e-9) + 1) if self.load > 0 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceNeed:
+    """One resource at the load signal's answer: its load now and planned, its late share there."""
+
+    resource: str
+    replicas: int
+    load_now: float  # replicas of capacity the demand takes now, no headroom
+    load_planned: float  # at the forecast point
+    late: float  # expected share late at the load signal's proposal
+
+    def describe(self) -> str:
+        """The need in words."""
+        late = f"{100 * self.late:.2f}% late"
+        return f"{self.resource} {self.load_planned:.2f} replicas of capacity forecast, {late}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadNeed:
+    """The load signal's answer: the replicas for the budget, each resource's need, and why."""
+
+    replicas: int
+    late: float  # expected share of late first tokens at ``replicas``
+    needs: tuple[ResourceNeed, ...]
+    unknown: tuple[str, ...]  # resources left out, each with why
+    margin: float  # the forecast's error quantile at the objective's percentile, for display
+    checks: int  # forecast errors the expectation ran over
+    binding_resource: str = ""  # the resource that made the last replica necessary
+    held_s: float = 0.0  # how long ago the binding resource's planned demand was planned
+
+    @property
+    def binding(self) -> ResourceNeed | None:
+        """The resource that made the last replica necessary, or None when none could be sized."""
+        return next((n for n in self.needs if n.resource == self.binding_resource), None)
+
+    @property
+    def busy_now(self) -> float:
+        """Replicas of capacity the demand takes now, in the resource that takes most."""
+        return max((n.load_now for n in self.needs), default=0.0)
+
+    @property
+    def busy_planned(self) -> float:
+        """Replicas of capacity at the forecast point, in the resource that takes most."""
+        return max((n.load_planned for n in self.needs), default=0.0)
+
+
+def resources(
+    policy: TargetPolicy,
+    capacity: Capacity,
+    demand: Demand,
+    prompt: Forecast | None,
+    concurrency: Forecast | None,
+    why: str,
+    now: Observation | None = None,
+) -> tuple[list[tuple[Resource, Forecast]], list[str]]:
+    """The resources the demand can be sized on, each with its forecast, and why any other is left out."""
+    objective = policy.ttft_objective_seconds
+    out: list[tuple[Resource, Forecast]] = []
+    unknown: list[str] = []
+    per_request, p = demand.prompt_tokens_per_request, capacity.prefill_tokens_per_s
+    prefill_s = per_request / p if p and per_request else 0.0
+    if p is None:
+        unknown.append(
+            "prefill: capacity unknown (promptTokensPerSecondPerReplica unset, no TTFT mean measured yet)"
+        )
+    elif prompt is None:
+        unknown.append(f"prefill: demand unknown ({why})")
+    else:
+        allowance = objective - prefill_s if prefill_s else 0.0
+        resource = Resource("prefill", 1.0, prompt.planned / p, prompt.level / p, prefill_s, allowance)
+        out.append((resource, prompt))
+    if capacity.slots is None:
+        unknown.append("slots: capacity unknown (nobody has waited and no KV cache was half full yet)")
+    elif concurrency is None:
+        unknown.append(f"slots: demand unknown ({why})")
+    else:
+        hold = demand.time_in_service_s or 0.0
+        allowance = objective - prefill_s if hold > 0 else 0.0
+        per = float(max(1, math.floor(capacity.slots)))
+        stretch = None
+        beta = capacity.decode_slowdown
+        if beta and p and prompt is not None and now is not None and now.ready_replicas and hold > 0:
+            mean, rate = now.ttft_mean_seconds, now.prompt_tokens_per_s
+            busy_now = rate / (now.ready_replicas * p) if rate is not None else 1.0
+            # A fit that says decoding stops at today's prefill load is not one to stretch by.
+            if mean is not None and hold > mean and beta * busy_now < 1.0:
+                stretch = Stretch(hold - mean, beta, busy_now, prompt.planned / p)
+        slots = Resource("slots", per, concurrency.planned, concurrency.level, hold, allowance, stretch)
+        out.append((slots, concurrency))
+    return out, unknown
+
+
+def denoise(errors: Sequence[float], noise: float) -> tuple[float, ...]:
+    """The errors shrunk so their upper semi-variance loses ``noise / 2``: the share of it that a
+    window's Poisson count scatter (relative variance ``noise``, half of it above) explains.
+
+    *Example*: errors whose squares average 0.04 (a typical error of 20%), measured over windows
+    of 100 requests (noise 0.01): shrunk by ``sqrt(1 - 0.005 / 0.04) = 0.94``.
+    """
+    if not errors or noise <= 0:
+        return tuple(errors)
+    semi = sum(e * e for e in errors) / len(errors)
+    if semi <= 0:
+        return tuple(errors)
+    shrink = math.sqrt(max(0.0, 1.0 - 0.5 * noise / semi))
+    return tuple(e * shrink for e in errors)
+
+
+def whole_percent(errors: Sequence[float]) -> tuple[tuple[float, int], ...]:
+    """The errors rounded up to a whole percent (the safe side), each with how many checks had it,
+    largest first; ``((0.0, 1),)`` with none. *Example*: ``(0.304, 0.3, 0.0)`` -> ``((0.31, 1),
+    (0.3, 1), (0.0, 1))``."""
+    counted: dict[float, int] = {}
+    for e in errors:
+        rounded = math.ceil(e * 100 - 1e-9) / 100
+        counted[rounded] = counted.get(rounded, 0) + 1
+    return tuple(sorted(counted.items(), reverse=True)) or ((0.0, 1),)
+
+
+def need(
+    policy: TargetPolicy,
+    capacity: Capacity,
+    demand: Demand,
+    prompt: Forecast | None,
+    concurrency: Forecast | None,
+    why: str,
+    hint: int | None = None,
+    bias: float = 1.0,
+    now: Observation | None = None,
+    params: DeciderParams = DEFAULT,
+) -> LoadNeed | None:
+    """The load signal's need (module docstring), or None when no demand is forecast at all.
+
+    ``hint``, the last answer, only shortens the search; ``bias`` is the measured late share
+    over the modelled one (``scaler.engine``), which scales every modelled share; ``now`` is
+    the observation the stretch reads today's prefill load from."""
+    if prompt is None and concurrency is None:
+        return None
+    found, unknown = resources(policy, capacity, demand, prompt, concurrency, why, now)
+    if not found:
+        return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
+    budget = (1.0 - policy.ttft_objective_percentile / 100.0) / bias
+    limit = max(policy.max_replicas, *(r.stable() for r, _ in found)) + 1
+    # A window of n requests measures their rate within 1/sqrt(n), and the queueing model
+    # already holds that Poisson scatter: shrink the errors so they keep only the rate's own.
+    counts = (demand.arrivals_per_s or 0.0) * params.rate_window_s
+    errors = {r.name: whole_percent(denoise(f.errors, 1.0 / counts if counts > 0 else 0.0)) for r, f in found}
+    weights = {name: sum(n * (1.0 + e) for e, n in errs) for name, errs in errors.items()}
+    stop = params.expectation_tolerance * budget
+    memo: dict[tuple[str, int], float] = {}
+
+    def late(r: Resource, n: int) -> float:
+        key = (r.name, n)
+        if key not in memo:
+            memo[key] = r.late(n, errors[r.name], weights[r.name], stop, params.exact_servers)
+        return memo[key]
+
+    def total(n: int) -> float:
+        return sum(late(r, n) for r in rs)
+
+    rs = [r for r, _ in found]
+    lowest = max(r.stable() for r in rs)
+    # The late share falls as replicas are added: walk from the hint (the last answer) to the
+    # fewest within the budget. The hint only shortens the walk; the answer does not depend on it.
+    n = min(max(hint or lowest, lowest), limit)
+    if total(n) <= budget:
+        while n > lowest and total(n - 1) <= budget:
+            n -= 1
+    else:
+        while n < limit and total(n + 1) > budget:
+            n += 1
+        n = min(n + 1, limit)
+    replicas = n
+    shares = {r.name: late(r, replicas) for r in rs}
+    before = {r.name: late(r, replicas - 1) if replicas > lowest else 0.0 for r in rs}
+    needs = tuple(
+        ResourceNeed(r.name, replicas, r.load_now / r.per_replica, r.load / r.per_replica, shares[r.name])
+        for r in rs
+    )
+    # Binding: the resource that made the last replica necessary (its late share one replica
+    # fewer), or, at the fewest that hold the load at all, the one whose load needs them.
+    if replicas > lowest:
+        binding = max(rs, key=lambda r: before[r.name]).name
+    else:
+        binding = max(rs, key=lambda r: r.stable()).name
+    margin = max(f.margin for _, f in found)
+    checks = min(f.checks for _, f in found)
+    held = next(f.held_s for r, f in found if r.name == binding)
+    return LoadNeed(
+        replicas, sum(n.late for n in needs), needs, tuple(unknown), margin, checks, binding, held
+    )
+
+
+def late_now(
+    policy: TargetPolicy,
+    capacity: Capacity,
+    demand: Demand,
+    prompt: Forecast | None,
+    concurrency: Forecast | None,
+    replicas: int,
+    now: Observation | None = None,
+) -> float | None:
+    """The share of first tokens the model expects late with ``replicas`` at the demand's level now
+    (no forecast error): what the measured share over the objective is compared with."""
+    if prompt is None and concurrency is None:
+        return None
+    found, _ = resources(policy, capacity, demand, prompt, concurrency, "", now)
+    if not found:
+        return None
+    current = [replace(r, load=r.load_now) for r, _ in found]
+    return sum(r.late(replicas, ((0.0, 1),), 1.0, 0.0, DEFAULT.exact_servers) for r in current)
+
+
+def propose(load: LoadNeed | None, why_not: str) -> Proposal:
+    """The load signal's proposal: the replicas for the budget, or why it abstains."""
+    if load is None:
+        return Proposal(Signal.LOAD, None, why_not)
+    binding = load.binding
+    if binding is None:
+        return Proposal(Signal.LOAD, None, "; ".join(load.unknown) or why_not)
+    parts = [n.describe() for n in load.needs] + list(load.unknown)
+    reason = (
+        f"{binding.resource} binds: {load.replicas} for {100 * load.late:.2f}% late expected"
+        f" (forecast margin {100 * load.margin:.0f}% over {load.checks} checks); {'; '.join(parts)}"
+    )
+    if load.held_s > 0:
+        reason += f"; the demand planned {load.held_s:.0f}s ago is held for one cold start"
+    return Proposal(
+        Signal.LOAD,
+        load.replicas,
+        reason,
+        {"busy_replicas_now": load.busy_now, "busy_replicas_planned": load.busy_planned},
+    )
+
+
+def from_inputs(inputs: SignalInputs) -> Proposal:
+    """The load signal on the table's one signature."""
+    return propose(inputs.load, inputs.load_unknown)

@@ -1,0 +1,166 @@
+"""What one replica holds, measured: slots from the KV cache, prefill from the mean TTFT, decode slowdown."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scaler.capacity import CapacityModel, service_time
+from scaler.config import parse_metadata
+from scaler.demand import DemandReader
+from scaler.model import Observation
+from scaler.queueing import erlang_c
+
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def run(model: CapacityModel, observations: list[Observation]) -> None:
+    """Feed the observations through a demand reader into the model, as the engine does."""
+    reader = DemandReader()
+    for obs in observations:
+        model.observe(obs, reader.read(obs))
+
+
+def steady(
+    i: int,
+    ready: int = 4,
+    running: float = 48.0,
+    kv: float | None = 0.5,
+    waiting: float = 0.0,
+    **extra: float,
+) -> Observation:
+    """Refresh ``i`` (15 s apart) of a steady fleet: 4 Ready, 48 running, half the KV cache used."""
+    values: dict[str, float] = {
+        "requests_per_s": 4.0,
+        "prompt_tokens_per_s": 4800.0,
+        "generation_tokens_per_s": 800.0,
+        "ttft_mean_seconds": 0.3,
+    }
+    values.update(extra)
+    return Observation(
+        now=T0 + timedelta(seconds=15 * i),
+        ready_replicas=ready,
+        current_replicas=ready,
+        requests_running=running,
+        queue_waiting=waiting,
+        kv_cache_usage=kv,
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def test_slots_from_the_kv_cache_usage() -> None:
+    """48 running on 4 replicas at half the KV cache: 24 slots each, measured on the first reading."""
+    model = CapacityModel(parse_metadata({}))
+    run(model, [steady(i) for i in range(3)])
+    capacity = model.capacity()
+    assert capacity.slots == pytest.approx(24.0)
+    assert capacity.slots_source == "measured"
+
+
+def test_slots_from_waiting_only_without_a_kv_gauge() -> None:
+    """Without a KV gauge, requests waiting on every replica say the replicas are full; with it, no."""
+    model = CapacityModel(parse_metadata({}))
+    run(model, [steady(i, running=80.0, kv=None, waiting=12.0) for i in range(3)])
+    assert model.capacity().slots == pytest.approx(20.0)
+    # With the gauge, queues left on a few replicas after a scale-up do not fool it.
+    fooled = CapacityModel(parse_metadata({}))
+    run(fooled, [steady(i, running=30.0, kv=0.2, waiting=12.0) for i in range(3)])
+    assert fooled.capacity().slots is None  # below a quarter of the cache: nothing to read
+
+
+def test_no_slot_reading_while_removed_replicas_drain() -> None:
+    """After a scale-down, running still counts the removed replicas' sequences: not read until they end."""
+    model = CapacityModel(parse_metadata({}))
+    reader = DemandReader()
+    for i in range(8):
+        obs = steady(i, ready=6, running=72.0)
+        model.observe(obs, reader.read(obs))
+    before = model.capacity().slots
+    assert before == pytest.approx(24.0)
+    # 6 -> 3 Ready while 60 still run (some on the draining three): 60 / 3 / 0.5 would read 40
+    for i in range(8, 9):
+        obs = steady(i, ready=3, running=60.0, kv=0.5)
+        model.observe(obs, reader.read(obs))
+    assert model.capacity().slots == pytest.approx(before)
+
+
+def test_prefill_rate_from_the_mean_ttft_by_the_mm_c_model() -> None:
+    """The service time that reproduces the mean TTFT in M/M/c gives the prefill rate (docstring example)."""
+    s = service_time(0.30, 6.0, 4)
+    assert s is not None
+    load = 6.0 * s
+    assert s + erlang_c(4, load) * s / (4 - load) == pytest.approx(0.30, rel=1e-6)
+    assert 1000 / s == pytest.approx(3500, rel=0.01)
+    model = CapacityModel(parse_metadata({}))
+    run(
+        model,
+        [
+            steady(i, ttft_mean_seconds=0.30, requests_per_s=6.0, prompt_tokens_per_s=6000.0)
+            for i in range(12)
+        ],
+    )
+    capacity = model.capacity()
+    assert capacity.prefill_tokens_per_s == pytest.approx(1000 / s, rel=0.01)
+    assert capacity.prefill_source == "measured"
+
+
+def test_prefill_is_not_read_from_a_fleet_that_just_changed_or_waits() -> None:
+    """The mean TTFT measures prefill only on a fleet steady for a rate window with nobody waiting."""
+    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
+    run(model, [steady(i, ready=2 + i % 2) for i in range(12)])  # Ready changes every refresh
+    assert model.capacity().prefill_tokens_per_s == 9000.0
+    assert model.capacity().prefill_source == "configured"
+    waiting = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
+    run(waiting, [steady(i, waiting=3.0) for i in range(12)])
+    assert waiting.capacity().prefill_source == "configured"
+
+
+def test_a_configured_capacity_is_where_the_measurement_starts() -> None:
+    """A configured prefill rate twice too high moves towards what is measured, a tenth per refresh."""
+    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
+    run(model, [steady(i) for i in range(60)])
+    s = service_time(0.3, 4.0, 4)
+    assert s is not None
+    assert model.capacity().prefill_tokens_per_s == pytest.approx(1200 / s, rel=0.05)
+
+
+def test_configured_generation_rate_gives_the_slots_until_measured() -> None:
+    """generationTokensPerSecondPerReplica over what one sequence decodes now starts the slots.
+
+    The start follows the latest reading (a first rate window may still hold idle seconds
+    and read a sequence's speed too low), until a measurement moves it.
+    """
+    model = CapacityModel(parse_metadata({"generationTokensPerSecondPerReplica": "432"}))
+    first = steady(0, running=40.0, kv=None, generation_tokens_per_s=120.0)
+    run(model, [first, steady(1, running=40.0, kv=None, generation_tokens_per_s=720.0)])
+    assert model.capacity().slots == pytest.approx(432 / (720 / 40))
+    assert model.capacity().slots_source == "configured"
+
+
+@pytest.mark.parametrize(("shared", "expected"), [(True, 1.0), (False, 0.0)])
+def test_decode_slowdown_is_learned_from_the_refreshes(shared: bool, expected: float) -> None:
+    """Decode speed falling with prefill's busy share reads as 1; speed that ignores it, as 0."""
+    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "5000"}))
+    reader = DemandReader()
+    for i in range(400):
+        busy = 0.1 + 0.5 * (i % 20) / 20  # prefill keeps a replica 10% to 60% busy
+        served = busy * 4 * 5000 / 1000  # 4 replicas, 1,000-token prompts
+        speed = 20.0 * (1 - busy) if shared else 20.0
+        decoding = 40.0
+        obs = Observation(
+            now=T0 + timedelta(seconds=15 * i),
+            ready_replicas=4,
+            current_replicas=4,
+            queue_waiting=0,
+            requests_per_s=served,
+            prompt_tokens_per_s=served * 1000,
+            generation_tokens_per_s=speed * decoding,
+            requests_running=decoding + served * 0.2,
+            ttft_mean_seconds=0.2,
+            kv_cache_usage=0.5,
+        )
+        model.observe(obs, reader.read(obs))
+    beta = model.capacity().decode_slowdown
+    assert beta is not None
+    assert beta == pytest.approx(expected, abs=0.1)

@@ -1,0 +1,63 @@
+"""The decider's constants live in one typed object, none written anywhere else, at most 12 of them."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from scaler.params import DeciderParams
+
+ROOT = Path(__file__).resolve().parent.parent / "scaler"
+# The demand, forecast, capacity and sizing steps, and the engine that runs them.
+DECIDER = (
+    "demand.py",
+    "forecast.py",
+    "capacity.py",
+    "queueing.py",
+    "signals/load.py",
+    "signals/queue.py",
+    "engine.py",
+)
+# Numbers that are arithmetic, not choices: identities, halves and doubles (a midpoint, a
+# square, a ring that doubles), percent, and the float noise a ceiling forgives.
+ARITHMETIC = {0, 1, 2, 0.5, 100, 1e-9}
+
+
+@pytest.mark.parametrize("module", DECIDER)
+def test_no_decision_constant_outside_the_parameter_object(module: str) -> None:
+    """Every number in the decider's modules is arithmetic; every tuned one is a DeciderParams field."""
+    tree = ast.parse((ROOT / module).read_text())
+    found = sorted(
+        {
+            (node.lineno, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+            and node.value not in ARITHMETIC
+        }
+    )
+    assert not found, f"{module}: numbers that belong in scaler/params.py: {found}"
+
+
+def test_at_most_eleven_constants_each_documented() -> None:
+    """The parameter object holds at most 12 constants, each with a docstring saying its unit and why."""
+    names = [f.name for f in fields(DeciderParams)]
+    assert len(names) <= 11
+    source = (ROOT / "params.py").read_text()
+    tree = ast.parse(source)
+    body = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "DeciderParams").body
+    documented = {
+        stmt.target.id
+        for stmt, after in itertools.pairwise(body)
+        if isinstance(stmt, ast.AnnAssign)
+        and isinstance(stmt.target, ast.Name)
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+        and len(str(after.value.value)) > 40
+    }
+    assert set(names) == documented
