@@ -11,7 +11,10 @@ over the replicas, says how full they are:
 
     S = running / ready / kv_cache_usage     while the cache is at least kv_min_usage used
     S = running / ready                      without a KV gauge, while requests wait on every
-                                             replica (waiting >= ready): each is full
+                                             replica (waiting >= ready): each is full; or while
+                                             a router (llm-d) reads its pool saturated
+    S = max_num_seqs                         where the stack exports it (Dynamo), or the KV
+                                             reading if that says fewer
 
 With the gauge the second reading is not taken (after a scale-up, queues left on the old
 replicas make requests wait while the new ones are nearly empty), and neither is taken for a
@@ -191,6 +194,26 @@ class CapacityModel:
             self._slowdown.beta(self.params.slowdown_min_spread),
         )
 
+    def _slot_readings(self, obs: Observation, ready: int, running: float, waiting: float) -> list[float]:
+        """This refresh's readings of the batch slots per replica (module docstring)."""
+        kv, saturation = obs.kv_cache_usage, obs.router_saturation
+        readings = [obs.slots_per_replica] if obs.slots_per_replica else []
+        if not running:
+            return readings
+        if saturation is not None and saturation >= 1.0:
+            # A router that stops dispatching at saturation says every replica holds all it
+            # will be given.
+            readings.append(running / ready)
+        elif kv is not None:
+            # The KV cache's mean usage over the replicas says how full they are.
+            if kv >= self.params.kv_min_usage:
+                readings.append(running / ready / kv)
+        elif waiting >= ready:
+            # Without it, requests waiting on every replica say they are full. (With it, that
+            # reading would be fooled by queues left on a few replicas after a scale-up.)
+            readings.append(running / ready)
+        return readings
+
     def observe(self, obs: Observation, demand: Demand) -> None:
         """Learn from one refresh (call once per refresh, in time order)."""
         t, ready, running = obs.timestamp, obs.ready_replicas, obs.requests_running
@@ -209,15 +232,10 @@ class CapacityModel:
         # service: their sequences count in running, but they are no longer Ready.
         drained = self._shrunk_at is None or t - self._shrunk_at > (demand.time_in_service_s or 0.0)
         if running is not None and waiting is not None and drained:
-            kv = obs.kv_cache_usage
-            if kv is not None:
-                # The KV cache's mean usage over the replicas says how full they are.
-                if kv >= self.params.kv_min_usage and running:
-                    self._slots.measure(running / ready / kv, weight)
-            elif waiting >= ready:
-                # Without it, requests waiting on every replica say they are full. (With it, that
-                # reading would be fooled by queues left on a few replicas after a scale-up.)
-                self._slots.measure(running / ready, weight)
+            readings = self._slot_readings(obs, ready, running, waiting)
+            if readings:
+                # An exported max_num_seqs is the most a replica runs; the cache may hold fewer.
+                self._slots.measure(min(readings), weight)
             if not self._slots.samples and self._generation and obs.generation_tokens_per_s and running:
                 # Nothing measured yet: a configured decode rate per replica over a sequence's
                 # latest (the start a first measurement moves from).

@@ -28,7 +28,7 @@ from pydantic import (
     field_validator,
 )
 
-from scaler.matchers import LabelMatcher, SelectorError, parse_selector
+from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
 
 # Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
 # Their values (addresses, certificate paths) are never logged.
@@ -198,7 +198,10 @@ class TargetPolicy(BaseModel):
         allow_inf_nan=False,
     )
 
-    engine: Literal["vllm", "sglang", "tgi", "triton", "custom"] = "vllm"
+    engine: Literal["vllm", "sglang", "tgi", "triton", "dynamo", "custom"] = "vllm"
+    # A router in front of the servers whose queue holds requests before any server has them.
+    router: Literal["none", "llm-d", "dynamo"] = "none"
+    inference_pool: str | None = Field(None, alias="inferencePool", min_length=1, max_length=253)
     label_selector: str = Field("", alias="labelSelector")
     prometheus_address: str | None = Field(None, alias="prometheusAddress")
     target_queue_per_replica: float = Field(10.0, alias="targetQueuePerReplica", gt=0, le=1e6)
@@ -351,7 +354,18 @@ class TargetPolicy(BaseModel):
                 add(key, f"only used with engine: custom (engine is {self.engine})")
         if self.max_pending_replicas > self.max_replicas:
             add("maxPendingReplicas", f"must be <= maxReplicas ({self.max_replicas})")
+        if self.router == "llm-d" and self.inference_pool is None:
+            add("inferencePool", "required with router: llm-d (the InferencePool whose queue to read)")
+        if self.router != "llm-d" and self.inference_pool is not None:
+            add("inferencePool", f"only used with router: llm-d (router is {self.router})")
         return problems
+
+    @cached_property
+    def router_matchers(self) -> tuple[LabelMatcher, ...]:
+        """The router pool's matcher (``inference_pool="<inferencePool>"``), built, never parsed."""
+        if self.inference_pool is None:
+            return ()
+        return (LabelMatcher("inference_pool", MatchOp.EQ, self.inference_pool),)
 
 
 # Metadata key -> field name, for every documented key.

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scaler.model import Observation
 from scaler.params import DEFAULT
@@ -52,6 +52,27 @@ class Demand:
     time_in_service_s: float | None  # averaged over one rate window
     prompt_tokens_per_s: float | None  # offered prefill work
     concurrency: float | None  # offered sequences in service
+
+
+def with_router_queue(obs: Observation) -> Observation:
+    """``obs`` with the router's queue counted as waiting demand beside the servers' own.
+
+    A router that holds requests (llm-d's flow control, Dynamo's KV router) sends the servers
+    only what they can take, so their own queue levels off while the backlog grows in the
+    router: both are requests that arrived and have no first token yet. With no Ready replica
+    no server exports a queue at all, and what the router holds is the whole backlog.
+    *Example*: 5 waiting on each of 4 servers and 380 in the router: 400 waiting.
+    """
+    routed = obs.router_queue_waiting
+    if routed is None:
+        return obs
+    own = obs.queue_waiting
+    if own is None and obs.ready_replicas == 0:
+        own = 0.0
+    if own is None:
+        return obs
+    missing = {k: v for k, v in obs.missing.items() if k != "queue_waiting"}
+    return replace(obs, queue_waiting=own + routed, missing=missing)
 
 
 class DemandReader:

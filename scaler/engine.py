@@ -28,7 +28,7 @@ from dataclasses import replace
 from scaler import coldstart
 from scaler.capacity import CapacityModel
 from scaler.config import TargetPolicy, parse_metadata
-from scaler.demand import Demand, DemandReader
+from scaler.demand import Demand, DemandReader, with_router_queue
 from scaler.forecast import Forecast, Forecaster
 from scaler.landing import LandingMonitor
 from scaler.model import Capacity, Decision, Lead, Note, NoteKind, Observation, Signal
@@ -92,7 +92,7 @@ class Engine:
         """
         count = 0
         for obs in history:
-            self._learn(obs)
+            self._learn(with_router_queue(obs))
             count += 1
         return count
 
@@ -162,9 +162,10 @@ class Engine:
         concurrency = self._concurrency.forecast(quantile, floor * math.floor(capacity.slots or 0.0))
         return prompt, concurrency
 
-    def decide(self, obs: Observation) -> Decision:
+    def decide(self, observed: Observation) -> Decision:
         """observe -> demand -> capacity -> forecast -> need -> combine -> clamp (module docstring)."""
         policy = self._policy
+        obs = with_router_queue(observed)  # the decision records what was observed
         t = obs.timestamp
         previous_waiting = self._previous_waiting
         missing = self._missing(obs)
@@ -229,11 +230,13 @@ class Engine:
         if bias is not None:
             forecast["model_bias"] = bias
 
-        landing = self._landing.observe(obs)
+        landing = self._landing.observe(observed)
         if landing is not None and landing.reason not in ("landed", "in_flight"):
             notes.append(Note(NoteKind.NOT_LANDED, f"not landed: {landing.explanation}"))
         decision = replace(
-            combine(proposals, obs, policy, notes, forecast, capacity, Lead(horizon, lead_source), landing),
+            combine(
+                proposals, observed, policy, notes, forecast, capacity, Lead(horizon, lead_source), landing
+            ),
             inputs_complete_at=self._last_fresh,
         )
         self._landing.remember(decision.replicas)

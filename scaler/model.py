@@ -330,6 +330,30 @@ class Observation:
     kv_cache_usage: float | None = _input(
         "llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1.", _P, "kv_cache_query"
     )
+    router_queue_waiting: float | None = _input(
+        "llm_scaler_input_router_waiting_requests",
+        "Requests waiting in the router's queue, not yet sent to a server (router metadata).",
+        _P,
+        doc="llm-d's flow-control queue (`llm_d_epp_flow_control_queue_size`, or the older"
+        " `inference_extension_flow_control_queue_size` where only it exists) or Dynamo's KV router queue"
+        " (`dynamo_frontend_router_queue_pending_requests`). Counted as waiting demand beside the servers'"
+        " own queue. Absent with `router: none`.",
+    )
+    router_saturation: float | None = _input(
+        "llm_scaler_input_router_saturation_ratio",
+        "The router's pool saturation (llm-d flow control: 1 is where it stops dispatching).",
+        _P,
+        doc="`llm_d_epp_flow_control_pool_saturation`. Read only while"
+        " `llm_d_epp_flow_control_stale_endpoints` is 0: stale endpoints read as saturated. At 1 or"
+        " more every replica is full, which measures the batch slots (`scaler/capacity.py`).",
+    )
+    slots_per_replica: float | None = _input(
+        "llm_scaler_input_slots_per_replica",
+        "Sequences one replica runs at most (max_num_seqs), where the stack exports it.",
+        _P,
+        doc="Dynamo's `dynamo_frontend_model_max_num_seqs`; vLLM does not export it. The batch slots"
+        " (`scaler/capacity.py`) are read from it, or from the KV cache where that says fewer.",
+    )
     cold_start_seconds: float | None = _input(
         "llm_scaler_input_cold_start_seconds",
         "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",

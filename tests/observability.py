@@ -65,6 +65,8 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "cold_start_pending_seconds": 3.0,
         "cold_start_samples": 12,
         "kv_cache_usage": 1.0,
+        "router_queue_waiting": 0.0,
+        "slots_per_replica": 64.0,
         "deployment_replicas": 6,
         "hpa": HpaStatus("keda-hpa-llama", "inference", True, 0, 2, 16, 6, 6),
         "hpa_read": True,
@@ -87,6 +89,8 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "cold_start_pending_seconds": 1.0,
         "cold_start_samples": 3,
         "kv_cache_usage": 0.2,
+        "router_queue_waiting": 0.0,
+        "slots_per_replica": 32.0,
         "deployment_replicas": 3,
         "hpa_read": True,  # and no HPA found
     },

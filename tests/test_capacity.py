@@ -69,6 +69,20 @@ def test_slots_from_waiting_only_without_a_kv_gauge() -> None:
     assert fooled.capacity().slots is None  # below a quarter of the cache: nothing to read
 
 
+def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> None:
+    """A router that stops dispatching at saturation says each replica holds what it runs now; an
+    exported max_num_seqs is the slots, unless the KV cache says fewer."""
+    gated = CapacityModel(parse_metadata({}))
+    run(gated, [steady(i, running=64.0, kv=0.8, router_saturation=1.02) for i in range(3)])
+    assert gated.capacity().slots == pytest.approx(16.0)  # not 64 / 4 / 0.8 = 20: the router's limit
+    exported = CapacityModel(parse_metadata({}))
+    run(exported, [steady(i, running=40.0, kv=None, slots_per_replica=32.0) for i in range(3)])
+    assert exported.capacity().slots == pytest.approx(32.0)
+    fuller = CapacityModel(parse_metadata({}))
+    run(fuller, [steady(i, running=48.0, kv=0.5, slots_per_replica=32.0) for i in range(3)])
+    assert fuller.capacity().slots == pytest.approx(24.0)  # the cache holds 24 of the 32
+
+
 def test_no_slot_reading_while_removed_replicas_drain() -> None:
     """After a scale-down, running still counts the removed replicas' sequences: not read until they end."""
     model = CapacityModel(parse_metadata({}))

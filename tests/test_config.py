@@ -70,6 +70,7 @@ def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
         "prewarmWindows": "[]",
         "targetUtilization": "0.5",
         "ttftObjectivePercentile": "95",
+        "router": "dynamo",
         "prewarmStart": None,
         "prewarmEnd": None,
         "prewarmReplicas": None,
@@ -81,6 +82,8 @@ def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
     elif key in ("prewarmStart", "prewarmEnd", "prewarmReplicas"):
         metadata = {"prewarmStart": "0 9 * * *", "prewarmEnd": "0 12 * * *", "prewarmReplicas": "3"}
         metadata[f"{key}FromEnv"] = metadata.pop(key)
+    elif key == "inferencePool":
+        metadata = {"router": "llm-d", "inferencePoolFromEnv": "llama-pool"}
     else:
         value = samples.get(key) or "3"
         metadata = {f"{key}FromEnv": value}

@@ -312,3 +312,42 @@ def test_a_scale_up_the_hpa_tolerance_would_swallow_asks_for_the_smallest_step_t
     d = engine.decide(obs(T0 + STEP, waiting=waiting, current=current, schedulable=100))
     assert d.replicas == target, d.reason
     assert (d.limited_by is not None and d.limited_by.value == "hpa_tolerance") is stepped, d.reason
+
+
+# ---- a router in front of the servers (issue 21) -----------------------------------------
+
+
+def test_a_backlog_held_in_the_router_raises_the_target_within_two_refreshes() -> None:
+    """With flow control the servers' queues level off at 5 a pod and the backlog grows in the
+    router: counted as waiting demand it raises the target; the servers' queue alone stays flat."""
+    routed, engine_only = Engine.from_metadata(LLAMA), Engine.from_metadata(LLAMA)
+    router_queue = [0.0] * 6 + [100.0, 250.0, 400.0]
+    first = []
+    for i, queued in enumerate(router_queue):
+        now = T0 + i * STEP
+        d = routed.decide(obs(now, waiting=20, current=4, schedulable=40, router_queue_waiting=queued))
+        flat = engine_only.decide(obs(now, waiting=20, current=4, schedulable=40))
+        first.append(d.replicas)
+        assert flat.replicas == 2  # 20 waiting at 10 a replica, under the floor
+    assert first[:6] == [2] * 6  # an empty router adds nothing
+    assert first[7] > 2  # the second refresh with the router's queue growing
+    assert first[-1] == 27  # min(420, 270) waiting at two refreshes, at 10 a replica
+
+
+def test_a_router_queue_with_no_ready_replica_raises_the_target_at_once() -> None:
+    """No Ready replica exports a queue; what the router holds is the whole backlog, counted at once."""
+    engine = Engine.from_metadata(LLAMA)
+    engine.decide(obs(T0, waiting=0, current=2, schedulable=40, router_queue_waiting=0.0))
+    d = engine.decide(
+        Observation(
+            now=T0 + STEP,
+            current_replicas=2,
+            ready_replicas=0,
+            gpu_schedulable_replicas=40,
+            router_queue_waiting=60.0,
+            missing={"queue_waiting": "no series match labelSelector"},
+        )
+    )
+    assert d.replicas == 6
+    assert d.binding is Signal.QUEUE
+    assert d.observation.queue_waiting is None  # the decision records what was observed

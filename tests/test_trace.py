@@ -20,7 +20,7 @@ import structlog
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from scaler.model import Decision
+from scaler.model import INPUTS, Decision
 from scaler.outputs.trace import SERIES, SERIES_BY_NAME, install, serve_metrics
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
@@ -93,25 +93,8 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
         for field, value in LOAD[key].items():
             if field in ("deployment_replicas", "hpa", "hpa_read"):
                 continue  # the landing monitor's: test_landing_series_carry_the_gap_and_its_reason
-            series = {
-                "queue_waiting": "llm_scaler_input_waiting_requests",
-                "requests_running": "llm_scaler_input_running_requests",
-                "prompt_tokens_per_s": "llm_scaler_input_prompt_tokens_per_second",
-                "generation_tokens_per_s": "llm_scaler_input_generation_tokens_per_second",
-                "current_replicas": "llm_scaler_input_current_replicas",
-                "ready_replicas": "llm_scaler_input_ready_replicas",
-                "pending_replicas": "llm_scaler_input_pending_replicas",
-                "starting_replicas": "llm_scaler_input_starting_replicas",
-                "gpu_schedulable_replicas": "llm_scaler_input_gpu_schedulable_replicas",
-                "ttft_p95_seconds": "llm_scaler_input_ttft_p95_seconds",
-                "ttft_p99_seconds": "llm_scaler_input_ttft_p99_seconds",
-                "ttft_over_objective": "llm_scaler_input_ttft_over_objective_ratio",
-                "requests_per_s": "llm_scaler_input_requests_per_second",
-                "cold_start_seconds": "llm_scaler_input_cold_start_seconds",
-                "cold_start_pending_seconds": "llm_scaler_input_cold_start_pending_seconds",
-                "cold_start_samples": "llm_scaler_input_cold_start_samples",
-                "kv_cache_usage": "llm_scaler_input_kv_cache_usage_ratio",
-            }[field]
+            series = INPUTS[field].series
+            assert series is not None, field
             assert value_for(samples, series, key) == value, series
         assert value_for(samples, "llm_scaler_forecast_prompt_tokens_per_second", key) == pytest.approx(
             decision.forecast["prompt_tokens_per_s"]

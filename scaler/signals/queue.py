@@ -21,7 +21,8 @@ it sizes offered arrivals (``scaler.demand``).
 Without a known capacity, ``mu`` is what each Ready replica served while every one of them had a
 request waiting (saturated, the served rate is the limit); without that either, the backlog is
 counted in replicas of ``targetQueuePerReplica`` waiting requests each, counting only what
-waited at two refreshes in a row (a one-refresh spike buys nothing).
+waited at two refreshes in a row (a one-refresh spike buys nothing), or all of it at once when
+no replica is Ready (a router holding requests for a fleet that is down: nothing serves them).
 
 *Example*: 6 Ready replicas completing 0.8 requests/s each serve 4.8/s, and 540 wait: they
 clear none of it (``left = 540``), so ``(4.8 + 540 / 180) / 0.8 = 9.75``: 10 replicas. With 315
@@ -86,7 +87,9 @@ def propose(
     rate = service_rate(capacity, demand, obs)
     served = demand.served_per_s
     if rate is None or served is None or obs.ready_replicas is None:
-        persisted = waiting if previous_waiting is None else min(waiting, previous_waiting)
+        # With no Ready replica nothing serves a spike: what waits is the backlog at once.
+        fresh = previous_waiting is None or obs.ready_replicas == 0
+        persisted = waiting if fresh or previous_waiting is None else min(waiting, previous_waiting)
         replicas = ceil_replicas(persisted / target_per_replica)
         return Proposal(
             Signal.QUEUE,

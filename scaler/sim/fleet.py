@@ -119,6 +119,54 @@ class _Exposition:
         return "\n".join(lines) + "\n"
 
 
+class MetricsServer:
+    """``/metrics`` over HTTP from a daemon thread, with the text ``render`` returns at each scrape."""
+
+    def __init__(self, render: Callable[[], str]) -> None:
+        self.render = render
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Start serving; returns the ``host:port`` it listens on."""
+        render = self.render
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.split("?")[0] != "/metrics":
+                    self.send_error(404)
+                    return
+                body = render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self.address
+
+    @property
+    def address(self) -> str:
+        """The ``host:port`` the server listens on; RuntimeError before ``start``."""
+        if self._server is None:
+            raise RuntimeError("not started")
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def stop(self) -> None:
+        """Shut the server down, if it runs."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
 class SimulatedFleet:
     """Pods of one model in one namespace; ``engine`` picks the metric names."""
 
@@ -129,8 +177,8 @@ class SimulatedFleet:
         engine: str = "vllm",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if engine not in ("vllm", "sglang", "tgi", "triton"):
-            raise ValueError(f"the simulator speaks vllm, sglang, tgi and triton, not {engine!r}")
+        if engine not in ("vllm", "sglang", "tgi", "triton", "dynamo"):
+            raise ValueError(f"the simulator speaks vllm, sglang, tgi, triton and dynamo, not {engine!r}")
         self.namespace = namespace
         self.model = model
         self.engine = engine
@@ -138,9 +186,9 @@ class SimulatedFleet:
         self._pods: dict[str, _PodState] = {}
         self._last = clock()
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http = MetricsServer(self.render)
         self.scrapes = 0
+        self.max_num_seqs = 256  # what Dynamo's frontend exports per replica
 
     # ---- load control -------------------------------------------------------------------
 
@@ -206,7 +254,13 @@ class SimulatedFleet:
             self._advance()
             self.scrapes += 1
             out = _Exposition()
-            renderer = {"vllm": self._vllm, "sglang": self._sglang, "tgi": self._tgi, "triton": self._triton}
+            renderer = {
+                "vllm": self._vllm,
+                "sglang": self._sglang,
+                "tgi": self._tgi,
+                "triton": self._triton,
+                "dynamo": self._dynamo,
+            }
             renderer[self.engine](out)
             return out.text()
 
@@ -297,43 +351,39 @@ class SimulatedFleet:
             )
             self._ttft(out, "nv_inference_first_response_histogram_ms", labels, state, 1000.0)
 
+    # Dynamo's frontend (lib/runtime/src/metrics/prometheus_names.rs): one process in front of the
+    # workers, labelled by the model lower-cased; its series sum what the workers (pods) serve.
+    def _dynamo(self, out: _Exposition) -> None:
+        labels = {"namespace": self.namespace, "pod": "dynamo-frontend-0", "model": self.model.lower()}
+        pods = list(self._pods.values())
+        out.sample("dynamo_frontend_queued_requests", labels, sum(p.load.waiting for p in pods))
+        out.sample("dynamo_frontend_inflight_requests", labels, sum(p.load.running for p in pods))
+        requests = sum(p.requests_total for p in pods)
+        out.histogram(
+            "dynamo_frontend_input_sequence_tokens", labels, [], sum(p.prompt_total for p in pods), requests
+        )
+        out.sample("dynamo_frontend_output_tokens_total", labels, sum(p.generation_total for p in pods))
+        out.sample("dynamo_frontend_model_max_num_seqs", labels, self.max_num_seqs)
+        buckets = [(bound, sum(p.ttft_buckets[i] for p in pods)) for i, bound in enumerate(TTFT_BUCKETS)]
+        out.histogram(
+            "dynamo_frontend_time_to_first_token_seconds",
+            labels,
+            buckets,
+            sum(p.ttft_sum for p in pods),
+            requests,
+        )
+
     # ---- HTTP ----------------------------------------------------------------------------
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve ``/metrics`` over HTTP from a daemon thread; returns the ``host:port`` it listens on."""
-        fleet = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path.split("?")[0] != "/metrics":
-                    self.send_error(404)
-                    return
-                body = fleet.render().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self.address
+        return self._http.start(host, port)
 
     @property
     def address(self) -> str:
         """The ``host:port`` the server listens on; RuntimeError before ``start``."""
-        if self._server is None:
-            raise RuntimeError("not started")
-        host, port = self._server.server_address[:2]
-        return f"{host!s}:{port}"
+        return self._http.address
 
     def stop(self) -> None:
         """Shut the metrics server down, if it runs."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        self._http.stop()

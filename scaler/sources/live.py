@@ -33,6 +33,27 @@ class WorkloadProvider(Protocol):
         """The workload's replica counts and GPU room, or why they cannot be known now."""
 
 
+def _router_inputs(
+    target: Target, got: TargetInputs, values: dict[str, Any], missing: dict[str, str]
+) -> None:
+    """The router's reads: its saturation only with no stale endpoint (they read as saturated),
+    and its TTFT, which counts the time in its queue, as the TTFT the objective is checked against."""
+    stale = got.values.get("router_stale_endpoints")
+    if "router_saturation" in values and stale != 0:
+        values.pop("router_saturation")
+        missing["router_saturation"] = (
+            f"{stale:g} stale endpoints read as saturated"
+            if stale is not None
+            else f"stale endpoints unknown ({got.missing.get('router_stale_endpoints', 'no data')})"
+        )
+    if got.router_ttft_buckets:
+        seen = ttft_inputs(target.policy.ttft_objective_seconds, got.router_ttft_buckets)
+        for name in ("ttft_p95_seconds", "ttft_p99_seconds", "ttft_over_objective"):
+            if seen[name] is not None:
+                values[name] = seen[name]
+                missing.pop(name, None)
+
+
 class LiveSource:
     """The live ObservationSource: Prometheus reads plus the Kubernetes inventory (module docstring)."""
 
@@ -94,6 +115,8 @@ class LiveSource:
                     missing[name] = missing.get(
                         "ttft_p99_seconds", "no TTFT histogram buckets (custom queries give quantiles only)"
                     )
+            if t.policy.router != "none":
+                _router_inputs(t, got, values, missing)
             if t.key in unaddressed:
                 missing.update(dict.fromkeys(PROMETHEUS_FIELDS, unaddressed[t.key]))
             values.update(self._workload(t, got, missing))

@@ -27,6 +27,15 @@ class Combine(StrEnum):
     HISTOGRAM = "histogram"  # per-bucket rates, summed, then a quantile in Python
 
 
+class Select(StrEnum):
+    """Which of a target's matchers pick its series of a family."""
+
+    TARGET = "target"  # the labelSelector (the servers' own series)
+    POOL = "pool"  # the router's pool: inference_pool="<inferencePool>"
+    MODEL = "model"  # the labelSelector's matchers on the family's model label, if any
+    ANY = "any"  # every series at the address (a router gauge that names no pool)
+
+
 @dataclass(frozen=True, slots=True)
 class Family:
     """One input's query template, and how a target combines the series it returns."""
@@ -35,6 +44,8 @@ class Family:
     template: str
     combine: Combine = Combine.SUM
     le_scale: float = 1.0  # bucket bounds (or a histogram's _sum) times this give seconds (0.001 for _ms)
+    select: Select = Select.TARGET
+    model_label: str = "model_name"  # the label Select.MODEL keeps
 
     def render(self, by: tuple[str, ...], window: str) -> str:
         """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""
@@ -71,6 +82,11 @@ FIELDS = (
     "ttft",
     "ttft_sum",
     "replicas_reporting",
+    "slots_per_replica",
+    "router_queue_waiting",
+    "router_saturation",
+    "router_stale_endpoints",
+    "router_ttft",
 )
 
 # vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
@@ -176,12 +192,119 @@ TRITON = Preset(
     "triton-inference-server/tensorrtllm_backend custom_metrics_reporter.cc; Triton metrics guide",
 )
 
-PRESETS: dict[str, Preset] = {p.engine: p for p in (VLLM, SGLANG, TGI, TRITON)}
+# NVIDIA Dynamo's frontend, read as the engine: one HTTP frontend in front of its workers, whose
+# series sum the model's traffic. Source: ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs
+# (names) and lib/llm/src/http/service/metrics.rs (definitions). Label: model, lower-cased by the
+# frontend. queued_requests counts requests with no first response yet; the older names ended in
+# _total (gauges despite it) and are read where the current ones are absent, never both. Prompt
+# tokens come from the input-sequence histogram's _sum. Unlike vLLM, Dynamo exports max_num_seqs.
+# No per-worker series carries the model label, so replicas come from Kubernetes only.
+DYNAMO = Preset(
+    "dynamo",
+    (
+        Family(
+            "queue_waiting",
+            "sum by ({by}) (dynamo_frontend_queued_requests)"
+            " or sum by ({by}) (dynamo_frontend_queued_requests_total)",
+        ),
+        Family(
+            "requests_running",
+            "sum by ({by}) (dynamo_frontend_inflight_requests)"
+            " or sum by ({by}) (dynamo_frontend_inflight_requests_total)",
+        ),
+        Family(
+            "prompt_tokens_per_s", "sum by ({by}) (rate(dynamo_frontend_input_sequence_tokens_sum[{window}]))"
+        ),
+        Family(
+            "generation_tokens_per_s", "sum by ({by}) (rate(dynamo_frontend_output_tokens_total[{window}]))"
+        ),
+        Family(
+            "ttft",
+            "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+        ),
+        Family("ttft_sum", "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_sum[{window}]))"),
+        Family("slots_per_replica", "max by ({by}) (dynamo_frontend_model_max_num_seqs)", Combine.MEAN),
+    ),
+    "ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs",
+)
+
+PRESETS: dict[str, Preset] = {p.engine: p for p in (VLLM, SGLANG, TGI, TRITON, DYNAMO)}
 
 
 def preset_for(engine: str) -> Preset | None:
     """The query preset of ``engine``, or None when it has none (``custom``)."""
     return PRESETS.get(engine)
+
+
+# ---- routers: where requests wait before any server has them ---------------------------
+
+# llm-d's endpoint picker (EPP). Sources: llm-d/llm-d-router pkg/epp/metrics/llm_d_router_metrics.go
+# (llm_d_epp_*, v0.9+) and pkg/epp/metrics/metrics.go (the older inference_extension_* names,
+# kubernetes-sigs/gateway-api-inference-extension v1.5.0, still written beside the new ones):
+# each family reads the current name, and the older one only where the current is absent
+# (PromQL `or` on the aggregated series), never both summed. With flow control on
+# (featureGates: flowControl) requests wait in the EPP's queue, labelled inference_pool; the
+# pool saturation gauge reads 1.0 for stale endpoints, so it is read only with none stale
+# (llm_d_epp_flow_control_stale_endpoints, v0.10+, labelled by detector, not pool). The request
+# TTFT histogram runs from the EPP's receipt of the request: the TTFT users see, queue included;
+# it carries model_name, not the pool.
+LLM_D = Preset(
+    "llm-d",
+    (
+        Family(
+            "router_queue_waiting",
+            "sum by ({by}) (llm_d_epp_flow_control_queue_size)"
+            " or sum by ({by}) (inference_extension_flow_control_queue_size)",
+            select=Select.POOL,
+        ),
+        Family(
+            "router_saturation",
+            "max by ({by}) (llm_d_epp_flow_control_pool_saturation)"
+            " or max by ({by}) (inference_extension_flow_control_pool_saturation)",
+            Combine.MEAN,
+            select=Select.POOL,
+        ),
+        Family(
+            "router_stale_endpoints",
+            "max by ({by}) (llm_d_epp_flow_control_stale_endpoints)",
+            select=Select.ANY,
+        ),
+        Family(
+            "router_ttft",
+            "sum by ({by}) (rate(llm_d_epp_request_ttft_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+            select=Select.MODEL,
+        ),
+    ),
+    "llm-d/llm-d-router pkg/epp/metrics/llm_d_router_metrics.go, pkg/epp/metrics/metrics.go",
+)
+
+# Dynamo's KV router queue (the analogue of the EPP's flow control) and the frontend's TTFT.
+# Source: ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs. The queue gauge carries
+# model (lower-cased) in current versions; older ones label it by worker_type only, and then it
+# cannot be told apart per model and stays unknown.
+DYNAMO_ROUTER = Preset(
+    "dynamo",
+    (
+        Family(
+            "router_queue_waiting",
+            "sum by ({by}) (dynamo_frontend_router_queue_pending_requests)",
+            select=Select.MODEL,
+            model_label="model",
+        ),
+        Family(
+            "router_ttft",
+            "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+            select=Select.MODEL,
+            model_label="model",
+        ),
+    ),
+    "ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs",
+)
+
+ROUTERS: dict[str, Preset] = {"llm-d": LLM_D, "dynamo": DYNAMO_ROUTER}
 
 
 # GPU utilisation series, as KEDA triggers and HPAs name them: DCGM's exporter, the older

@@ -30,7 +30,7 @@ from scaler.config import TargetPolicy
 from scaler.histogram import histogram_quantile, ttft_inputs
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import INPUTS, Observation
-from scaler.sources.presets import Combine, Family, preset_for
+from scaler.sources.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
@@ -73,6 +73,7 @@ class TargetInputs:
     values: dict[str, float] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     ttft_buckets: dict[float, float] | None = None  # summed per-bucket rates of the TTFT histogram
+    router_ttft_buckets: dict[float, float] | None = None  # the router's TTFT histogram, likewise
 
 
 def group_labels(selectors: Iterable[Sequence[LabelMatcher]]) -> tuple[str, ...]:
@@ -212,6 +213,12 @@ class PrometheusReader:
                 self._read_custom(address, members, out, at)
             else:
                 self._read_preset(address, engine, members, out, at)
+        routed: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
+        for t in targets:
+            if t.policy.router != "none":
+                routed[(t.address, t.policy.router)].append(t)
+        for (address, router), members in routed.items():
+            self._read_families(address, ROUTERS[router], members, out, at)
         return out
 
     def _read_preset(
@@ -229,16 +236,26 @@ class PrometheusReader:
                     dict.fromkeys(CUSTOM_FIELDS, f"no query preset for engine {engine}")
                 )
             return
-        selectors = {t.key: t.policy.matchers for t in members}
-        by = group_labels(selectors.values())
-        client = self.client(address)
         offered = {name for f in preset.families for name in _fields_of(f)}
         for name in ("kv_cache_usage", "ttft_p95_seconds", "ttft_p99_seconds"):
             if name not in offered:
                 for t in members:
                     out[t.key].missing[name] = f"engine {engine} exports no metric for it"
+        self._read_families(address, preset, members, out, at)
+
+    def _read_families(
+        self,
+        address: str,
+        preset: Preset,
+        members: list[TargetQuery],
+        out: dict[Any, TargetInputs],
+        at: datetime | None,
+    ) -> None:
+        """Each family of ``preset`` once for ``members``, split per target by its selector."""
+        client = self.client(address)
         for family in preset.families:
-            query = family.render(by, self.rate_window)
+            selectors = {t.key: selector_for(t.policy, family) for t in members}
+            query = family.render(group_labels(selectors.values()), self.rate_window)
             try:
                 samples = client.instant(query, at)
             except PrometheusQueryError as exc:
@@ -249,7 +266,7 @@ class PrometheusReader:
             # Targets with the same selector read the same series: split once per selector.
             per_selector: dict[tuple[LabelMatcher, ...], TargetInputs] = {}
             for t in members:
-                selector = tuple(selectors[t.key])
+                selector = selectors[t.key]
                 part = per_selector.get(selector)
                 if part is None:
                     part = per_selector[selector] = TargetInputs()
@@ -258,6 +275,8 @@ class PrometheusReader:
                 out[t.key].missing.update(part.missing)
                 if part.ttft_buckets is not None:
                     out[t.key].ttft_buckets = part.ttft_buckets
+                if part.router_ttft_buckets is not None:
+                    out[t.key].router_ttft_buckets = part.router_ttft_buckets
 
     def _read_custom(
         self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
@@ -443,9 +462,20 @@ def _points(
     return points
 
 
+def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ...]:
+    """The matchers that pick ``policy``'s series of ``family`` (``scaler.sources.presets.Select``)."""
+    if family.select is Select.POOL:
+        return policy.router_matchers
+    if family.select is Select.MODEL:
+        return tuple(m for m in policy.matchers if m.name == family.model_label)
+    if family.select is Select.ANY:
+        return ()
+    return tuple(policy.matchers)
+
+
 def _fields_of(family: Family) -> tuple[str, ...]:
     if family.combine is Combine.HISTOGRAM:
-        return ("ttft_p95_seconds", "ttft_p99_seconds")
+        return ("ttft_p95_seconds", "ttft_p99_seconds") if family.field == "ttft" else (family.field,)
     return (family.field,)
 
 
@@ -465,6 +495,9 @@ def _apply(
                 buckets[float(s.labels.get("le", "nan")) * family.le_scale] += s.value
             except ValueError:
                 continue
+        if family.field != "ttft":
+            into.router_ttft_buckets = dict(buckets)
+            return
         into.ttft_buckets = dict(buckets)
         for name, q in (("ttft_p95_seconds", 0.95), ("ttft_p99_seconds", 0.99)):
             value = histogram_quantile(q, buckets)
