@@ -26,6 +26,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from scaler.hpa import METRIC_NAME
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.sim.fleet import PodLoad, SimulatedFleet
@@ -321,7 +322,7 @@ class KedaClient:
         try:
             if method == "GetMetrics":
                 await stub.GetMetrics(
-                    pb.GetMetricsRequest(scaledObjectRef=ref, metricName="llm-inference-replicas"), timeout=5
+                    pb.GetMetricsRequest(scaledObjectRef=ref, metricName=METRIC_NAME), timeout=5
                 )
             else:
                 await getattr(stub, method)(ref, timeout=5)

@@ -17,7 +17,8 @@ slots bind at 4.2 requests/s per replica.
 
 Each decision is printed and lands on the simulated Deployment as it would in a cluster:
 through ``scaler.hpa``, the HPA model the replay uses, with the example ScaledObject's
-``behavior`` (scale-up at once, scale-down 2 pods a minute);
+``behavior`` (scale-up at once with tolerance 0, scale-down 2 pods a minute), which the
+simulated cluster also reports to the scaler as the HPA it reads;
 the run ends with a summary (``scaler.outputs.dryrun.Summary``) and what it showed. The
 scaler reads everything through the same live path as ``scaler serve``; the first decision
 waits for Prometheus' first scrape of the fleet.
@@ -39,7 +40,7 @@ from typing import Any
 import yaml
 
 from scaler.app import decision_printer, dry_run_live, live_source, wall_clock
-from scaler.hpa import Behavior, Hpa
+from scaler.hpa import Behavior, Hpa, MetricType
 from scaler.model import Decision, Signal
 from scaler.outputs.dryrun import Summary
 from scaler.registry import Target
@@ -125,6 +126,22 @@ def demo_scaledobject(now: datetime) -> dict[str, object]:
             ],
         },
     }
+
+
+def demo_hpa(doc: dict[str, object]) -> Hpa:
+    """The HPA KEDA creates for the ScaledObject ``doc``: its replica bounds and ``behavior``."""
+    spec = doc["spec"]
+    assert isinstance(spec, dict)
+    return Hpa(
+        int(spec["minReplicaCount"]),
+        int(spec["maxReplicaCount"]),
+        Behavior.from_spec(spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]),
+    )
+
+
+def served_metric(replicas: int) -> list[tuple[float, float, MetricType]]:
+    """What KEDA serves the HPA for a decision of ``replicas``: one AverageValue metric of target 1."""
+    return [(float(replicas), 1.0, "AverageValue")]
 
 
 class LoadDriver:
@@ -249,6 +266,9 @@ async def run_demo(
         if duration_s is None:
             duration_s = opens_s + END_S
         doc = demo_scaledobject(started)
+        # KEDA creates the HPA for the ScaledObject; the cluster runs it and reports it, so the
+        # tolerance the decision reads is the one that turns its target into replicas.
+        cluster.create_hpa(demo_hpa(doc))
         spec = scaledobject_from_dict(doc)
         meta = spec.metadata
         write(
@@ -271,20 +291,8 @@ async def run_demo(
         )
         printer = decision_printer(output, f"{spec.namespace}/{spec.name}", write)
 
-        raw_spec = doc["spec"]
-        assert isinstance(raw_spec, dict)
-        hpa = Hpa(
-            int(raw_spec["minReplicaCount"]),
-            int(raw_spec["maxReplicaCount"]),
-            Behavior.from_spec(raw_spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]),
-        )
-
         def apply(target: Target, decision: Decision) -> None:
-            # KEDA serves the decision as one AverageValue metric of target 1; the HPA decides.
-            now, replicas = clock(), cluster.replicas
-            cluster.set_target(
-                hpa.step(now, replicas, replicas, [(decision.replicas, 1.0, "AverageValue")]).replicas
-            )
+            cluster.sync_hpa(served_metric(decision.replicas))
 
         showed = Showed()
         with LoadDriver(fleet, cluster, clock, opens_s):

@@ -1,4 +1,16 @@
-"""The HorizontalPodAutoscaler rules that turn KEDA's metrics into a replica count. Pure.
+"""The HorizontalPodAutoscaler KEDA creates for a ScaledObject: everything the scaler knows of it. Pure.
+
+* **Its metric**: KEDA hands the HPA this scaler's answer as one external metric,
+  ``METRIC_NAME`` (prefixed ``s<i>-`` by KEDA), the name the gRPC service serves.
+* **Reading one**: ``hpa_from_json`` turns an autoscaling/v2 HorizontalPodAutoscaler into
+  the ``HpaStatus`` the landing monitor and the policy read; ``Hpa.status`` reports a
+  simulated one (the replay's, the demo's) the same way.
+* **Its tolerance**: ``DEFAULT_TOLERANCE`` (written here only), the test on a usage ratio
+  (``within_tolerance``), the tolerance a read HPA applies (``tolerances``), and the
+  smallest step that lands (``landing_step_up`` / ``landing_step_down``). The policy, the
+  landing monitor, the decision trace and the model below all ask these.
+* **Its rules** (``Behavior``, ``Hpa``): the replay and the demo turn metrics into replicas
+  with them.
 
 Each rule follows Kubernetes' documentation ("Horizontal Pod Autoscaling",
 https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/), and the
@@ -7,10 +19,10 @@ https://keda.sh/docs/latest/reference/scaledobject-spec/); docs/replay.md cites 
 
 1. **AverageValue**, per metric: ``ceil(value / target)`` replicas, unless the usage ratio
    ``value / (target * status_replicas)`` is within the tolerance (0.1) of 1.0
-   (``landing.within_tolerance``, the one test the policy and the trace use too), in
-   which case the metric proposes the current ``status.replicas`` (which counts Pending
-   pods). A ``Value`` metric proposes ``ceil(status_replicas * value / target)``.
-2. **Several metrics**: the largest proposal wins.
+   (``within_tolerance``), in which case the metric proposes the current
+   ``status.replicas`` (which counts Pending pods). A ``Value`` metric proposes
+   ``ceil(status_replicas * value / target)``.
+2. **Several metrics**: the largest proposal wins (``desired``).
 3. **Stabilization**: every recommendation is recorded; a scale-down takes the highest
    recommendation of the last ``scaleDown.stabilizationWindowSeconds`` (300 s by
    default), a scale-up the lowest of the last ``scaleUp.stabilizationWindowSeconds``
@@ -30,15 +42,142 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scaler.landing import quantity, within_tolerance
+from scaler.model import HpaStatus
 
-DEFAULT_TOLERANCE = 0.1
+METRIC_NAME = "llm-inference-replicas"  # the external metric this scaler serves (KEDA prefixes s<i>-)
+DEFAULT_TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance, the default
 # Rule 2 as the user meets it, one sentence for every place that warns of it (dry-run, doctor, convert).
 SEVERAL_TRIGGERS = (
     "the HPA takes the largest of its triggers' metrics, so while another trigger asks for more,"
     " the GPU check cannot hold a scale-up"
 )
 DEFAULT_SCALE_DOWN_WINDOW_S = 300.0
+
+
+# ---- the tolerance -------------------------------------------------------------------------
+#
+# The HPA leaves the replicas alone while its usage ratio (metric / (target * replicas)) is
+# within the tolerance of 1: 0.1 cluster-wide (--horizontal-pod-autoscaler-tolerance), or
+# per HPA and direction where the cluster has KEP-4951 (Kubernetes 1.33 alpha, 1.35 beta)
+# and KEDA passes it through (2.18+): spec.behavior.scaleUp.tolerance / scaleDown.tolerance.
+# With an AverageValue target of 1 per replica the ratio is target / current. *Example*: at
+# 10 replicas and the default, 11 (ratio 1.1) and 9 (0.9) do not land; 12 and 8 do.
+
+
+def within_tolerance(ratio: float, up: float = DEFAULT_TOLERANCE, down: float = DEFAULT_TOLERANCE) -> bool:
+    """The HPA's tolerance test on a usage ratio: ``1 - down <= ratio <= 1 + up``.
+
+    The comparison Kubernetes makes since 1.33 (per-direction tolerances), in the same
+    float arithmetic, so a ratio of exactly 1.1 is within 0.1. Before 1.33 it tested
+    ``|1 - ratio| <= tolerance``, which in float arithmetic puts exactly 1.1 just outside;
+    that edge is the only difference. The policy, the landing monitor, the decision trace
+    and the model below all use this one test.
+    """
+    return 1.0 - down <= ratio <= 1.0 + up
+
+
+def tolerances(hpa: HpaStatus | None) -> tuple[float, float]:
+    """(scale-up, scale-down) tolerance the HPA applies: its behavior's, else the default 0.1."""
+    if hpa is None:
+        return DEFAULT_TOLERANCE, DEFAULT_TOLERANCE
+    up, down = hpa.scale_up_tolerance, hpa.scale_down_tolerance
+    return (DEFAULT_TOLERANCE if up is None else up), (DEFAULT_TOLERANCE if down is None else down)
+
+
+def within_hpa_tolerance(
+    target: int, current: int | None, tolerance: tuple[float, float] = (DEFAULT_TOLERANCE, DEFAULT_TOLERANCE)
+) -> bool:
+    """True when the HPA would ignore this change: ``target / current`` is within its tolerance."""
+    if not current or target == current:
+        return False
+    return within_tolerance(target / current, *tolerance)
+
+
+def landing_step_up(current: int, tolerance: float = DEFAULT_TOLERANCE) -> int:
+    """The smallest replica count above ``current`` that the HPA acts on.
+
+    *Example*: from 10 with the default 0.1, 11 is within (11/10 = 1.1) and 12 is not: 12.
+    From 9, 10 is already outside (1.11): one replica lands.
+    """
+    target = current + 1
+    while within_hpa_tolerance(target, current, (tolerance, tolerance)):
+        target += 1
+    return target
+
+
+def landing_step_down(current: int, tolerance: float = DEFAULT_TOLERANCE) -> int:
+    """The largest replica count below ``current`` that the HPA acts on (outside its tolerance).
+
+    *Example*: from 13, 12 is within 10% (12/13 = 0.92) and 11 is not (0.85): the smallest
+    step down that lands is to 11.
+    """
+    target = current - 1
+    while target > 1 and within_hpa_tolerance(target, current, (tolerance, tolerance)):
+        target -= 1
+    return max(1, target)
+
+
+def quantity(value: Any) -> float | None:
+    """A resource.Quantity as the HPA's tolerance is written ("0", 0.05, "50m"); None if unreadable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if value >= 0 else None
+    if isinstance(value, str):
+        text = value.strip()
+        scale = 1e-3 if text.endswith("m") else 1.0
+        try:
+            number = float(text[:-1] if scale != 1.0 else text) * scale
+        except ValueError:
+            return None
+        return number if number >= 0 and math.isfinite(number) else None
+    return None
+
+
+# ---- reading one from the API --------------------------------------------------------------
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
+    """An autoscaling/v2 HorizontalPodAutoscaler, as the landing monitor and the policy read it."""
+    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
+    external: list[str] = []
+    others = 0
+    for raw in spec.get("metrics") or []:
+        metric = _obj(raw)
+        name = str(_obj(_obj(metric.get("external")).get("metric")).get("name", ""))
+        if metric.get("type") == "External" and name.endswith(METRIC_NAME):
+            external.append(name)
+        else:
+            others += 1
+    conditions = tuple(
+        (str(_obj(c).get("type", "")), str(_obj(c).get("status", "")), str(_obj(c).get("reason", "")))
+        for c in status.get("conditions") or []
+    )
+    behavior = _obj(spec.get("behavior"))
+    return HpaStatus(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        lists_metric=bool(external),
+        other_metrics=others,
+        min_replicas=_int(spec.get("minReplicas")),
+        max_replicas=_int(spec.get("maxReplicas")),
+        current_replicas=_int(status.get("currentReplicas")),
+        desired_replicas=_int(status.get("desiredReplicas")),
+        conditions=conditions,
+        scale_up_tolerance=quantity(_obj(behavior.get("scaleUp")).get("tolerance")),
+        scale_down_tolerance=quantity(_obj(behavior.get("scaleDown")).get("tolerance")),
+    )
+
+
+# ---- its rules, simulated ------------------------------------------------------------------
 
 PolicyType = Literal["Pods", "Percent"]
 SelectPolicy = Literal["Max", "Min", "Disabled"]
@@ -147,6 +286,33 @@ def metric_proposal(
     return math.ceil(value / target - 1e-9)
 
 
+def desired(
+    metrics: Sequence[tuple[float, float, MetricType]], status_replicas: int, behavior: Behavior
+) -> tuple[int, tuple[int, ...]]:
+    """Rules 1 and 2: each metric's proposal under its direction's tolerance, and the largest.
+
+    Metrics are (value, target, type) triples, one per trigger; with separate tolerances
+    (KEP-4951) the direction the ratio points picks the tolerance.
+    """
+    up_tol, down_tol = behavior.scale_up.tolerance, behavior.scale_down.tolerance
+    proposals = []
+    for value, target, kind in metrics:
+        ratio_up = status_replicas == 0 or value > target * status_replicas
+        proposals.append(
+            metric_proposal(value, target, status_replicas, up_tol if ratio_up else down_tol, kind)
+        )
+    return max(proposals), tuple(proposals)
+
+
+# HpaStep.limited_by -> the condition a real HPA reports for it (status.conditions)
+_CONDITIONS: Mapping[str, tuple[str, str, str]] = {
+    "scale_up_limit": ("ScalingLimited", "True", "ScaleUpLimit"),
+    "scale_down_limit": ("ScalingLimited", "True", "ScaleDownLimit"),
+    "max": ("ScalingLimited", "True", "TooManyReplicas"),
+    "min": ("ScalingLimited", "True", "TooFewReplicas"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class HpaStep:
     """One HPA sync's result: the new replicas, what the metrics asked, and what limited it."""
@@ -159,11 +325,12 @@ class HpaStep:
 
 @dataclass
 class Hpa:
-    """One HPA's state: past recommendations and scale events."""
+    """One HPA's state: past recommendations and scale events, and the last sync's result."""
 
     min_replicas: int
     max_replicas: int
     behavior: Behavior = field(default_factory=Behavior)
+    last: HpaStep | None = None  # the last sync's result, None before the first
     _recommendations: deque[tuple[float, int]] = field(default_factory=deque)
     _up_events: deque[tuple[float, int]] = field(default_factory=deque)
     _down_events: deque[tuple[float, int]] = field(default_factory=deque)
@@ -225,6 +392,16 @@ class Hpa:
         metrics: Sequence[tuple[float, float, MetricType]],
     ) -> HpaStep:
         """One reconcile: metrics are (value, target, type) triples, one per trigger."""
+        self.last = self._sync(now, spec_replicas, status_replicas, metrics)
+        return self.last
+
+    def _sync(
+        self,
+        now: float,
+        spec_replicas: int,
+        status_replicas: int,
+        metrics: Sequence[tuple[float, float, MetricType]],
+    ) -> HpaStep:
         self._prune(now)
         if spec_replicas < self.min_replicas or spec_replicas > self.max_replicas:
             bounded = min(max(spec_replicas, self.min_replicas), self.max_replicas)
@@ -232,29 +409,20 @@ class Hpa:
             return HpaStep(bounded, bounded, (), "min" if bounded > spec_replicas else "max")
         if not metrics:
             return HpaStep(spec_replicas, spec_replicas, (), "")
-        up_tol = self.behavior.scale_up.tolerance
-        down_tol = self.behavior.scale_down.tolerance
-        proposals = []
-        for value, target, kind in metrics:
-            # With separate tolerances (KEP-4951), the direction picks the tolerance.
-            ratio_up = status_replicas == 0 or value > target * status_replicas
-            proposals.append(
-                metric_proposal(value, target, status_replicas, up_tol if ratio_up else down_tol, kind)
-            )
-        desired = max(proposals)
+        wanted, proposals = desired(metrics, status_replicas, self.behavior)
 
         # Stabilization: the recommendation is stored, then bounded by the window's extremes.
-        self._recommendations.append((now, desired))
+        self._recommendations.append((now, wanted))
         up_cut = now - self.behavior.scale_up.stabilization_window_s
         down_cut = now - self.behavior.scale_down.stabilization_window_s
-        up_rec = min((r for t, r in self._recommendations if t > up_cut), default=desired)
-        down_rec = max((r for t, r in self._recommendations if t > down_cut), default=desired)
-        up_rec, down_rec = min(up_rec, desired), max(down_rec, desired)
+        up_rec = min((r for t, r in self._recommendations if t > up_cut), default=wanted)
+        down_rec = max((r for t, r in self._recommendations if t > down_cut), default=wanted)
+        up_rec, down_rec = min(up_rec, wanted), max(down_rec, wanted)
         target = spec_replicas
         limited = ""
         target = max(target, up_rec)
         target = min(target, down_rec)
-        if target != desired:
+        if target != wanted:
             limited = "stabilization"
 
         if target > spec_replicas:
@@ -268,7 +436,39 @@ class Hpa:
             if target < allowed:
                 target, limited = allowed, ("min" if allowed == self.min_replicas else "scale_down_limit")
         self._record(now, spec_replicas, target)
-        return HpaStep(target, desired, tuple(proposals), limited)
+        return HpaStep(target, wanted, proposals, limited)
+
+    def status(
+        self,
+        name: str,
+        namespace: str,
+        current_replicas: int,
+        *,
+        lists_metric: bool = True,
+        other_metrics: int = 0,
+    ) -> HpaStatus:
+        """This HPA as the API reports it (``hpa_from_json``'s reading): bounds, behavior
+        tolerances, and the last sync's result with the condition a real HPA sets for it."""
+        step = self.last
+        conditions: tuple[tuple[str, str, str], ...] = ()
+        if step is not None and step.limited_by == "stabilization":
+            direction = "Down" if step.desired < step.replicas else "Up"
+            conditions = (("AbleToScale", "True", f"Scale{direction}Stabilized"),)
+        elif step is not None and step.limited_by in _CONDITIONS:
+            conditions = (_CONDITIONS[step.limited_by],)
+        return HpaStatus(
+            name=name,
+            namespace=namespace,
+            lists_metric=lists_metric,
+            other_metrics=other_metrics,
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            current_replicas=current_replicas,
+            desired_replicas=None if step is None else step.replicas,
+            conditions=conditions,
+            scale_up_tolerance=self.behavior.scale_up.tolerance,
+            scale_down_tolerance=self.behavior.scale_down.tolerance,
+        )
 
     def _record(self, now: float, before: int, after: int) -> None:
         if after > before:

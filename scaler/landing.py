@@ -19,7 +19,7 @@ can read from the API, the first of these that applies:
                         fallback replicas instead of the scaler's
 ``other_trigger``       the HPA has other metrics and wants more than the scaler (max over triggers)
 ``max`` / ``min``       the target is beyond the HPA's ``maxReplicas`` / ``minReplicas``
-``tolerance``           within the HPA's tolerance of the current replicas (below)
+``tolerance``           within the HPA's tolerance of the current replicas (``scaler.hpa``)
 ``stabilization``       the HPA reports a stabilization window holding the change
 ``rate_limit``          the HPA reports a scale-up or scale-down limit (its ``behavior`` policies)
 ``in_flight``           younger than ``IN_FLIGHT_S`` (a KEDA poll and an HPA sync)
@@ -34,137 +34,14 @@ the alert fires once the gap has lasted longer than one cold start.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
-from scaler.model import HpaStatus, Landing, Observation
+from scaler.hpa import tolerances, within_hpa_tolerance
+from scaler.model import Landing, Observation
 
-METRIC_NAME = "llm-inference-replicas"  # the external metric this scaler serves (KEDA prefixes s<i>-)
 IN_FLIGHT_S = 45.0  # a KEDA poll (15 s), an HPA sync (15 s), and a refresh of margin
-TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance, the default
 # Reasons the HPA's own rules do not explain: a gap with one of these that lasts longer than
 # one cold start is the LLMScalerDecisionNotLanded alert (manifests/monitoring/).
 ALERTING = frozenset({"hpa_unknown", "no_hpa", "metric_missing", "fallback", "max", "min", "unexplained"})
-
-
-def _obj(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-# ---- the HPA's tolerance -------------------------------------------------------------------
-#
-# The HPA leaves the replicas alone while its usage ratio (metric / (target * replicas)) is
-# within the tolerance of 1: 0.1 cluster-wide (--horizontal-pod-autoscaler-tolerance), or
-# per HPA and direction where the cluster has KEP-4951 (Kubernetes 1.33 alpha, 1.35 beta)
-# and KEDA passes it through (2.18+): spec.behavior.scaleUp.tolerance / scaleDown.tolerance.
-# With an AverageValue target of 1 per replica the ratio is target / current. *Example*: at
-# 10 replicas and the default, 11 (ratio 1.1) and 9 (0.9) do not land; 12 and 8 do.
-
-
-def within_tolerance(ratio: float, up: float = TOLERANCE, down: float = TOLERANCE) -> bool:
-    """The HPA's tolerance test on a usage ratio: ``1 - down <= ratio <= 1 + up``.
-
-    The comparison Kubernetes makes since 1.33 (per-direction tolerances), in the same
-    float arithmetic, so a ratio of exactly 1.1 is within 0.1. Before 1.33 it tested
-    ``|1 - ratio| <= tolerance``, which in float arithmetic puts exactly 1.1 just outside;
-    that edge is the only difference. The policy, the decision trace and the HPA model
-    (``scaler.hpa``) all use this one test.
-    """
-    return 1.0 - down <= ratio <= 1.0 + up
-
-
-def tolerances(hpa: HpaStatus | None) -> tuple[float, float]:
-    """(scale-up, scale-down) tolerance the HPA applies: its behavior's, else the default 0.1."""
-    if hpa is None:
-        return TOLERANCE, TOLERANCE
-    up, down = hpa.scale_up_tolerance, hpa.scale_down_tolerance
-    return (TOLERANCE if up is None else up), (TOLERANCE if down is None else down)
-
-
-def within_hpa_tolerance(
-    target: int, current: int | None, tolerance: tuple[float, float] = (TOLERANCE, TOLERANCE)
-) -> bool:
-    """True when the HPA would ignore this change: ``target / current`` is within its tolerance."""
-    if not current or target == current:
-        return False
-    return within_tolerance(target / current, *tolerance)
-
-
-def landing_step_up(current: int, tolerance: float = TOLERANCE) -> int:
-    """The smallest replica count above ``current`` that the HPA acts on.
-
-    *Example*: from 10 with the default 0.1, 11 is within (11/10 = 1.1) and 12 is not: 12.
-    From 9, 10 is already outside (1.11): one replica lands.
-    """
-    target = current + 1
-    while within_hpa_tolerance(target, current, (tolerance, tolerance)):
-        target += 1
-    return target
-
-
-def landing_step_down(current: int, tolerance: float = TOLERANCE) -> int:
-    """The largest replica count below ``current`` that the HPA acts on (outside its tolerance).
-
-    *Example*: from 13, 12 is within 10% (12/13 = 0.92) and 11 is not (0.85): the smallest
-    step down that lands is to 11.
-    """
-    target = current - 1
-    while target > 1 and within_hpa_tolerance(target, current, (tolerance, tolerance)):
-        target -= 1
-    return max(1, target)
-
-
-def quantity(value: Any) -> float | None:
-    """A resource.Quantity as the HPA's tolerance is written ("0", 0.05, "50m"); None if unreadable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value) if value >= 0 else None
-    if isinstance(value, str):
-        text = value.strip()
-        scale = 1e-3 if text.endswith("m") else 1.0
-        try:
-            number = float(text[:-1] if scale != 1.0 else text) * scale
-        except ValueError:
-            return None
-        return number if number >= 0 and math.isfinite(number) else None
-    return None
-
-
-def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
-    """An autoscaling/v2 HorizontalPodAutoscaler, as the landing monitor reads it."""
-    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
-    external: list[str] = []
-    others = 0
-    for raw in spec.get("metrics") or []:
-        metric = _obj(raw)
-        name = str(_obj(_obj(metric.get("external")).get("metric")).get("name", ""))
-        if metric.get("type") == "External" and name.endswith(METRIC_NAME):
-            external.append(name)
-        else:
-            others += 1
-    conditions = tuple(
-        (str(_obj(c).get("type", "")), str(_obj(c).get("status", "")), str(_obj(c).get("reason", "")))
-        for c in status.get("conditions") or []
-    )
-    behavior = _obj(spec.get("behavior"))
-    return HpaStatus(
-        name=str(meta.get("name", "")),
-        namespace=str(meta.get("namespace", "")),
-        lists_metric=bool(external),
-        other_metrics=others,
-        min_replicas=_int(spec.get("minReplicas")),
-        max_replicas=_int(spec.get("maxReplicas")),
-        current_replicas=_int(status.get("currentReplicas")),
-        desired_replicas=_int(status.get("desiredReplicas")),
-        conditions=conditions,
-        scale_up_tolerance=quantity(_obj(behavior.get("scaleUp")).get("tolerance")),
-        scale_down_tolerance=quantity(_obj(behavior.get("scaleDown")).get("tolerance")),
-    )
 
 
 def _reason(target: int, landed: int, obs: Observation) -> str:  # noqa: PLR0911 - one return per cause, in order

@@ -128,11 +128,11 @@ class Lead:
 
 @dataclass(frozen=True, slots=True)
 class HpaStatus:
-    """The HPA KEDA created for a ScaledObject, as the landing monitor reads it (scaler.landing)."""
+    """The HPA KEDA created for a ScaledObject, as the landing monitor and the policy read it (scaler.hpa)."""
 
     name: str
     namespace: str
-    lists_metric: bool  # an External metric named ...llm-inference-replicas is among spec.metrics
+    lists_metric: bool  # an External metric named ...<scaler.hpa.METRIC_NAME> is among spec.metrics
     other_metrics: int  # metrics that are not this scaler's (other triggers, or a CPU rewrite)
     min_replicas: int | None
     max_replicas: int | None

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scaler.config import TargetPolicy
-from scaler.landing import landing_step_up, tolerances, within_hpa_tolerance
+from scaler.hpa import landing_step_up, tolerances, within_hpa_tolerance
 from scaler.model import (
     Capacity,
     Clamp,

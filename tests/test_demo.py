@@ -6,8 +6,23 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaler.demo import BURST, LOW, PEAK, Showed, demand, demo_scaledobject, window_opening
+from scaler.config import parse_metadata
+from scaler.demo import (
+    BURST,
+    LOW,
+    PEAK,
+    Showed,
+    demand,
+    demo_hpa,
+    demo_scaledobject,
+    served_metric,
+    window_opening,
+)
 from scaler.engine import Engine, Observation
+from scaler.hpa import tolerances
+from scaler.model import Proposal, Signal
+from scaler.policy import combine
+from scaler.sim.cluster import SimulatedCluster
 from scaler.sources.files import scaledobject_from_dict
 
 START = datetime(2026, 12, 1, 15, 14, 15, tzinfo=UTC)
@@ -72,3 +87,42 @@ def test_showed_reports_the_prewarm_and_the_scale_down_after_the_peak() -> None:
     assert (
         f"after the burst the target came down from 8 to {lowest.replicas} (by {lowest.now:%H:%M:%S})" in seen
     )
+
+
+class _Clock:
+    """A settable clock for the simulated cluster."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_demo_s_cluster_reports_the_tolerance_its_hpa_applies() -> None:
+    """The cluster reports the demo's HPA (scaleUp tolerance 0): the policy asks 10 -> 11, and 11 lands."""
+    clock = _Clock()
+    cluster = SimulatedCluster(gpus_total=16, cold_start_s=20.0, initial_replicas=2, clock=clock)
+    doc = demo_scaledobject(START)
+    hpa = demo_hpa(doc)
+    cluster.create_hpa(hpa)
+    assert cluster.sync_hpa(served_metric(10)).replicas == 10
+    state = cluster.workload("inference", "llama-3-8b")
+    assert state.hpa is not None
+    assert (state.hpa.name, state.hpa.min_replicas, state.hpa.max_replicas) == ("keda-hpa-llama-3-8b", 2, 12)
+    applied = (hpa.behavior.scale_up.tolerance, hpa.behavior.scale_down.tolerance)
+    assert tolerances(state.hpa) == applied == (0.0, 0.1)  # the example's scaleUp tolerance 0, down unset
+    # The decision reads the reported HPA: one replica more lands, so it is asked for as it is.
+    seen = Observation(
+        now=START,
+        current_replicas=state.current_replicas,
+        ready_replicas=state.ready_replicas,
+        gpu_schedulable_replicas=state.gpu_schedulable_replicas,
+        hpa=state.hpa,
+    )
+    metadata = parse_metadata(scaledobject_from_dict(doc).metadata)
+    proposals = [Proposal(Signal.FLOOR, 2, "floor"), Proposal(Signal.QUEUE, 11, "queue")]
+    decision = combine(proposals, seen, metadata)
+    assert (decision.replicas, decision.clamps) == (11, ())
+    clock.t += 15.0
+    assert cluster.sync_hpa(served_metric(decision.replicas)).replicas == 11 == cluster.replicas

@@ -18,7 +18,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from scaler import landing
 from scaler.engine import Engine
-from scaler.landing import LandingMonitor, hpa_from_json
+from scaler.hpa import (
+    hpa_from_json,
+    landing_step_down,
+    landing_step_up,
+    quantity,
+    tolerances,
+    within_hpa_tolerance,
+)
+from scaler.landing import LandingMonitor
 from scaler.model import HpaStatus, Observation
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
@@ -296,10 +304,10 @@ def scrape(port: int) -> list[Any]:
 )
 def test_the_smallest_steps_that_land(current: int, tolerance: float, up: int, down: int) -> None:
     """The smallest steps up and down from ``current`` fall outside the HPA's tolerance."""
-    assert landing.landing_step_up(current, tolerance) == up
-    assert landing.landing_step_down(current, tolerance) == down
+    assert landing_step_up(current, tolerance) == up
+    assert landing_step_down(current, tolerance) == down
     for step in (up, down):
-        assert not landing.within_hpa_tolerance(step, current, (tolerance, tolerance))
+        assert not within_hpa_tolerance(step, current, (tolerance, tolerance))
 
 
 @pytest.mark.parametrize(
@@ -318,7 +326,7 @@ def test_the_smallest_steps_that_land(current: int, tolerance: float, up: int, d
 )
 def test_tolerance_quantities(raw: Any, expected: float | None) -> None:
     """Tolerance quantities parse from numbers, decimals and milli-units; bad ones are None."""
-    assert landing.quantity(raw) == (pytest.approx(expected) if expected is not None else None)
+    assert quantity(raw) == (pytest.approx(expected) if expected is not None else None)
 
 
 def test_the_hpa_s_own_tolerance_is_read_per_direction() -> None:
@@ -327,8 +335,8 @@ def test_the_hpa_s_own_tolerance_is_read_per_direction() -> None:
     raw["spec"]["behavior"] = {"scaleUp": {"tolerance": "0"}, "scaleDown": {"stabilizationWindowSeconds": 0}}
     hpa = hpa_from_json(raw)
     assert (hpa.scale_up_tolerance, hpa.scale_down_tolerance) == (0.0, None)
-    assert landing.tolerances(hpa) == (0.0, 0.1)  # unset: the cluster's default
-    assert landing.tolerances(None) == (0.1, 0.1)
+    assert tolerances(hpa) == (0.0, 0.1)  # unset: the cluster's default
+    assert tolerances(None) == (0.1, 0.1)
 
 
 def decide_through_the_hpa(

@@ -3,8 +3,12 @@ stabilization, rate limits, bounds, and behavior parsing."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
 import pytest
 
+from scaler.config import parse_metadata
 from scaler.hpa import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
@@ -13,9 +17,14 @@ from scaler.hpa import (
     Hpa,
     MetricType,
     ScalingPolicy,
+    hpa_from_json,
     metric_proposal,
+    within_tolerance,
 )
-from scaler.landing import within_hpa_tolerance, within_tolerance
+from scaler.landing import IN_FLIGHT_S, LandingMonitor
+from scaler.model import HpaStatus, Observation, Proposal, Signal
+from scaler.policy import combine
+from tests import k8s_double as k8s
 
 
 @pytest.mark.parametrize(
@@ -223,10 +232,63 @@ def test_the_tolerance_band_includes_its_edges(ratio: float, within: bool) -> No
     assert within_tolerance(ratio) is within
 
 
-def test_the_policy_and_the_hpa_model_share_one_tolerance_arithmetic() -> None:
-    """Whether a target lands is the same question to the policy and to the HPA model, for every step."""
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+TOLERANCES = {
+    "unset": None,
+    "scale-up-0": {"scaleUp": {"tolerance": 0}},
+    "scale-down-50m": {"scaleDown": {"tolerance": "50m"}},
+    "up-0.2-down-0": {"scaleUp": {"tolerance": 0.2}, "scaleDown": {"tolerance": "0"}},
+}
+
+
+def policy_target(want: int, current: int, hpa: HpaStatus) -> int:
+    """The policy alone: one proposal of ``want`` replicas at ``current`` under ``hpa``, room for all."""
+    observation = Observation(
+        now=T0, current_replicas=current, ready_replicas=current, gpu_schedulable_replicas=100, hpa=hpa
+    )
+    proposals = [Proposal(Signal.FLOOR, 1, "floor"), Proposal(Signal.QUEUE, want, "queue")]
+    return combine(proposals, observation, parse_metadata({"maxReplicas": "100"})).replicas
+
+
+def landing_reason(target: int, current: int, hpa: HpaStatus) -> str:
+    """The landing monitor's reason for ``target`` not landing at ``current``, past in-flight."""
+    monitor = LandingMonitor()
+    monitor.remember(target)
+    landing = None
+    for seconds in (0.0, IN_FLIGHT_S + 15):
+        seen = Observation(
+            now=T0 + timedelta(seconds=seconds),
+            current_replicas=current,
+            deployment_replicas=current,
+            hpa=hpa,
+            hpa_read=True,
+        )
+        landing = monitor.observe(seen)
+    assert landing is not None
+    return landing.reason
+
+
+@pytest.mark.parametrize("behavior", TOLERANCES.values(), ids=TOLERANCES.keys())
+def test_the_landing_monitor_the_policy_and_the_hpa_model_agree_on_the_tolerance(
+    behavior: dict[str, Any] | None,
+) -> None:
+    """Read from one HPA spec, the monitor, the policy and the model see one tolerance for every step."""
+    raw = k8s.hpa("llama", "inference", min_replicas=1, max_replicas=100)
+    if behavior is not None:
+        raw["spec"]["behavior"] = behavior
+    read = hpa_from_json(raw)  # what the landing monitor and the policy read from the cluster
+    applied = Behavior.from_spec(behavior)  # what the HPA model applies for the same spec
     for current in range(1, 41):
+        # The model: this scaler's metric alone, from a fresh HPA (no window, no limit yet).
+        holds = {
+            target: Hpa(1, 100, applied).step(0, current, current, [avg(target)]).desired == current
+            for target in range(1, 61)
+        }
+        first_move_up = next(t for t in range(current + 1, 61) if not holds[t])
         for target in range(1, 61):
-            hpa_holds = metric_proposal(float(target), 1.0, current) == current
-            landed = not (hpa_holds and target != current)
-            assert within_hpa_tolerance(target, current) != landed, (target, current)
+            swallowed = holds[target] and target != current
+            reason = landing_reason(target, current, read)
+            assert (reason == "tolerance") == swallowed, (current, target, reason)
+            # The policy steps a swallowed scale-up to the model's first move and holds a scale-down.
+            expected = (first_move_up if target > current else current) if swallowed else target
+            assert policy_target(target, current, read) == expected, (current, target)

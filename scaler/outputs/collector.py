@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 
-from scaler.landing import tolerances, within_hpa_tolerance
+from scaler.hpa import tolerances, within_hpa_tolerance
 from scaler.model import Decision, Signal
 from scaler.outputs.series import CAPACITY_SERIES, FORECAST_SERIES, INPUT_SERIES, REPLICA_STATE_SERIES, SERIES
 from scaler.registry import Target

@@ -17,8 +17,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from scaler.hpa import METRIC_NAME
 from scaler.outputs.keda_service import (
-    METRIC_NAME,
     SERVICE_NAME,
     ExternalScalerService,
     ServerOptions,

@@ -31,6 +31,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from scaler.config import MetadataError
+from scaler.hpa import METRIC_NAME
 from scaler.model import Decision
 from scaler.outputs.loop_bridge import LoopBridge, RpcError
 from scaler.proto import externalscaler_pb2 as pb
@@ -38,7 +39,6 @@ from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.registry import Target, TargetKey
 from scaler.runtime import Runtime
 
-METRIC_NAME = "llm-inference-replicas"
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ExternalScaler"].full_name
 MAX_NAME_LENGTH = 253
 

@@ -20,7 +20,7 @@ from scaler.coldstart import NONE as NO_COLD_START
 from scaler.coldstart import ColdStart
 from scaler.engine import Engine
 from scaler.histogram import ttft_inputs
-from scaler.hpa import Hpa, HpaStep, MetricType
+from scaler.hpa import Hpa, MetricType
 from scaler.model import Decision, HpaStatus, Observation
 from scaler.replay.keda import (
     CronTrigger,
@@ -58,15 +58,6 @@ class TickInputs:
     cold_start: ColdStart = NO_COLD_START  # measured from the pods that became Ready, as live
 
 
-# HpaStep.limited_by -> the condition the real HPA reports for it
-_CONDITIONS: Mapping[str, tuple[str, str, str]] = {
-    "scale_up_limit": ("ScalingLimited", "True", "ScaleUpLimit"),
-    "scale_down_limit": ("ScalingLimited", "True", "ScaleDownLimit"),
-    "max": ("ScalingLimited", "True", "TooManyReplicas"),
-    "min": ("ScalingLimited", "True", "TooFewReplicas"),
-}
-
-
 class KedaPolicy:
     """A ScaledObject as KEDA and the HPA run it: this scaler's engine, other triggers, the HPA."""
 
@@ -94,7 +85,6 @@ class KedaPolicy:
         self._cached: list[tuple[float, float, MetricType]] = []
         self.latest: Decision | None = None
         self.decisions = 0
-        self.last_step: HpaStep | None = None
 
     def observation(self, tick: TickInputs) -> Observation:
         """The Observation the live source would build from this tick's simulated series."""
@@ -136,26 +126,13 @@ class KedaPolicy:
 
     def _hpa_status(self, tick: TickInputs) -> HpaStatus:
         """The replayed HPA as the landing monitor reads a real one."""
-        step = self.last_step
-        conditions: tuple[tuple[str, str, str], ...] = ()
-        if step is not None and step.limited_by == "stabilization":
-            direction = "Down" if step.desired < step.replicas else "Up"
-            conditions = (("AbleToScale", "True", f"Scale{direction}Stabilized"),)
-        elif step is not None and step.limited_by in _CONDITIONS:
-            conditions = (_CONDITIONS[step.limited_by],)
         externals = sum(isinstance(t, ExternalTrigger) for t in self.so.triggers)
-        return HpaStatus(
-            name=f"keda-hpa-{self.name}",
-            namespace="replay",
+        return self.hpa.status(
+            f"keda-hpa-{self.name}",
+            "replay",
+            tick.status_replicas,
             lists_metric=externals > 0,
             other_metrics=len(self.so.triggers) - externals,
-            min_replicas=self.min_replicas,
-            max_replicas=self.max_replicas,
-            current_replicas=tick.status_replicas,
-            desired_replicas=None if step is None else step.replicas,
-            conditions=conditions,
-            scale_up_tolerance=self.so.behavior.scale_up.tolerance,
-            scale_down_tolerance=self.so.behavior.scale_down.tolerance,
         )
 
     def _metrics(self, tick: TickInputs) -> list[tuple[float, float, MetricType]]:
@@ -184,8 +161,7 @@ class KedaPolicy:
             self._next_poll = t + self.so.polling_interval_s
         if t >= self._next_sync:
             self._next_sync = t + self.hpa_sync_s
-            self.last_step = self.hpa.step(t, tick.spec_replicas, tick.status_replicas, self._cached)
-            return self.last_step.replicas
+            return self.hpa.step(t, tick.spec_replicas, tick.status_replicas, self._cached).replicas
         return None
 
 

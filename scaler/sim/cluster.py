@@ -1,8 +1,11 @@
 """A simulated Deployment on a GPU pool, standing in for Kubernetes in the demo.
 
 The pods move as ``scaler.pods`` models them, the same lifecycle the replay's fleet uses:
-replicas follow the last target set (as KEDA and the HPA make them), a new pod starts
-when a GPU is free and stays Pending otherwise, and is Ready after the cold start.
+replicas follow the last target set, a new pod starts when a GPU is free and stays Pending
+otherwise, and is Ready after the cold start. The HPA KEDA creates for the ScaledObject
+(``create_hpa``) is ``scaler.hpa.Hpa``: ``sync_hpa`` runs it on the metrics KEDA serves and
+sets its result, and ``workload()`` reports that same HPA (bounds, ``behavior`` tolerances,
+last result), so what the decision reads of the HPA is what turns it into replicas.
 ``workload()`` answers like the Kubernetes inventory does. Thread-safe, on a real clock.
 """
 
@@ -10,11 +13,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from scaler.coldstart import measure
+from scaler.hpa import Hpa, HpaStep, MetricType
 from scaler.inventory import WorkloadState
-from scaler.model import HpaStatus
 from scaler.pods import Pod, PodLifecycle, PodState
 
 
@@ -40,6 +43,7 @@ class SimulatedCluster:
         self._pods = PodLifecycle(Pod, gpus_total, gpus_per_replica, cold_start_s, 0, now - cold_start_s)
         self._pods.scale_to(initial_replicas, now - cold_start_s)
         self._pods.advance(now)
+        self._hpa: Hpa | None = None  # none until create_hpa, as before KEDA reads the ScaledObject
 
     @staticmethod
     def _name(pod: Pod) -> str:
@@ -49,6 +53,22 @@ class SimulatedCluster:
         """Scale to ``replicas``: add Pending pods, or remove Pending pods first, then the newest."""
         with self._lock:
             self._pods.scale_to(replicas, self.clock())
+
+    def create_hpa(self, hpa: Hpa) -> None:
+        """The HPA KEDA creates for the ScaledObject: ``sync_hpa`` runs it, ``workload`` reports it."""
+        with self._lock:
+            self._hpa = hpa
+
+    def sync_hpa(self, metrics: Sequence[tuple[float, float, MetricType]]) -> HpaStep:
+        """One HPA sync on the metrics KEDA serves ((value, target, type) each); scale to its result."""
+        with self._lock:
+            if self._hpa is None:
+                raise RuntimeError("no HPA: create_hpa first")
+            now = self.clock()
+            replicas = len(self._pods.active)  # spec and status alike: every pod, Pending ones included
+            step = self._hpa.step(now, replicas, replicas, metrics)
+            self._pods.scale_to(step.replicas, now)
+            return step
 
     @property
     def replicas(self) -> int:
@@ -74,6 +94,7 @@ class SimulatedCluster:
             fits = max(0, free // self.gpus_per_replica)
             times = tuple(pods.ready_times)
             replicas = len(pods.active)
+            hpa = self._hpa  # the one sync_hpa runs
             return WorkloadState(
                 current_replicas=replicas,
                 ready_replicas=ready,
@@ -86,7 +107,6 @@ class SimulatedCluster:
                 cold_start=measure(times),
                 pod_times=times,
                 deployment_replicas=replicas,
-                # set_target applies the target directly: an HPA that always follows it
-                hpa=HpaStatus("simulated", namespace, True, 0, None, None, replicas, replicas),
+                hpa=None if hpa is None else hpa.status(f"keda-hpa-{scaledobject_name}", namespace, replicas),
                 hpa_read=True,
             )

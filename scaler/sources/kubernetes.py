@@ -40,6 +40,7 @@ from kubernetes.client.exceptions import ApiException
 
 from scaler.coldstart import WINDOW as COLD_START_WINDOW
 from scaler.coldstart import PodTimes
+from scaler.hpa import hpa_from_json
 from scaler.inventory import (
     DEFAULT_GPU_RESOURCE,
     GPU_RESOURCE_PATTERNS,
@@ -55,7 +56,6 @@ from scaler.inventory import (
     scaledobject_from_json,
     workload_state,
 )
-from scaler.landing import hpa_from_json
 from scaler.model import HpaStatus
 
 __all__ = [
