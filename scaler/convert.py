@@ -13,9 +13,17 @@ The rewrite, trigger by trigger (``convert``; every change is reported, one line
   Its threshold is not carried (the report says so): the load signal's headroom comes from the
   TTFT objective at the forecast load, not from a utilisation target.
 * ``cron``: pre-warm windows (``prewarmStart``/``prewarmEnd``/``prewarmReplicas``/
-  ``timezone`` for one, ``prewarmWindows`` for several).
+  ``timezone`` for one, ``prewarmWindows`` for several); KEDA's four keys are required.
 * anything else: kept, with a warning: the HPA takes the largest of its metrics, so while
   another trigger asks for more, the GPU check cannot hold a scale-up.
+
+No key is lost silently: every key of a converted trigger is carried (a report line says
+where to), dropped with its reason, or refused with the key it most resembles, against the
+keys KEDA's scaler of that type accepts (``PROMETHEUS_KEYS``, ``CRON_KEYS``) and, for the
+ScaledObject's own fields, its CRD (``scaler.manifest``). A refused key raises
+``RefusedKeysError``; with ``force`` it is dropped and reported instead. An error names the
+key the user wrote (``desiredReplicas``), never one the conversion writes
+(``prewarmReplicas``).
 
 Then ``minReplicaCount``/``maxReplicaCount`` and the metadata's ``minReplicas``/``maxReplicas``
 are written equal (``minReplicaCount: 0`` becomes 1: a cold start on the next request is
@@ -641,7 +649,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "convert",
         help="rewrite a ScaledObject with plain KEDA triggers for this scaler",
         description="Rewrite a ScaledObject with plain KEDA triggers (prometheus, cron) as one external"
-        " trigger for this scaler, printing each change and why (README: From a KEDA configuration).",
+        " trigger for this scaler, printing each change and why: every key is carried (the report says"
+        " where), or dropped with its reason. A key KEDA does not accept (a misspelled trigger key or"
+        " ScaledObject field) is an error naming the key meant, exit status 2, unless --force (README:"
+        " From a KEDA configuration).",
     )
     p.add_argument("scaledobject", help="the existing ScaledObject (YAML; other documents are kept)")
     p.add_argument("-o", "--output", default=None, help="write the new ScaledObject here (default: stdout)")
