@@ -547,7 +547,11 @@ def run(args: argparse.Namespace) -> int:
         cluster = read_cluster(args.kubeconfig, args.namespace)
         scraped = scraped_pods(cluster, args.prometheus)
     except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say what failed
-        print(f"scaler doctor: error: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from scaler.sources.kubernetes import KubernetesConfigError
+
+        # A kubeconfig that cannot be used says so itself (the file, or what is wrong in it).
+        what = str(exc) if isinstance(exc, KubernetesConfigError) else f"{type(exc).__name__}: {exc}"
+        print(f"scaler doctor: error: cannot read the cluster: {what}", file=sys.stderr)
         return 2
     cluster = dataclasses.replace(cluster, scraped=scraped)
     findings = diagnose(cluster, Options(max_generation_s=args.max_generation_seconds))

@@ -91,7 +91,10 @@ def test_the_published_configuration_becomes_one_external_trigger(
     assert (doc["spec"]["pollingInterval"], doc["spec"]["cooldownPeriod"]) == (15, 300)
     assert out.startswith("# The KEDA configuration published for this problem")
     assert "# Converted by `scaler convert`. Dropped: triggers[1] (prometheus) on GPU utilisation" in out
-    assert any("triggers[1] (prometheus): dropped: GPU utilisation lags" in c for c in conversion.changes)
+    assert any(
+        "triggers[1] (prometheus): dropped, with its serverAddress and query: GPU utilisation lags" in c
+        for c in conversion.changes
+    )
     assert "triggers[1] (prometheus): threshold 85 not carried: the load signal's headroom" in " ".join(
         conversion.changes
     )
@@ -181,7 +184,7 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
     assert "idleReplicaCount" not in spec
     assert (external(doc)["minReplicas"], external(doc)["maxReplicas"]) == ("1", "100")
     assert "# Was 0: scaling an inference workload to zero means a cold start" in out
-    assert any(c.startswith("spec.minReplicaCount: 0 became 1") for c in conversion.changes)
+    assert any(c.startswith("spec.minReplicaCount: was 0, became 1") for c in conversion.changes)
     assert (
         spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"]["policies"][0]["value"]
         == 100
@@ -264,7 +267,8 @@ def test_an_object_s_own_fallback_and_behavior_are_kept() -> None:
     ("triggers", "spec", "message"),
     [
         (
-            '- type: cron\n  metadata: {start: 0 8 * * *, end: 0 9 * * *, desiredReplicas: "4"}\n',
+            "- type: cron\n"
+            '  metadata: {timezone: UTC, start: 0 8 * * *, end: 0 9 * * *, desiredReplicas: "4"}\n',
             None,
             "no prometheus trigger",
         ),
@@ -274,9 +278,11 @@ def test_an_object_s_own_fallback_and_behavior_are_kept() -> None:
             "already this scaler's trigger",
         ),
         (
-            QUEUE + '- type: cron\n  metadata: {start: 0 8 * * *, end: 0 9 * * *, desiredReplicas: "40"}\n',
+            QUEUE
+            + "- type: cron\n"
+            + '  metadata: {timezone: UTC, start: 0 8 * * *, end: 0 9 * * *, desiredReplicas: "40"}\n',
             None,
-            "prewarmReplicas",
+            r"triggers\[1\] \(cron\): desiredReplicas='40' is above maxReplicaCount \(12\)",
         ),
         (QUEUE, "minReplicaCount: two\n", "minReplicaCount='two' is not an integer"),
     ],
@@ -431,3 +437,223 @@ def test_a_utilisation_threshold_is_reported_not_carried(thresholds: tuple[str, 
     assert "targetUtilization" not in metadata
     reported = [c for c in conversion.changes if "not carried" in c]
     assert [c.split("threshold ")[1].split(" ")[0] for c in reported] == list(thresholds)
+
+
+# ---- every key carried, dropped with its reason, or refused ------------------------------
+
+CRON = (
+    "- type: cron\n"
+    '  metadata: {timezone: Asia/Shanghai, start: 0 9 * * 1-5, end: 0 12 * * 1-5, desiredReplicas: "8"}\n'
+)
+GPU = (
+    "- type: prometheus\n  metadata:\n    serverAddress: http://prometheus:9090\n"
+    '    query: avg(DCGM_FI_DEV_GPU_UTIL{pod=~"vllm-.*"})\n    threshold: "85"\n'
+)
+# Keys only the conversion writes: an error about what the user wrote never names them.
+WRITTEN_BY_CONVERT = (
+    "targetQueuePerReplica",
+    "prewarmStart",
+    "prewarmEnd",
+    "prewarmReplicas",
+    "prewarmWindows",
+)
+
+
+def convert_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, *flags: str
+) -> tuple[int, str, str]:
+    """``scaler convert`` on ``text`` written to a file: exit status, stdout and stderr."""
+    old = tmp_path / "old.yaml"
+    old.write_text(text)
+    code = main(["convert", str(old), *flags])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("triggers", "line"),
+    [
+        (
+            QUEUE.replace("threshold:", "treshold:") + CRON,
+            "triggers[0] (prometheus): treshold is not a key of KEDA's prometheus scaler;"
+            " did you mean threshold?",
+        ),
+        (
+            QUEUE + CRON.replace("timezone:", "timeZone:"),
+            "triggers[1] (cron): timeZone is not a key of KEDA's cron scaler; did you mean timezone?",
+        ),
+        (
+            QUEUE + CRON.replace("desiredReplicas:", "desiredReplica:"),
+            "triggers[1] (cron): desiredReplica is not a key of KEDA's cron scaler;"
+            " did you mean desiredReplicas?",
+        ),
+        (
+            QUEUE + GPU.replace("threshold:", "thresold:"),
+            "triggers[1] (prometheus): thresold is not a key of KEDA's prometheus scaler;"
+            " did you mean threshold?",
+        ),
+    ],
+    ids=["prometheus-treshold", "cron-timeZone", "cron-desiredReplica", "gpu-utilisation-thresold"],
+)
+def test_a_misspelled_trigger_key_is_refused_with_the_key_meant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], triggers: str, line: str
+) -> None:
+    """A key KEDA's scaler of that type does not accept exits 2, one line naming it and the key meant."""
+    code, out, err = convert_cli(tmp_path, capsys, scaledobject(triggers))
+    assert code == 2
+    assert out == ""  # no half-converted object
+    assert err.splitlines() == [f"scaler convert: error: llm: {line} (--force drops it)"]
+    assert not any(key in err for key in WRITTEN_BY_CONVERT)
+
+
+def test_force_drops_a_refused_key_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --force a refused key is dropped from the output and reported as dropped, with the key meant."""
+    queue = QUEUE + '    activationTreshold: "5"\n'
+    text = scaledobject(queue + CRON, spec="minReplicaCount: 2\nmaxReplicaCount: 12\nmaxReplicaCont: 20\n")
+    code, out, _ = convert_cli(tmp_path, capsys, text)
+    assert code == 2
+    code, out, err = convert_cli(tmp_path, capsys, text, "--force")
+    assert code == 0
+    assert "activationTreshold" not in out
+    assert "maxReplicaCont" not in out
+    doc = yaml.safe_load(out)
+    assert doc["spec"]["maxReplicaCount"] == 12
+    assert external(doc)["targetQueuePerReplica"] == "20"
+    assert (
+        "llm: changed spec.maxReplicaCont dropped (--force): not a field of KEDA's ScaledObject;"
+        " did you mean spec.maxReplicaCount?"
+    ) in err.splitlines()
+    assert (
+        "llm: changed triggers[0] (prometheus): activationTreshold dropped (--force): not a key of KEDA's"
+        " prometheus scaler; did you mean activationThreshold?"
+    ) in err.splitlines()
+
+
+def test_force_never_fills_a_dropped_required_key_with_a_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelled threshold dropped by --force leaves none: an error, not the default queue target."""
+    code, out, err = convert_cli(
+        tmp_path, capsys, scaledobject(QUEUE.replace("threshold:", "treshold:")), "--force"
+    )
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        "scaler convert: error: llm: triggers[0] (prometheus): threshold is missing: KEDA's prometheus"
+        " scaler requires serverAddress, query and threshold"
+        " (--force dropped triggers[0] (prometheus): treshold)"
+    ]
+
+
+def test_unknown_scaledobject_fields_are_refused_at_every_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fields the ScaledObject CRD lacks (spec, a trigger, advanced) are refused, one line each."""
+    spec = textwrap.dedent("""\
+        minReplicaCont: 2
+        maxReplicaCount: 12
+        advanced:
+          horizontalPodAutoscalerConfig:
+            behaviour: {scaleDown: {stabilizationWindowSeconds: 60}}
+        """)
+    triggers = QUEUE.replace("  metadata:", "  authentificationRef: {name: prom}\n  metadata:")
+    code, out, err = convert_cli(tmp_path, capsys, scaledobject(triggers, spec=spec))
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"scaler convert: error: llm: {field} is not a field of KEDA's ScaledObject; did you mean {meant}?"
+        " (--force drops it)"
+        for field, meant in [
+            ("spec.minReplicaCont", "spec.minReplicaCount"),
+            (
+                "spec.advanced.horizontalPodAutoscalerConfig.behaviour",
+                "spec.advanced.horizontalPodAutoscalerConfig.behavior",
+            ),
+            ("spec.triggers[0].authentificationRef", "spec.triggers[0].authenticationRef"),
+        ]
+    ]
+
+
+def test_every_key_of_the_queue_trigger_is_carried_or_dropped_with_a_reason() -> None:
+    """Each prometheus key KEDA documents gets a report line for its trigger: where it went, or why not."""
+    from scaler.convert import PROMETHEUS_KEYS
+
+    values = {
+        "serverAddress": "http://prometheus:9090",
+        "query": "sum(vllm:num_requests_waiting)",
+        "threshold": "20",
+    }
+    meta = "".join(f"    {key}: {json.dumps(values.get(key, 'x'))}\n" for key in PROMETHEUS_KEYS)
+    triggers = f"- type: prometheus\n  name: queue\n  useCachedMetrics: true\n  metadata:\n{meta}"
+    doc, conversion = converted(scaledobject(triggers))
+    where = "triggers[0] (prometheus, queue): "
+    lines = [c for c in conversion.changes + conversion.warnings if c.startswith(where)]
+    for key in [*PROMETHEUS_KEYS, "name", "useCachedMetrics"]:
+        assert any(key in line for line in lines), f"{key} is not reported"
+    dropped = {line[len(where) :].split(" dropped: ")[0] for line in lines if " dropped: " in line}
+    assert dropped == {k for k, why in PROMETHEUS_KEYS.items() if why is not None} | {"name"}
+    (trigger,) = doc["spec"]["triggers"]
+    assert trigger["useCachedMetrics"] is True  # carried to the external trigger
+
+
+def test_a_cron_trigger_without_a_key_kedas_cron_scaler_requires_is_an_error() -> None:
+    """A cron trigger missing timezone is refused (KEDA requires it), not read as UTC."""
+    cron = CRON.replace("timezone: Asia/Shanghai, ", "")
+    with pytest.raises(ConvertError, match=r"triggers\[1\] \(cron\): timezone is missing") as info:
+        convert_text(scaledobject(QUEUE + cron))
+    assert not any(key in str(info.value) for key in WRITTEN_BY_CONVERT)
+
+
+@pytest.mark.parametrize(
+    ("cron_metadata", "message"),
+    [
+        ('{timezone: UTC, start: 0 9 * * *, end: 0 12 * * *, desiredReplicas: "0"}', "desiredReplicas='0': "),
+        (
+            '{timezone: Mars/Olympus, start: 0 9 * * *, end: 0 12 * * *, desiredReplicas: "2"}',
+            "timezone='Mars/Olympus': ",
+        ),
+        (
+            '{timezone: UTC, start: 0 25 * * *, end: 0 12 * * *, desiredReplicas: "2"}',
+            "start='0 25 \\* \\* \\*': .*hour \"25\"",
+        ),
+    ],
+    ids=["zero-replicas", "unknown-timezone", "bad-cron"],
+)
+def test_a_bad_cron_value_is_named_by_the_key_the_user_wrote(cron_metadata: str, message: str) -> None:
+    """A cron value the window cannot take is reported under its cron key, never a prewarm key."""
+    with pytest.raises(ConvertError, match=r"triggers\[1\] \(cron\): " + message) as info:
+        convert_text(scaledobject(QUEUE + f"- type: cron\n  metadata: {cron_metadata}\n"))
+    assert not any(key in str(info.value) for key in WRITTEN_BY_CONVERT)
+
+
+def test_the_issue_s_three_keys_through_the_installed_command(tmp_path: Path) -> None:
+    """python -m scaler convert refuses treshold, timeZone and desiredReplica: one line each, no traceback."""
+    import subprocess
+    import sys
+
+    old = tmp_path / "old.yaml"
+    old.write_text(
+        scaledobject(
+            QUEUE.replace("threshold:", "treshold:")
+            + CRON.replace("timezone:", "timeZone:").replace("desiredReplicas:", "desiredReplica:")
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "scaler", "convert", str(old)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"scaler convert: error: llm: {where}: {key} is not a key of KEDA's {kind} scaler;"
+        f" did you mean {meant}? (--force drops it)"
+        for where, key, kind, meant in [
+            ("triggers[0] (prometheus)", "treshold", "prometheus", "threshold"),
+            ("triggers[1] (cron)", "timeZone", "cron", "timezone"),
+            ("triggers[1] (cron)", "desiredReplica", "cron", "desiredReplicas"),
+        ]
+    ]
+    assert "Traceback" not in done.stderr

@@ -698,7 +698,7 @@ def test_from_config_uses_the_service_account_inside_a_cluster(
 def test_from_config_errors_name_the_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Config errors name their source: the kubeconfig path or the in-cluster service account."""
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with pytest.raises(KubernetesConfigError, match=r"from the kubeconfig .*absent"):
+    with pytest.raises(KubernetesConfigError, match=r"the kubeconfig .*absent does not exist"):
         KubernetesInventory.from_config(str(tmp_path / "absent"))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)

@@ -13,6 +13,9 @@ Two shapes of CSV are read (a header line, then one row per line):
 from __future__ import annotations
 
 import csv
+import math
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,15 +133,61 @@ def trace_kind(path: str | Path) -> str:
     )
 
 
+def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Each data row with its line number in the file, skipping what ``np.loadtxt`` skips.
+
+    The header (line 1), blank lines and ``#`` comments are skipped. *Example*: a header, a
+    blank line and ``0,1,2`` give ``(3, ["0", "1", "2"])``.
+    """
+    with path.open(encoding="utf-8", newline="") as handle:
+        for number, line in enumerate(handle, start=1):
+            text = line.split("#", 1)[0].strip()
+            if number > 1 and text:
+                yield number, [field.strip() for field in text.split(",")]
+
+
+def _first_bad_row(path: Path, columns: int) -> str | None:
+    """The first row that is not numbers, has too few or a changed count of values, or a value < 0.
+
+    *Example*: ``1,abc,20`` on line 3 of a request trace gives ``trace.csv:3: prompt_tokens
+    'abc' is not a number``.
+    """
+    names = _header(path)
+    width: int | None = None
+    for number, fields in _rows(path):
+        where = f"{path}:{number}"
+        width = len(fields) if width is None else width
+        if len(fields) < columns:
+            return f"{where}: {len(fields)} values; each row needs {columns}: {','.join(names[:columns])}"
+        if len(fields) != width:
+            return f"{where}: {len(fields)} values where the first row has {width}"
+        for index, text in enumerate(fields):
+            name = names[index] if index < len(names) else f"column {index + 1}"
+            try:
+                value = float(text)
+            except ValueError:
+                return f"{where}: {name} {text!r} is not a number"
+            if index < columns and not (math.isfinite(value) and value >= 0):
+                return f"{where}: {name} {text} must be a finite number >= 0"
+    return None
+
+
 def _load(path: Path, columns: int) -> NDArray[np.float64]:
     try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, dtype=np.float64)
-    except (OSError, ValueError) as exc:
-        raise TraceError(f"cannot parse {path}: {exc}") from None
-    if data.shape[1] < columns:
-        raise TraceError(f"{path}: expected {columns} columns, found {data.shape[1]}")
-    if not np.all(np.isfinite(data[:, :columns])) or np.any(data[:, :columns] < 0):
-        raise TraceError(f"{path}: values must be finite and >= 0")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's warning for a file with no rows: said below
+            data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2, dtype=np.float64)
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        # numpy counts rows from the first data row and adds advice for its own API: find the line.
+        reason = str(exc).split("; use `usecols`")[0]
+        raise TraceError(_first_bad_row(path, columns) or f"cannot parse {path}: {reason}") from None
+    if data.size == 0:
+        raise TraceError(f"{path} holds no row after its header")
+    values = data[:, :columns]
+    if data.shape[1] < columns or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise TraceError(_first_bad_row(path, columns) or f"{path}: values must be finite and >= 0")
     return data
 
 
@@ -168,7 +217,12 @@ def load_rates(path: str | Path) -> RateTrace:
     starts = data[:, 0] - data[0, 0]
     steps = np.diff(starts)
     if len(steps) and (np.any(steps <= 0) or not np.allclose(steps, steps[0])):
-        raise TraceError(f"{p}: windows must be evenly spaced and increasing")
+        bad = int(np.argmax((steps <= 0) | ~np.isclose(steps, steps[0]))) + 1
+        line = next(number for i, (number, _) in enumerate(_rows(p)) if i == bad)
+        raise TraceError(
+            f"{p}:{line}: window_start_s {data[bad, 0]:g} breaks the windows' even, increasing spacing"
+            f" ({steps[0]:g} s from the first row to the second)"
+        )
     window = float(steps[0]) if len(steps) else 600.0
     return RateTrace(starts, data[:, 1].copy(), window, p.name)
 

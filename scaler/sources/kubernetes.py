@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes import client
@@ -469,6 +470,26 @@ class _Reflector:
 # ---- the inventory -----------------------------------------------------------------------
 
 
+def _kubeconfig_exists(kubeconfig: str | None) -> None:
+    """KubernetesConfigError naming the kubeconfig file(s) when none of them exists.
+
+    ``kubeconfig`` when given; else ``$KUBECONFIG`` (one path, or several joined by ``:``), else
+    ``~/.kube/config``. *Example*: ``--kubeconfig /missing`` -> ``the kubeconfig /missing does
+    not exist``.
+    """
+    if kubeconfig is not None:
+        named, paths = kubeconfig, [kubeconfig]
+    elif os.environ.get("KUBECONFIG"):
+        named = f"$KUBECONFIG ({os.environ['KUBECONFIG']})"
+        paths = [p for p in os.environ["KUBECONFIG"].split(os.pathsep) if p]
+    else:
+        named, paths = "~/.kube/config (the default; give --kubeconfig)", ["~/.kube/config"]
+    if not any(Path(p).expanduser().is_file() for p in paths):
+        if len(paths) == 1 and Path(paths[0]).expanduser().is_dir():
+            raise KubernetesConfigError(f"the kubeconfig {named} is a directory, not a file")
+        raise KubernetesConfigError(f"the kubeconfig {named} does not exist")
+
+
 def api_client(kubeconfig: str | None = None) -> client.ApiClient:
     """The official client, configured in-cluster when ``kubeconfig`` is None inside a pod;
     otherwise from the kubeconfig file (None: ``$KUBECONFIG`` or ``~/.kube/config``)."""
@@ -480,6 +501,7 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
         else:
             # $KUBECONFIG is read now: the client reads it once, when it is imported.
             path = kubeconfig or os.environ.get("KUBECONFIG") or None
+            _kubeconfig_exists(kubeconfig)
             kube_config.load_kube_config(config_file=path, client_configuration=configuration)
     except (kube_config.ConfigException, OSError, ValueError, TypeError) as exc:
         where = "in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
