@@ -192,6 +192,7 @@ def _ablate(name: str) -> None:
     from scaler.capacity import CapacityModel
     from scaler.signals import load as load_module
     from scaler.signals import queue as queue_module
+    from scaler.signals import table as table_module
 
     if name == "offered demand":  # size what was served: no queue growth
         demand_module.DemandReader._growth = lambda self, t, waiting: 0.0  # type: ignore[method-assign]
@@ -230,9 +231,14 @@ def _ablate(name: str) -> None:
         CapacityModel.observe = lambda self, obs, demand: None  # type: ignore[method-assign]
     elif name == "model bias":
         engine_module.Engine._learn_bias = lambda self, *args: 1.0  # type: ignore[method-assign]
-    elif name == "backlog (queue signal)":
-        queue_module.from_inputs = lambda inputs: queue_module.Proposal(  # type: ignore[assignment]
-            queue_module.Signal.QUEUE, None, "ablated"
+    elif name == "backlog (queue signal)":  # the engine walks the table, so the table is patched
+
+        def abstain(inputs: Any) -> Any:
+            return queue_module.Proposal(queue_module.Signal.QUEUE, None, "ablated")
+
+        table_module.SIGNALS = tuple(  # type: ignore[assignment]
+            (signal, abstain if signal is queue_module.Signal.QUEUE else propose)
+            for signal, propose in table_module.SIGNALS
         )
     elif name == "slots resource":  # sizes on prefill only, as the reference policy does
         resources = load_module.resources
@@ -524,7 +530,8 @@ def ablation_table(cells: Sequence[dict[str, Any]]) -> list[str]:
                 parts.append(
                     f"{trace} {np.mean([a for a, _ in deltas]):+.2f} pt {np.mean([r for _, r in deltas]):+.3f}x"
                 )
-        lines.append(f"  without {name}: " + "; ".join(parts))
+        if parts:
+            lines.append(f"  without {name}: " + "; ".join(parts))
     return lines
 
 
@@ -536,11 +543,18 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="seed 0 only")
     parser.add_argument("--traces", nargs="+", default=list(TRACES), choices=TRACES)
     parser.add_argument("--ablation", action="store_true", help="each mechanism removed in turn (seed 0)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        choices=ABLATIONS[1:],
+        help="with --ablation: only these mechanisms",
+    )
     parser.add_argument("--workers", type=int, default=2, help="replays run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()
     seeds = [0] if (args.quick or args.ablation) else args.seeds
-    ablations = ABLATIONS if args.ablation else ("none",)
+    ablations = ("none", *(args.only or ABLATIONS[1:])) if args.ablation else ("none",)
     began = time.perf_counter()
     jobs = [
         (name, seed, physics, ablation)

@@ -11,7 +11,7 @@ Ties between proposals go to the earliest signal in ``scaler.model.Signal``. Wit
 replica count; with ``open`` (the default) it does not limit, and a note says so.
 
 **The HPA's tolerance.** The HPA ignores a target within its tolerance of the current
-replicas (``scaler.landing``: 0.1 by default, or the HPA's ``behavior`` tolerance read from
+replicas (``scaler.hpa``: 0.1 by default, or the HPA's ``behavior`` tolerance read from
 the cluster), so the decision accounts for it rather than asking for what will not land:
 
 * a **scale-up** it would swallow becomes the smallest step that lands, when that fits
