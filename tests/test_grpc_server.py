@@ -17,6 +17,8 @@ from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from tests.helpers import ScriptedSource, ServerThread, StepClock, ref
 
+pytestmark = pytest.mark.e2e  # every test serves KEDA's API on a loopback socket
+
 
 @pytest.fixture
 def server() -> Iterator[ServerThread]:

@@ -445,6 +445,7 @@ def rule_groups(monitoring: list[dict[str, Any]]) -> dict[str, Any]:
     return {"groups": rule["spec"]["groups"]}
 
 
+@pytest.mark.e2e
 def test_alert_rules_pass_promtool(monitoring: list[dict[str, Any]], tmp_path: Path) -> None:
     """The alert rules pass promtool's check and its unit tests."""
     require_prometheus()
