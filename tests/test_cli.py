@@ -17,6 +17,8 @@ import pytest
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 
+pytestmark = pytest.mark.e2e  # every test runs `scaler` in a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "scaler" / "examples" / "scaledobject.yaml"
 SCALER = [sys.executable, "-m", "scaler"]

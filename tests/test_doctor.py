@@ -21,6 +21,8 @@ from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from tests import k8s_double as k8s
 
+pytestmark = pytest.mark.e2e  # every test reads the Kubernetes API double over HTTP
+
 NS = "inference"
 GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
 

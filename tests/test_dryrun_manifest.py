@@ -134,6 +134,7 @@ def _dry_run(*args: str) -> list[str]:
     return [sys.executable, "-m", "scaler", "dry-run", "--scaledobject", str(EXAMPLE), *args]
 
 
+@pytest.mark.e2e
 def test_dry_run_ends_with_the_summary_line(tmp_path: Path) -> None:
     """Text output ends with the summary; JSON output keeps stdout JSON lines and puts it on stderr."""
     obs = str(_observations(tmp_path / "obs.jsonl", 5))
@@ -148,6 +149,7 @@ def test_dry_run_ends_with_the_summary_line(tmp_path: Path) -> None:
     assert as_json.stderr.strip().startswith("summary: 5 decisions")
 
 
+@pytest.mark.e2e
 def test_piping_into_head_exits_quietly(tmp_path: Path) -> None:
     """A reader that leaves early (| head) ends the dry-run with status 0 and nothing on stderr."""
     obs = str(_observations(tmp_path / "obs.jsonl", 3000))  # far more than a pipe buffer holds

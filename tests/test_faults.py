@@ -18,6 +18,8 @@ from scaler.sources.prometheus import PrometheusReader
 from tests.fake_prometheus import Answer, FakePrometheus, query_of, vector
 from tests.helpers import ServerThread, ref
 
+pytestmark = pytest.mark.e2e  # every test serves gRPC and answers as Prometheus over HTTP
+
 
 class FaultScript:
     """Answers the query API with a queue depth, or fails the way the test says."""

@@ -17,6 +17,8 @@ from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from tests.helpers import ScriptedSource, ServerThread, StepClock, ref
 
+pytestmark = pytest.mark.e2e  # every test serves KEDA's API on a loopback socket
+
 
 @pytest.fixture
 def server() -> Iterator[ServerThread]:
@@ -149,21 +151,30 @@ def test_concurrent_first_calls_register_a_target_once() -> None:
 
 def test_a_busy_event_loop_delays_only_new_targets_and_never_fails_with_internal() -> None:
     """Registration happens on the event loop; polls of known targets never wait for it."""
+    stuck, release = threading.Event(), threading.Event()
+
+    def block() -> None:
+        """Hold the event loop until the test releases it."""
+        stuck.set()
+        release.wait(30)
+
     with ServerThread(options=ServerOptions(register_timeout_s=0.3)) as server:
         stub = server.stub()
         known = pb.GetMetricsRequest(scaledObjectRef=ref(name="known", minReplicas="2"))
         fresh = pb.GetMetricsRequest(scaledObjectRef=ref(name="fresh", minReplicas="3"))
         assert stub.GetMetrics(known, timeout=5).metricValues[0].metricValue == 2
-        server.loop.call_soon_threadsafe(time.sleep, 1.5)  # the loop is stuck for 1.5 s
-        time.sleep(0.1)
-        started = time.monotonic()
-        assert stub.GetMetrics(known, timeout=5).metricValues[0].metricValue == 2
-        assert time.monotonic() - started < 0.3
-        with pytest.raises(grpc.RpcError) as caught:
-            stub.GetMetrics(fresh, timeout=5)
-        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
-        assert "event loop did not answer within 0.3 s" in (caught.value.details() or "")
-        time.sleep(1.5)
+        try:
+            server.loop.call_soon_threadsafe(block)
+            assert stuck.wait(5), "the event loop never ran the blocking callback"
+            # The loop is held until release is set below: a known target's poll that needed
+            # the loop could not be answered now.
+            assert stub.GetMetrics(known, timeout=5).metricValues[0].metricValue == 2
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.GetMetrics(fresh, timeout=5)
+            assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert "event loop did not answer within 0.3 s" in (caught.value.details() or "")
+        finally:
+            release.set()
         assert stub.GetMetrics(fresh, timeout=5).metricValues[0].metricValue == 3
         assert ("GetMetrics", "INTERNAL") not in server.service.rpc_counts
 

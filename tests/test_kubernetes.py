@@ -567,6 +567,7 @@ def test_clean_watch_end_resumes_from_the_last_version_without_listing(
     assert not log.events("kubernetes_watch_failed")
 
 
+@pytest.mark.e2e
 def test_events_split_across_chunks_or_sharing_one(log: CaptureLog) -> None:
     """Watch events split across chunks, or several sharing one chunk, are all applied."""
     with KubeDouble(odd_chunks=True) as double:
@@ -631,6 +632,7 @@ def test_a_malformed_object_is_skipped_not_fatal(
 # ---- configuration, secrets, lifecycle, threads ------------------------------------------
 
 
+@pytest.mark.e2e
 def test_from_kubeconfig_with_a_token_that_is_never_logged(tmp_path: Path, log: CaptureLog) -> None:
     """A kubeconfig token authenticates and is never logged; a wrong one's 401 reason omits it."""
     token = "tok-5f2a9c-very-secret"

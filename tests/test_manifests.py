@@ -56,9 +56,10 @@ def kustomization(folder: Path) -> dict[str, Any]:
 def build(folder: Path) -> list[dict[str, Any]]:
     """Objects of a kustomization: its resources, components and generated ConfigMaps.
 
-    The namespace transformer is applied to objects that name no namespace; labels and
-    other transformers are not. (No kubectl comparison: CI machines need not have kubectl, and a
-    test that skips there would be a silent skip.)
+    The namespace transformer is applied to objects that name no namespace; labels, images
+    and other transformers are not. It keeps these checks free of subprocesses (unit tests,
+    in ``--fast``); tests/test_manifest_image.py checks that it lists the objects the real
+    ``kubectl kustomize`` renders.
     """
     k = kustomization(folder)
     objects: list[dict[str, Any]] = []
@@ -445,6 +446,7 @@ def rule_groups(monitoring: list[dict[str, Any]]) -> dict[str, Any]:
     return {"groups": rule["spec"]["groups"]}
 
 
+@pytest.mark.e2e
 def test_alert_rules_pass_promtool(monitoring: list[dict[str, Any]], tmp_path: Path) -> None:
     """The alert rules pass promtool's check and its unit tests."""
     require_prometheus()

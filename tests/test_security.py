@@ -23,6 +23,8 @@ from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from tests.helpers import ServerThread, ref
 
+pytestmark = pytest.mark.e2e  # every test serves gRPC over TLS on a loopback socket
+
 
 @dataclass
 class Pki:

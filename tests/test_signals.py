@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,8 +11,9 @@ from scaler.config import parse_metadata
 from scaler.demand import Demand
 from scaler.engine import Engine
 from scaler.forecast import Forecast
-from scaler.model import Capacity, Observation, Signal
-from scaler.signals import ceil_replicas, floor, gpu, last_known, load, queue
+from scaler.model import Capacity, Decision, Observation, Proposal, Signal
+from scaler.signals import ceil_replicas, floor, gpu, last_known, load, queue, table
+from scaler.signals.context import SignalInputs
 from scaler.signals.table import SIGNALS
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -171,22 +173,66 @@ def test_gpu_capacity_unknown_without_inventory_or_current() -> None:
     assert "api down" in unknown.reason
 
 
-def test_the_engine_walks_one_ordered_table_of_signals(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The table lists every Signal once in tie-break order, and the engine proposes through it alone."""
-    assert [signal for signal, _ in SIGNALS] == list(Signal)
-    engine = Engine.from_metadata({"minReplicas": "2", "targetQueuePerReplica": "10"})
-    obs = Observation(now=NOW, queue_waiting=40, current_replicas=2, ready_replicas=2)
-    engine.decide(obs)
-    decision = engine.decide(
-        Observation(now=NOW + timedelta(seconds=15), queue_waiting=40, current_replicas=2)
-    )
-    assert list(decision.signal_reasons) == list(Signal)
-    assert decision.proposals[Signal.QUEUE] == 4  # 40 waiting at two refreshes, 10 per replica
-    # Replace the table: the engine's proposals follow it, so no signal is called around it.
-    from scaler.signals import table
+# The tie-break order: floor, then prewarm, queue, load, last_known (scaler.signals.table).
+ORDER = [Signal.FLOOR, Signal.PREWARM, Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN]
+ALWAYS_OPEN = {"prewarmStart": "0 0 * * *", "prewarmEnd": "59 23 * * *"}  # open at NOW (12:00 UTC)
 
-    monkeypatch.setattr(table, "SIGNALS", [entry for entry in SIGNALS if entry[0] is not Signal.QUEUE])
-    without = engine.decide(
-        Observation(now=NOW + timedelta(seconds=30), queue_waiting=40, current_replicas=2)
+
+def queue_of_forty(engine: Engine) -> Decision:
+    """Two refreshes with 40 requests waiting: the queue signal asks for 40 / 10 = 4 replicas."""
+    engine.decide(Observation(now=NOW, queue_waiting=40, current_replicas=2, ready_replicas=2))
+    return engine.decide(Observation(now=NOW + timedelta(seconds=15), queue_waiting=40, current_replicas=2))
+
+
+def test_the_engine_walks_one_ordered_table_of_signals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Engine.decide asks every signal of the table once, in order, and decides on their answers only."""
+    assert [signal for signal, _ in SIGNALS] == list(Signal) == ORDER
+    asked: list[Proposal] = []
+
+    def spy(
+        signal: Signal, propose: Callable[[SignalInputs], Proposal]
+    ) -> Callable[[SignalInputs], Proposal]:
+        """``propose``, recording each answer."""
+
+        def recorded(inputs: SignalInputs) -> Proposal:
+            """The signal's own answer, recorded."""
+            proposal = propose(inputs)
+            assert proposal.signal is signal, f"{signal} proposed under {proposal.signal}"
+            asked.append(proposal)
+            return proposal
+
+        return recorded
+
+    monkeypatch.setattr(table, "SIGNALS", tuple((signal, spy(signal, p)) for signal, p in SIGNALS))
+    engine = Engine.from_metadata(
+        {"minReplicas": "2", "targetQueuePerReplica": "10", **ALWAYS_OPEN, "prewarmReplicas": "3"}
     )
-    assert Signal.QUEUE not in without.signal_reasons
+    decision = queue_of_forty(engine)
+    assert [p.signal for p in asked] == ORDER * 2, "every signal once per decision, in table order"
+    answers = asked[len(ORDER) :]
+    assert list(decision.signal_reasons.items()) == [(p.signal, p.reason) for p in answers]
+    assert decision.proposals == {p.signal: p.replicas for p in answers if p.replicas is not None}
+    assert decision.proposals[Signal.FLOOR] == 2
+    assert decision.proposals[Signal.PREWARM] == 3
+    assert decision.proposals[Signal.QUEUE] == 4
+    assert decision.binding is Signal.QUEUE
+
+
+@pytest.mark.parametrize(
+    ("metadata", "binding"),
+    [
+        ({"minReplicas": "4", **ALWAYS_OPEN, "prewarmReplicas": "4"}, Signal.FLOOR),
+        ({"minReplicas": "2", **ALWAYS_OPEN, "prewarmReplicas": "4"}, Signal.PREWARM),
+        ({"minReplicas": "2", **ALWAYS_OPEN, "prewarmReplicas": "3"}, Signal.QUEUE),
+    ],
+    ids=["floor-prewarm-queue", "prewarm-queue", "queue"],
+)
+def test_equal_proposals_go_to_the_earliest_signal_of_the_table(
+    metadata: dict[str, str], binding: Signal
+) -> None:
+    """When signals ask for the same replicas, the Engine's decision binds the earliest in the table."""
+    engine = Engine.from_metadata({"targetQueuePerReplica": "10", **metadata})
+    decision = queue_of_forty(engine)
+    assert decision.proposals[Signal.QUEUE] == 4
+    assert decision.replicas == 4
+    assert decision.binding is binding

@@ -51,6 +51,7 @@ def json_logger(buffer: io.StringIO) -> object:
     )
 
 
+@pytest.mark.e2e
 def test_every_series_of_a_full_decision_is_exported_once_per_target() -> None:
     """With full inputs every series is exported, once per target, and the input age is zero."""
     clock = StepClock()
@@ -73,6 +74,7 @@ def test_every_series_of_a_full_decision_is_exported_once_per_target() -> None:
         assert value_for(samples, "llm_scaler_input_age_seconds", key) == 0.0  # inputs fresh this refresh
 
 
+@pytest.mark.e2e
 def test_series_carry_the_decision_and_its_inputs() -> None:
     """The series carry each decision's replicas, proposals, binding, clamps, capacity and inputs."""
     with TracedServer(full_source(), clock=StepClock()) as server:
@@ -127,6 +129,7 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
     assert value_for(samples, "llm_scaler_ttft_objective_seconds", QWEN) == 2.0  # the default
 
 
+@pytest.mark.e2e
 def test_absent_inputs_are_absent_series_never_zero() -> None:
     """Unknown inputs leave their series out instead of exporting zero; the decision is still there."""
     source = ScriptedSource()
@@ -162,6 +165,7 @@ def samples_for_all(
     ]
 
 
+@pytest.mark.e2e
 def test_input_age_grows_while_inputs_are_missing() -> None:
     """While an input is missing, the input age counts the seconds since the last complete refresh."""
     clock = StepClock()
@@ -177,6 +181,7 @@ def test_input_age_grows_while_inputs_are_missing() -> None:
     assert value_for(samples, "llm_scaler_input_prompt_tokens_per_second", LLAMA) is None
 
 
+@pytest.mark.e2e
 def test_counters_count_decisions_by_binding_signal_and_pending_pod_seconds() -> None:
     """Counters count decisions per binding signal and held-back replicas times the refresh interval."""
     clock = StepClock()
@@ -206,6 +211,7 @@ def test_counters_count_decisions_by_binding_signal_and_pending_pod_seconds() ->
         assert avoided > 0  # both scenarios hold replicas back
 
 
+@pytest.mark.e2e
 def test_forgotten_targets_take_their_series_and_counters_with_them() -> None:
     """A target idle past the limit loses all its series and counters; a polled one keeps them."""
     clock = StepClock()
@@ -222,6 +228,7 @@ def test_forgotten_targets_take_their_series_and_counters_with_them() -> None:
     assert samples_for(samples, "llm_scaler_decisions_total", QWEN)
 
 
+@pytest.mark.e2e
 def test_log_line_and_metrics_carry_the_same_proposals_and_clamps() -> None:
     """The JSON decision log line and the metrics agree on proposals, clamps, binding and replicas."""
     buffer = io.StringIO()
@@ -278,6 +285,7 @@ def test_every_series_is_documented() -> None:
     assert not unknown, f"docs/metrics.md names series the scaler does not export: {unknown}"
 
 
+@pytest.mark.e2e
 def test_exposition_passes_promtool_lint() -> None:
     """promtool checks names against Prometheus' conventions (units, _total on counters)."""
     require_prometheus()
@@ -298,6 +306,7 @@ def test_exposition_passes_promtool_lint() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
     """`scaler serve` exposes decisions on SCALER_METRICS_PORT, logs it, and closes it on SIGTERM."""
     grpc_port, metrics_port = free_port(), free_port()
@@ -340,6 +349,7 @@ def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
             proc.kill()
 
 
+@pytest.mark.e2e
 def test_refresh_interval_is_exported_without_target_labels() -> None:
     """The refresh interval is one series with no target labels."""
     with TracedServer(full_source(), clock=StepClock(), refresh_interval_s=7.5) as server:
@@ -350,6 +360,7 @@ def test_refresh_interval_is_exported_without_target_labels() -> None:
     assert interval == [({}, 7.5)]
 
 
+@pytest.mark.e2e
 def test_server_series_count_rpcs_refreshes_and_targets() -> None:
     """Server series count gRPC requests by method and code, refreshes, and registered targets."""
     with TracedServer(full_source(), clock=StepClock()) as server:
@@ -366,6 +377,7 @@ def test_server_series_count_rpcs_refreshes_and_targets() -> None:
     assert by_name[("llm_scaler_refresh_duration_seconds", ())] >= 0
 
 
+@pytest.mark.e2e
 def test_decision_log_of_changes_only_skips_repeats() -> None:
     """A changes-only decision logger writes a repeated decision once; the plain one every time."""
     from scaler.outputs.logs import DecisionLogger
@@ -390,6 +402,7 @@ def test_decision_log_of_changes_only_skips_repeats() -> None:
     assert changes.events[0]["replicas"] == target.latest.replicas
 
 
+@pytest.mark.e2e
 def test_landing_series_carry_the_gap_and_its_reason() -> None:
     """llama's 7 is on its way to its 6 replicas; qwen has no HPA, so its 6 will not come of its 3."""
     clock = StepClock()
