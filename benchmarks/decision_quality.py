@@ -186,10 +186,10 @@ def load_trace(name: str, seed: int, hours: float | None = None) -> Trace:
 
 def _ablate(name: str) -> None:
     """Remove one mechanism in this process (a worker runs one job and exits: nothing leaks)."""
+    from scaler import capacity as capacity_module
     from scaler import demand as demand_module
     from scaler import engine as engine_module
     from scaler import forecast as forecast_module
-    from scaler.capacity import CapacityModel
     from scaler.signals import load as load_module
     from scaler.signals import queue as queue_module
     from scaler.signals import table as table_module
@@ -227,8 +227,8 @@ def _ablate(name: str) -> None:
             return 0.0 if replicas * self.per_replica > load else 1.0
 
         load_module.Resource.late = stable_only  # type: ignore[method-assign]
-    elif name == "capacity measurement":  # the configured capacities only
-        CapacityModel.observe = lambda self, obs, demand: None  # type: ignore[method-assign]
+    elif name == "capacity measurement":  # the configured capacities only (slots from the decode rate)
+        capacity_module._Estimate.measure = lambda self, value, weight: None  # type: ignore[method-assign]
     elif name == "model bias":
         engine_module.Engine._learn_bias = lambda self, *args: 1.0  # type: ignore[method-assign]
     elif name == "backlog (queue signal)":  # the engine walks the table, so the table is patched

@@ -626,6 +626,7 @@ def test_a_bad_cron_value_is_named_by_the_key_the_user_wrote(cron_metadata: str,
     assert not any(key in str(info.value) for key in WRITTEN_BY_CONVERT)
 
 
+@pytest.mark.e2e  # runs the command in a subprocess
 def test_the_issue_s_three_keys_through_the_installed_command(tmp_path: Path) -> None:
     """python -m scaler convert refuses treshold, timeZone and desiredReplica: one line each, no traceback."""
     import subprocess
