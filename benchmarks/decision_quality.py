@@ -257,7 +257,9 @@ def _ablate(name: str) -> None:
 ABLATION_PARAMS: dict[str, dict[str, Any]] = {
     "trend": {"trend_time_constant_s": math.inf},  # the forecast is its level
     "forecast errors": {"error_window_s": 1e-9},  # the point forecast, no error distribution
-    "decode slowdown": {"slowdown_min_spread": math.inf},  # never fitted: the time in service as measured
+    "decode slowdown": {
+        "fit_min_spread": math.inf
+    },  # never fitted (nor the ITL line): the time in service as measured
 }
 ABLATIONS = (
     "none",

@@ -45,7 +45,19 @@ does not. Which one a replica is, and how much, is read from the refreshes:
 
 ``beta`` 0: decode does not notice prefill; 1: prefill and decode add as GPU time (a replica
 busy 30% on prompts decodes at 70% speed). The fit is an exponential average over
-``learning_time_constant_s``, used once ``f`` has varied by ``slowdown_min_spread``.
+``learning_time_constant_s``, used once ``f`` has varied by ``fit_min_spread``.
+
+**Inter-token latency**, with ``itlObjectiveSeconds`` set: a decode step serves every sequence
+in the batch, so the gap between two tokens grows with the batch a replica runs. A line is fitted
+the same way,
+
+    itl_mean = a + c x                       x = running / ready / S, the share of slots in use
+
+with the ratio of the ITL at the objective's percentile to its mean averaged beside it; the
+slots the objective allows a replica are ``S x (itlObjectiveSeconds / ratio - a) / c`` (at most
+``S``, at least 1; none while ``c`` is not above 0), and the load signal sizes the slots on
+those. *Example*: 20 ms plus 40 ms at a full batch of 64, a p99 1.5 times the mean, a 60 ms
+objective: ``64 x (0.040 - 0.020) / 0.040 = 32`` sequences per replica.
 
 Each reading moves the estimate by ``capacity_weight`` of the way in log space (the first one
 sets it when nothing is configured); readings need the inputs they read and, for the rates,
@@ -118,36 +130,43 @@ class _Estimate:
         return "configured" if self.ln is not None else "unknown"
 
 
-class _Slowdown:
-    """An exponentially weighted least-squares fit of ``r = r0 (1 - beta f)`` (module docstring)."""
+class _Line:
+    """An exponentially weighted least-squares fit of ``y = intercept + slope x``."""
 
-    __slots__ = ("f", "ff", "fr", "n", "r", "samples")
+    __slots__ = ("n", "samples", "x", "xx", "xy", "y")
 
     def __init__(self) -> None:
-        self.n = self.f = self.r = self.ff = self.fr = 0.0
+        self.n = self.x = self.y = self.xx = self.xy = 0.0
         self.samples = 0
 
-    def add(self, f: float, r: float, weight: float) -> None:
+    def add(self, x: float, y: float, weight: float) -> None:
         keep = 1.0 - weight
         self.n = keep * self.n + weight
-        self.f = keep * self.f + weight * f
-        self.r = keep * self.r + weight * r
-        self.ff = keep * self.ff + weight * f * f
-        self.fr = keep * self.fr + weight * f * r
+        self.x = keep * self.x + weight * x
+        self.y = keep * self.y + weight * y
+        self.xx = keep * self.xx + weight * x * x
+        self.xy = keep * self.xy + weight * x * y
         self.samples += 1
 
-    def beta(self, min_spread: float) -> float | None:
+    def fit(self, min_spread: float) -> tuple[float, float] | None:
+        """``(intercept, slope)``, or None until ``x`` has spread by ``min_spread`` (a standard deviation)."""
         if self.n <= 0:
             return None
-        mean_f, mean_r = self.f / self.n, self.r / self.n
-        var = self.ff / self.n - mean_f * mean_f
+        mean_x, mean_y = self.x / self.n, self.y / self.n
+        var = self.xx / self.n - mean_x * mean_x
         if var < min_spread**2:
             return None
-        slope = (self.fr / self.n - mean_f * mean_r) / var
-        r0 = mean_r - slope * mean_f
-        if r0 <= 0:
-            return None
-        return max(0.0, min(1.0, -slope / r0))
+        slope = (self.xy / self.n - mean_x * mean_y) / var
+        return mean_y - slope * mean_x, slope
+
+
+def slowdown(line: _Line, min_spread: float) -> float | None:
+    """``beta`` of ``r = r0 (1 - beta f)`` from the fitted line of ``r`` on ``f``, in [0, 1]."""
+    fitted = line.fit(min_spread)
+    if fitted is None or fitted[0] <= 0:
+        return None
+    r0, slope = fitted
+    return max(0.0, min(1.0, -slope / r0))
 
 
 class CapacityModel:
@@ -158,7 +177,9 @@ class CapacityModel:
         self._configured: tuple[float | None, float | None] | None = None
         self._ready_since: tuple[int, float] | None = None  # (ready, since when)
         self._waited = True  # a request waited at the previous refresh (or none was seen yet)
-        self._slowdown = _Slowdown()
+        self._slowdown = _Line()  # decode speed per sequence on prefill's busy share
+        self._itl = _Line()  # mean inter-token latency on the share of slots in use
+        self._itl_tail: float | None = None  # ITL at the objective's percentile over its mean
         self._last_t: float | None = None
         self._steady = False
         self._shrunk_at: float | None = None
@@ -166,6 +187,7 @@ class CapacityModel:
 
     def configure(self, policy: TargetPolicy) -> None:
         """Set (or change) the configured starting points; measurements are kept unless they change."""
+        self._itl_objective = policy.itl_objective_seconds
         configured = (
             policy.prompt_tokens_per_second_per_replica,
             policy.generation_tokens_per_second_per_replica,
@@ -176,6 +198,20 @@ class CapacityModel:
         self._prefill = _Estimate(configured[0])
         self._slots = _Estimate(None)
         self._generation = configured[1]
+
+    def itl_slots(self) -> float | None:
+        """The sequences per replica whose inter-token latency meets ``itlObjectiveSeconds`` at the
+        objective's percentile (module docstring), or None: no objective, or no line fitted yet,
+        or a latency that does not grow with the batch."""
+        fitted = self._itl.fit(self.params.fit_min_spread)
+        slots = self._slots.value
+        if self._itl_objective is None or fitted is None or not slots or self._itl_tail is None:
+            return None
+        intercept, slope = fitted
+        if slope <= 0:
+            return None
+        share = (self._itl_objective / self._itl_tail - intercept) / slope
+        return max(1.0, min(slots, share * slots))
 
     @property
     def steady(self) -> bool:
@@ -191,7 +227,8 @@ class CapacityModel:
             self._slots.source,
             self._prefill.samples,
             self._slots.samples,
-            self._slowdown.beta(self.params.slowdown_min_spread),
+            slowdown(self._slowdown, self.params.fit_min_spread),
+            self.itl_slots(),
         )
 
     def _slot_readings(self, obs: Observation, ready: int, running: float, waiting: float) -> list[float]:
@@ -271,3 +308,17 @@ class CapacityModel:
             if decoding > 0.5:
                 w = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
                 self._slowdown.add(prompt_rate / (ready * p), g / decoding, w)
+        self._learn_itl(obs, last)
+
+    def _learn_itl(self, obs: Observation, last: float | None) -> None:
+        """The inter-token latency against the share of a replica's slots in use (module docstring)."""
+        mean, tail, slots = obs.itl_mean_seconds, obs.itl_tail_seconds, self._slots.value
+        ready, running = obs.ready_replicas, obs.requests_running
+        if not (mean and slots and ready and running) or not self._steady:
+            return
+        t = obs.timestamp
+        w = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
+        self._itl.add(running / ready / slots, mean, w)
+        if tail is not None:
+            ratio, old = tail / mean, self._itl_tail
+            self._itl_tail = ratio if old is None else old + w * (ratio - old)

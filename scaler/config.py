@@ -228,6 +228,8 @@ class TargetPolicy(BaseModel):
     max_staleness_seconds: float = Field(300.0, alias="maxStalenessSeconds", gt=0, le=86400)
     ttft_objective_seconds: float = Field(2.0, alias="ttftObjectiveSeconds", gt=0, le=600)
     ttft_objective_percentile: float = Field(99.5, alias="ttftObjectivePercentile", ge=50, lt=100)
+    # Inter-token latency objective (unset: not used): the batch a replica may run is sized by it.
+    itl_objective_seconds: float | None = Field(None, alias="itlObjectiveSeconds", gt=0, le=60)
     # engine: custom: each input from a PromQL expression of your own, summed over its result.
     queue_query: CustomQuery | None = Field(None, alias="queueQuery")
     running_query: CustomQuery | None = Field(None, alias="runningQuery")

@@ -104,3 +104,23 @@ def ttft_inputs(
         "requests_per_s": count,
         "ttft_mean_seconds": sum_rate / count if has and count and sum_rate is not None else None,
     }
+
+
+def itl_inputs(
+    objective_s: float | None, quantile: float, buckets: Mapping[float, float] | None, sum_rate: float | None
+) -> dict[str, float | None]:
+    """The Observation's inter-token latency inputs from one rate window of its histogram.
+
+    ``itl_mean_seconds`` (sum over count), ``itl_tail_seconds`` (at ``quantile``, the objective's
+    percentile) and ``itl_over_objective`` (``share_above`` ``objective_s``; None without one),
+    each None where the window had no gap. *Example*: 500 gaps/s summing to 15 s/s: a mean of 30 ms.
+    """
+    count = total(buckets) if buckets else None
+    has = bool(buckets) and count is not None and count > 0
+    return {
+        "itl_mean_seconds": sum_rate / count if has and count and sum_rate is not None else None,
+        "itl_tail_seconds": histogram_quantile(quantile, buckets) if has and buckets else None,
+        "itl_over_objective": (
+            share_above(objective_s, buckets) if has and buckets and objective_s is not None else None
+        ),
+    }

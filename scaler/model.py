@@ -82,6 +82,9 @@ class Capacity:
     # How much a replica's prefill slows its decoding: 0 when they do not compete, 1 when they
     # add as GPU time (scaler.capacity); None until the refreshes have shown it.
     decode_slowdown: float | None = None
+    # The sequences per replica whose inter-token latency meets itlObjectiveSeconds (scaler.capacity);
+    # None without the objective or until the refreshes have shown how the latency grows.
+    itl_slots: float | None = None
 
     @property
     def known(self) -> bool:
@@ -102,6 +105,8 @@ class Capacity:
                 parts.append(f"{value:,.0f} {unit} ({where})")
         if self.decode_slowdown is not None:
             parts.append(f"prefill slows decoding by {self.decode_slowdown:.2f} of its busy share")
+        if self.itl_slots is not None:
+            parts.append(f"{self.itl_slots:,.0f} sequences within the ITL objective")
         return "per replica: " + ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +119,7 @@ class Capacity:
             "prefill_samples": self.prefill_samples,
             "slots_samples": self.slots_samples,
             "decode_slowdown": self.decode_slowdown,
+            "itl_slots": self.itl_slots,
         }
 
 
@@ -329,6 +335,26 @@ class Observation:
     )
     kv_cache_usage: float | None = _input(
         "llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1.", _P, "kv_cache_query"
+    )
+    itl_mean_seconds: float | None = _input(
+        "llm_scaler_input_itl_mean_seconds",
+        "Mean inter-token latency over the rate window (the ITL histogram's sum over its count).",
+        _P,
+        doc="vLLM's `vllm:inter_token_latency_seconds` (the older `vllm:time_per_output_token_seconds` where"
+        " only it exists), SGLang's `sglang:inter_token_latency_seconds`, Dynamo's"
+        " `dynamo_frontend_inter_token_latency_seconds`. What the batch the ITL objective allows is learned"
+        " from (`scaler/capacity.py`).",
+    )
+    itl_tail_seconds: float | None = _input(
+        "llm_scaler_input_itl_tail_seconds",
+        "Inter-token latency at the objective's percentile (ttftObjectivePercentile), from its histogram.",
+        _P,
+    )
+    itl_over_objective: float | None = _input(
+        "llm_scaler_input_itl_over_objective_ratio",
+        "Share of the rate window's inter-token gaps slower than itlObjectiveSeconds, 0 to 1.",
+        _P,
+        doc="Absent without `itlObjectiveSeconds`.",
     )
     router_queue_waiting: float | None = _input(
         "llm_scaler_input_router_waiting_requests",

@@ -45,9 +45,10 @@ class DeciderParams:
     kv_min_usage: float = 0.25
     """Least mean KV-cache usage from which running sequences over usage measure the batch slots:
     below, a few sequences' share of the cache is mostly noise (sequence lengths vary)."""
-    slowdown_min_spread: float = 0.05
-    """Standard deviation of a replica's prefill busy share the decode-slowdown fit needs: a fleet
-    whose prefill load never moved cannot show how decoding responds to it."""
+    fit_min_spread: float = 0.05
+    """Standard deviation a fitted line's regressor needs, as a share of its range (a replica's
+    prefill busy share for the decode slowdown, its share of slots in use for the inter-token
+    latency): a fleet whose load never moved cannot show how a replica responds to it."""
     expectation_tolerance: float = 0.01
     """Numerics: the late-share expectation over past errors stops once what is left of it is
     below this share of the budget (the errors are sorted largest first, the share falls with

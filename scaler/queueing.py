@@ -59,8 +59,12 @@ def erlang_c(servers: float, load: float, exact: int = DEFAULT.exact_servers) ->
 
 
 def _halfin_whitt(c: int, load: float) -> float:
+    """Halfin-Whitt: ``1 / (1 + beta Phi(beta) / phi(beta))``, ``beta = (c - a) / sqrt(a)``; 0 where
+    the normal density underflows (far more servers than load: nobody waits)."""
     beta = (c - load) / math.sqrt(load)
     phi = math.exp(-0.5 * beta * beta) / math.sqrt(2.0 * math.pi)
+    if phi <= 0.0:
+        return 0.0
     big_phi = 0.5 * (1.0 + math.erf(beta / math.sqrt(2.0)))
     return 1.0 / (1.0 + beta * big_phi / phi)
 

@@ -83,6 +83,24 @@ def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> No
     assert fuller.capacity().slots == pytest.approx(24.0)  # the cache holds 24 of the 32
 
 
+def test_the_itl_objective_allows_the_batch_its_learned_line_gives() -> None:
+    """The inter-token latency, 20 ms plus 40 ms at a full batch of 64, its p99 1.5 times its mean:
+    a 60 ms objective allows 32 sequences a replica; with no objective, no limit."""
+
+    def refresh(i: int) -> Observation:
+        share = 0.3 + 0.6 * (i % 12) / 11  # a third to nine tenths of the slots in use
+        mean = 0.020 + 0.040 * share
+        return steady(i, running=4 * 64 * share, kv=share, itl_mean_seconds=mean, itl_tail_seconds=1.5 * mean)
+
+    limited = CapacityModel(parse_metadata({"itlObjectiveSeconds": "0.06"}))
+    run(limited, [refresh(i) for i in range(400)])
+    assert limited.capacity().slots == pytest.approx(64.0)
+    assert limited.capacity().itl_slots == pytest.approx(32.0, rel=0.02)
+    free = CapacityModel(parse_metadata({}))
+    run(free, [refresh(i) for i in range(400)])
+    assert free.capacity().itl_slots is None
+
+
 def test_no_slot_reading_while_removed_replicas_drain() -> None:
     """After a scale-down, running still counts the removed replicas' sequences: not read until they end."""
     model = CapacityModel(parse_metadata({}))

@@ -118,6 +118,7 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
         "prefill_samples": 0,
         "slots_samples": 0,
         "decode_slowdown": None,
+        "itl_slots": None,
     }
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -351,3 +353,31 @@ def test_a_router_queue_with_no_ready_replica_raises_the_target_at_once() -> Non
     assert d.replicas == 6
     assert d.binding is Signal.QUEUE
     assert d.observation.queue_waiting is None  # the decision records what was observed
+
+
+# ---- an inter-token latency objective (issue 21) ----------------------------------------
+
+
+def test_an_itl_objective_the_batch_would_miss_raises_the_target() -> None:
+    """Decode-bound traffic whose inter-token latency grows with the batch: with an objective the
+    full batch would miss, the slots a replica may hold shrink and the target rises; without one
+    it does not move for the latency."""
+
+    def walk_itl(engine: Engine) -> Decision:
+        fleet = FleetModel(output=800.0)
+        decision = None
+        for i in range(480):
+            rate = 1.2 + 0.6 * math.sin(i / 15)
+            load = fleet.observe(T0 + i * STEP, rate, 12)
+            share = load.kv_cache_usage or 0.0
+            mean = 0.020 + 0.060 * share
+            decision = engine.decide(replace(load, itl_mean_seconds=mean, itl_tail_seconds=1.5 * mean))
+        assert decision is not None
+        return decision
+
+    free = walk_itl(Engine.from_metadata(LLAMA))
+    held = walk_itl(Engine.from_metadata({**LLAMA, "itlObjectiveSeconds": "0.06"}))
+    assert held.capacity is not None
+    assert held.capacity.itl_slots is not None
+    assert held.capacity.itl_slots < held.capacity.slots  # type: ignore[operator]
+    assert held.replicas > free.replicas

@@ -57,3 +57,9 @@ def test_overload_is_all_late_and_no_load_none() -> None:
     assert late_share(10, 10.0, 5.0, 1.0) == 1.0
     assert late_share(10, 0.0, 5.0, 1.0) == 0.0
     assert replicas_needed(0.0, 24, 12, 1.75, 0.005, 100) == 0
+
+
+def test_far_more_servers_than_load_wait_for_nothing_above_the_exact_range() -> None:
+    """5,000 slots for 10 sequences: the approximation's normal density underflows; nobody waits."""
+    assert erlang_c(5000, 10.0) == 0.0
+    assert late_share(5000, 10.0, 12.0, 1.75) == 0.0

@@ -204,7 +204,8 @@ def resources(
     else:
         hold = demand.time_in_service_s or 0.0
         allowance = objective - prefill_s if hold > 0 else 0.0
-        per = float(max(1, math.floor(capacity.slots)))
+        # The slots the inter-token-latency objective allows, where one is set and learned.
+        per = float(max(1, math.floor(min(capacity.slots, capacity.itl_slots or math.inf))))
         stretch = None
         beta = capacity.decode_slowdown
         if beta and p and prompt is not None and now is not None and now.ready_replicas and hold > 0:

@@ -16,6 +16,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+# vLLM's inter-token latency buckets (vllm/v1/metrics/loggers.py), in seconds.
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
 TTFT_BUCKETS = (
     0.001,
     0.005,
@@ -53,6 +75,7 @@ class PodLoad:
     requests_per_s: float = 0.0
     ttft_seconds: float = 0.05
     kv_cache_usage: float = 0.0
+    itl_seconds: float = 0.03  # the gap between two tokens of a sequence
 
 
 @dataclass
@@ -63,6 +86,9 @@ class _PodState:
     requests_total: float = 0.0
     ttft_sum: float = 0.0
     ttft_buckets: list[float] = field(default_factory=lambda: [0.0] * len(TTFT_BUCKETS))
+    itl_count: float = 0.0
+    itl_sum: float = 0.0
+    itl_buckets: list[float] = field(default_factory=lambda: [0.0] * len(ITL_BUCKETS))
 
 
 def _labels(pairs: dict[str, str]) -> str:
@@ -189,6 +215,8 @@ class SimulatedFleet:
         self._http = MetricsServer(self.render)
         self.scrapes = 0
         self.max_num_seqs = 256  # what Dynamo's frontend exports per replica
+        # vLLM's inter-token latency histogram; "vllm:time_per_output_token_seconds" before 0.11
+        self.itl_name = "vllm:inter_token_latency_seconds"
 
     # ---- load control -------------------------------------------------------------------
 
@@ -206,6 +234,12 @@ class SimulatedFleet:
             for i, bound in enumerate(TTFT_BUCKETS):
                 if load.ttft_seconds <= bound:
                     pod.ttft_buckets[i] += n
+            gaps = load.generation_tokens_per_s * dt  # one gap before each token after the first
+            pod.itl_count += gaps
+            pod.itl_sum += gaps * load.itl_seconds
+            for i, bound in enumerate(ITL_BUCKETS):
+                if load.itl_seconds <= bound:
+                    pod.itl_buckets[i] += gaps
 
     def set_pods(self, names: Iterable[str]) -> None:
         """Keep exactly these pods: add new ones idle, drop the others."""
@@ -244,6 +278,7 @@ class SimulatedFleet:
                     requests_per_s=total.requests_per_s / n,
                     ttft_seconds=total.ttft_seconds,
                     kv_cache_usage=total.kv_cache_usage,
+                    itl_seconds=total.itl_seconds,
                 )
 
     # ---- exposition ----------------------------------------------------------------------
@@ -296,6 +331,8 @@ class SimulatedFleet:
             out.sample("vllm:prompt_tokens_total", labels, state.prompt_total)
             out.sample("vllm:generation_tokens_total", labels, state.generation_total)
             self._ttft(out, "vllm:time_to_first_token_seconds", labels, state, 1.0)
+            itl = list(zip(ITL_BUCKETS, state.itl_buckets, strict=True))
+            out.histogram(self.itl_name, labels, itl, state.itl_sum, state.itl_count)
 
     # SGLang: python/sglang/srt/metrics/collector.py (labels model_name, tp_rank, pp_rank)
     def _sglang(self, out: _Exposition) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from scaler.histogram import ttft_inputs
+from scaler.histogram import itl_inputs, ttft_inputs
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import INPUTS, InputSource, Observation
 from scaler.registry import Target, TargetKey
@@ -115,6 +115,15 @@ class LiveSource:
                     missing[name] = missing.get(
                         "ttft_p99_seconds", "no TTFT histogram buckets (custom queries give quantiles only)"
                     )
+            if got.itl_buckets:
+                policy = t.policy
+                itl = itl_inputs(
+                    policy.itl_objective_seconds,
+                    policy.ttft_objective_percentile / 100.0,
+                    got.itl_buckets,
+                    got.values.get("itl_sum"),
+                )
+                values.update({name: value for name, value in itl.items() if value is not None})
             if t.policy.router != "none":
                 _router_inputs(t, got, values, missing)
             if t.key in unaddressed:

@@ -87,6 +87,8 @@ FIELDS = (
     "router_saturation",
     "router_stale_endpoints",
     "router_ttft",
+    "itl",
+    "itl_sum",
 )
 
 # vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
@@ -113,6 +115,19 @@ VLLM = Preset(
             Combine.HISTOGRAM,
         ),
         Family("ttft_sum", "sum by ({by}) (rate(vllm:time_to_first_token_seconds_sum[{window}]))"),
+        # Inter-token latency: vllm:inter_token_latency_seconds replaced vllm:time_per_output_token_seconds
+        # (deprecated in 0.11, PR #24110; removed by PR #32661): the older name where the newer is absent.
+        Family(
+            "itl",
+            "sum by ({by}) (rate(vllm:inter_token_latency_seconds_bucket[{window}]))"
+            " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+        ),
+        Family(
+            "itl_sum",
+            "sum by ({by}) (rate(vllm:inter_token_latency_seconds_sum[{window}]))"
+            " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
+        ),
         Family("replicas_reporting", "count by ({by}) (vllm:num_requests_running)"),
     ),
     "vllm-project/vllm vllm/v1/metrics/loggers.py",
@@ -136,6 +151,12 @@ SGLANG = Preset(
             Combine.HISTOGRAM,
         ),
         Family("ttft_sum", "sum by ({by}) (rate(sglang:time_to_first_token_seconds_sum[{window}]))"),
+        Family(
+            "itl",
+            "sum by ({by}) (rate(sglang:inter_token_latency_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+        ),
+        Family("itl_sum", "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
         Family("replicas_reporting", "count by ({by}) (sglang:num_running_reqs)"),
     ),
     "sgl-project/sglang python/sglang/srt/metrics/collector.py",
@@ -224,6 +245,12 @@ DYNAMO = Preset(
             Combine.HISTOGRAM,
         ),
         Family("ttft_sum", "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_sum[{window}]))"),
+        Family(
+            "itl",
+            "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_bucket[{window}]))",
+            Combine.HISTOGRAM,
+        ),
+        Family("itl_sum", "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_sum[{window}]))"),
         Family("slots_per_replica", "max by ({by}) (dynamo_frontend_model_max_num_seqs)", Combine.MEAN),
     ),
     "ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs",

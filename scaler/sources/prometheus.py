@@ -74,6 +74,7 @@ class TargetInputs:
     missing: dict[str, str] = field(default_factory=dict)
     ttft_buckets: dict[float, float] | None = None  # summed per-bucket rates of the TTFT histogram
     router_ttft_buckets: dict[float, float] | None = None  # the router's TTFT histogram, likewise
+    itl_buckets: dict[float, float] | None = None  # the inter-token latency histogram, likewise
 
 
 def group_labels(selectors: Iterable[Sequence[LabelMatcher]]) -> tuple[str, ...]:
@@ -273,10 +274,9 @@ class PrometheusReader:
                     _apply(family, samples, selector, part)
                 out[t.key].values.update(part.values)
                 out[t.key].missing.update(part.missing)
-                if part.ttft_buckets is not None:
-                    out[t.key].ttft_buckets = part.ttft_buckets
-                if part.router_ttft_buckets is not None:
-                    out[t.key].router_ttft_buckets = part.router_ttft_buckets
+                for histogram in ("ttft_buckets", "router_ttft_buckets", "itl_buckets"):
+                    if getattr(part, histogram) is not None:
+                        setattr(out[t.key], histogram, getattr(part, histogram))
 
     def _read_custom(
         self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
@@ -496,7 +496,7 @@ def _apply(
             except ValueError:
                 continue
         if family.field != "ttft":
-            into.router_ttft_buckets = dict(buckets)
+            setattr(into, f"{family.field}_buckets", dict(buckets))
             return
         into.ttft_buckets = dict(buckets)
         for name, q in (("ttft_p95_seconds", 0.95), ("ttft_p99_seconds", 0.99)):
