@@ -14,7 +14,7 @@ from typing import Any
 from scaler.engine import Engine
 from scaler.inventory import ScaledObject
 from scaler.model import Decision, Observation
-from scaler.outputs.dryrun import Summary, format_json, format_line
+from scaler.outputs.dryrun import CompactLines, Summary, format_json, format_line
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
 from scaler.outputs.trace import serve_metrics
@@ -191,10 +191,18 @@ def decision_printer(
     timezone: str = "UTC",
     summary: Summary | None = None,
 ) -> DecisionSink:
-    """A sink that prints each decision (a line or JSON), counting it in ``summary`` if given."""
+    """A sink that prints each decision (a compact line, a wide one, or JSON), counting it in
+    ``summary`` if given."""
+
+    compact = CompactLines(timezone)
 
     def sink(target: Target, decision: Decision) -> None:
-        write(format_json(decision, name) if output == "json" else format_line(decision, None, timezone))
+        if output == "json":
+            write(format_json(decision, name))
+        elif output == "wide":
+            write(format_line(decision, None, timezone))
+        else:
+            write(compact(decision))
         if summary is not None:
             summary.add(decision)
 

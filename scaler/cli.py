@@ -68,7 +68,11 @@ def _add_dry_run(sub: Subparsers) -> None:
     when.add_argument("--once", action="store_true", help="live: decide once (after warming from history)")
     p.add_argument("--trigger-index", type=int, default=None, help="which trigger, when several are external")
     p.add_argument(
-        "--output", choices=["text", "json"], default="text", help="one line, or one JSON object, each"
+        "--output",
+        choices=["text", "wide", "json"],
+        default="text",
+        help="per decision: a short line with what changed since the last (text), every detail on"
+        " one line (wide), or one JSON object (json)",
     )
 
 
@@ -82,7 +86,11 @@ def _add_demo(sub: Subparsers) -> None:
         " burst, and print the decisions made on the live path.",
     )
     p.add_argument(
-        "--output", choices=["text", "json"], default="text", help="one line, or one JSON object, each"
+        "--output",
+        choices=["text", "wide", "json"],
+        default="text",
+        help="per decision: a short line with what changed since the last (text), every detail on"
+        " one line (wide), or one JSON object (json)",
     )
     p.add_argument(
         "--duration",
@@ -152,7 +160,7 @@ def _checked(spec: ScaledObject) -> TargetPolicy:
 
 def _end(summary: dryrun.Summary, output: str) -> None:
     """The closing line: on stdout after text lines, on stderr so JSON output stays JSON lines."""
-    print(summary.line(), file=sys.stdout if output == "text" else sys.stderr, flush=True)
+    print(summary.line(), file=sys.stderr if output == "json" else sys.stdout, flush=True)
 
 
 def _print_decisions(scaledobject: str, observations: str, output: str, trigger_index: int | None) -> int:
@@ -162,11 +170,14 @@ def _print_decisions(scaledobject: str, observations: str, output: str, trigger_
     policy = _checked(spec)
     name = f"{spec.namespace}/{spec.name}"
     summary = dryrun.Summary()
+    compact = dryrun.CompactLines(policy.timezone)
     for decision in dry_run_offline(dict(spec.metadata), read_observations(observations)):
         if output == "json":
             print(dryrun.format_json(decision, name), flush=True)
-        else:
+        elif output == "wide":
             print(dryrun.format_line(decision, None, policy.timezone), flush=True)
+        else:
+            print(compact(decision), flush=True)
         summary.add(decision)
     _end(summary, output)
     return 0

@@ -239,9 +239,27 @@ class Showed:
             else f"the target stayed at its peak of {self.peak}"
         )
         lines = [f"# {self.summary.line()}", f"# showed: {prewarm}; {down}"]
-        if self.last is not None and self.last.binding is Signal.LOAD:
-            lines.append(f"# ends at {self.last.replicas}: {self.last.signal_reasons[Signal.LOAD]}")
+        if self.last is not None:
+            lines.append(f"# ends at {self.last.replicas}: {ending(self.last)}")
         return lines
+
+
+def ending(decision: Decision) -> str:
+    """Why the target is where the run left it, in plain words."""
+    if decision.binding is Signal.FLOOR:
+        return "the floor (minReplicas): the load needs no more"
+    if decision.binding is not Signal.LOAD:
+        return f"the {decision.binding.value} signal: {decision.signal_reasons[decision.binding]}"
+    reason = decision.signal_reasons[Signal.LOAD]
+    resource = {"slots": "batch slots", "prefill": "prefill"}.get(reason.split(" binds")[0], "capacity")
+    planned = decision.forecast.get("busy_replicas_at_horizon", 0.0)
+    lead = decision.lead.seconds if decision.lead else 0.0
+    late = 100 * decision.forecast.get("late_expected", 0.0)
+    return (
+        f"the demand planned within the last cold start ({lead:.0f} s) fills {planned:.1f} replicas'"
+        f" {resource}, and with the room its forecast has missed by, {decision.replicas} keep the"
+        f" first tokens expected late at {late:.2f}%; the target falls as that plan ages out"
+    )
 
 
 async def run_demo(

@@ -72,7 +72,7 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
     assert len(lines) == 4
     out, summary = lines[:3], lines[3]
     # the example's windows are written in Asia/Shanghai: its wall time stands beside UTC
-    assert out[0].startswith("2026-12-01T03:00:00Z (11:00:00 Asia/Shanghai) target=6 binding=prewarm")
+    assert out[0].startswith("2026-12-01T03:00:00Z (11:00:00 Asia/Shanghai) target=6 prewarm")
     assert summary == (
         "summary: 3 decisions; binding prewarm 2, queue 1; clamps max 1, gpu_inventory 1;"
         " load signal off in 3"
@@ -83,7 +83,7 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
     assert "gpu_inventory" in out[2]
     assert "max 40->16" in out[2]
     # each line says which capacities the load signal used and where they came from
-    assert "capacity: per replica: 9,000 prompt tokens/s (configured)" in out[0]
+    assert "capacity: 9,000 prompt tokens/s (configured)" in out[0]
 
 
 def test_dry_run_json_output(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_offline_demo_replays_the_embedded_observations() -> None:
     *out, summary = run("demo", "--offline").stdout.splitlines()
     assert len(out) > 30
     assert summary.startswith(f"summary: {len(out)} decisions; binding ")
-    bindings = {line.split("binding=")[1].split()[0] for line in out}
+    bindings = {line.split("target=")[1].split()[1] for line in out}
     assert {"floor", "prewarm", "load"} <= bindings
     assert any("gpu_inventory" in line for line in out)
 

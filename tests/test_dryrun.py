@@ -9,7 +9,7 @@ import pytest
 
 from scaler.engine import Engine
 from scaler.model import Decision, Observation
-from scaler.outputs.dryrun import format_json, format_line
+from scaler.outputs.dryrun import CompactLines, format_json, format_line
 from scaler.sources.presets import PRESETS, Combine
 
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
@@ -86,3 +86,33 @@ def test_triton_s_first_response_histogram_is_in_milliseconds() -> None:
     assert ttft is not None
     assert ttft.le_scale == 0.001
     assert PRESETS["tgi"].family("ttft") is None  # TGI exports no time-to-first-token histogram
+
+
+def test_the_compact_line_says_again_only_what_changed() -> None:
+    """The default line keeps target, binding, proposals and clamp steps; the lead and capacity once,
+    and the capacity again only when a figure moved by 5% or more."""
+    engine = Engine.from_metadata(
+        {"minReplicas": "2", "maxReplicas": "12", "promptTokensPerSecondPerReplica": "9000"}
+    )
+    lines = CompactLines()
+
+    def line(second: int, slots_in_use: float) -> str:
+        obs = Observation(
+            now=NOW.replace(second=second),
+            queue_waiting=0,
+            requests_running=60,
+            kv_cache_usage=slots_in_use,
+            current_replicas=4,
+            ready_replicas=4,
+            gpu_schedulable_replicas=8,
+        )
+        return lines(engine.decide(obs))
+
+    first, same, moved = line(0, 0.5), line(15, 0.5), line(30, 0.25)
+    assert first.startswith("2026-12-01T09:30:00Z target=2 floor [floor=2* queue=0")
+    assert "| lead 180s (default)" in first
+    assert "capacity: 9,000 prompt tokens/s (configured), 30 slots (measured)" in first
+    assert "capacity" not in same
+    assert "lead" not in same
+    assert "slots (measured)" in moved  # 60 running at a quarter of the cache: the slots move
+    assert max(len(same), len(moved)) < 160  # the first line says everything once

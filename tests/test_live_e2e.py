@@ -126,7 +126,7 @@ def test_live_dry_run_prints_decisions_once(
         check=True,
     ).stdout.splitlines()
     assert len(out) == 2
-    assert "target=6 binding=queue" in out[0]
+    assert "target=6 queue [" in out[0]
     assert out[1].startswith("summary: 1 decisions; binding queue 1;")
     assert "queue=6*" in out[0]
 

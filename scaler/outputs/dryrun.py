@@ -1,12 +1,20 @@
 """The dry-run's rendering: one line (or JSON object) per decision, warnings, and a summary.
 
-A line reads left to right as the decision was made::
+A wide line (``--output wide``) reads left to right as the decision was made::
 
     2026-12-07T01:00:00Z (09:00:00 Asia/Shanghai) target=6 binding=prewarm [floor=2 prewarm=6* ...]
         clamps: none | lead 180s (default) | capacity: ... | load off: ...
 
 The local time is shown when the ScaledObject's ``timezone`` is not UTC (pre-warm windows are
-written in it); ``load off`` says why the load signal did not propose. ``manifest_warnings``
+written in it); ``load off`` says why the load signal did not propose. The default text line
+(``CompactLines``) keeps the target, the binding signal, the proposals and the clamps' steps,
+and of the rest only what changed since the line before::
+
+    2026-12-07T01:00:00Z target=6 prewarm [floor=2 prewarm=6* queue=0 load=2] | lead 180s (default)
+    2026-12-07T01:01:00Z target=8 queue [floor=2 prewarm=6 queue=9* load=5] gpu_inventory 9->8
+
+A capacity is said again when a figure moved by 5% or more or its source changed; notes when
+their kinds change. ``manifest_warnings``
 lists what KEDA would refuse or read otherwise than the scaler does, before any decision;
 ``Summary`` ends the run with one line: decisions per binding signal and the clamps that acted.
 """
@@ -14,6 +22,7 @@ lists what KEDA would refuse or read otherwise than the scaler does, before any 
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC
@@ -22,7 +31,7 @@ from zoneinfo import ZoneInfo
 
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
-from scaler.model import Decision, Signal
+from scaler.model import Capacity, Decision, Signal
 
 
 def format_line(decision: Decision, name: str | None = None, timezone: str = "UTC") -> str:
@@ -49,6 +58,83 @@ def format_line(decision: Decision, name: str | None = None, timezone: str = "UT
     if decision.notes:
         line += " | " + "; ".join(decision.notes)
     return line
+
+
+class CompactLines:
+    """The default text lines: short, with what changed since the previous one (module docstring)."""
+
+    def __init__(self, timezone: str = "UTC") -> None:
+        self.timezone = timezone
+        self._said: dict[str, str] = {}
+
+    def __call__(self, decision: Decision) -> str:
+        """The line for ``decision``, after the ones already rendered."""
+        when = decision.now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if self.timezone != "UTC":
+            local = decision.now.astimezone(ZoneInfo(self.timezone)).strftime("%H:%M:%S")
+            when += f" ({local} {self.timezone})"
+        proposals = " ".join(
+            f"{signal.value}={decision.proposals[signal]}{'*' if signal is decision.binding else ''}"
+            for signal in Signal
+            if signal in decision.proposals
+        )
+        line = f"{when} target={decision.replicas} {decision.binding.value} [{proposals}]"
+        steps = [f"{c.kind.value} {c.before}->{c.after}" for c in decision.clamps if c.before != c.after]
+        if steps:
+            line += " " + ", ".join(steps)
+        capacity = decision.capacity
+        parts = {  # what the line may add: (the text, what must change for it to be said again)
+            "lead": (f"lead {decision.lead.seconds:.0f}s ({decision.lead.source})" if decision.lead else "",)
+            * 2,
+            "capacity": (
+                f"capacity: {_capacity_brief(capacity)}" if capacity else "",
+                _capacity_key(capacity) if capacity else "",
+            ),
+            "load": ("", "") if Signal.LOAD in decision.proposals else (_load_off(decision),) * 2,
+            "notes": ("; ".join(decision.notes), " ".join(str(n.kind) for n in decision.notes)),
+        }
+        changed = [text for key, (text, seen) in parts.items() if text and self._said.get(key) != seen]
+        self._said = {key: seen for key, (_, seen) in parts.items()}
+        return line + "".join(f" | {text}" for text in changed)
+
+
+def _load_off(decision: Decision) -> str:
+    """Why the load signal did not propose, unless a note on the same line says it already."""
+    why = decision.signal_reasons.get(Signal.LOAD, "no reason given")
+    return "load off" if any(why.endswith(str(note)) for note in decision.notes) else f"load off: {why}"
+
+
+def _capacity_brief(capacity: Capacity) -> str:
+    """The capacity in few words: each figure per replica with its source, the learned slowdowns."""
+    parts = []
+    for value, unit, source in (
+        (capacity.prefill_tokens_per_s, "prompt tokens/s", capacity.prefill_source),
+        (capacity.slots, "slots", capacity.slots_source),
+    ):
+        parts.append(f"{unit} unknown" if value is None else f"{value:,.0f} {unit} ({source})")
+    if capacity.decode_slowdown is not None:
+        parts.append(f"decode slowdown {capacity.decode_slowdown:.2f}")
+    if capacity.itl_slots is not None:
+        parts.append(f"{capacity.itl_slots:,.0f} slots within the ITL objective")
+    return ", ".join(parts)
+
+
+def _capacity_key(capacity: Capacity) -> str:
+    """What must change for a capacity to be said again: its figures in 5% steps, its sources."""
+
+    def step(value: float | None) -> str:
+        return "-" if not value else str(round(math.log(value) / math.log(1.05)))
+
+    return " ".join(
+        (
+            step(capacity.prefill_tokens_per_s),
+            step(capacity.slots),
+            capacity.prefill_source,
+            capacity.slots_source,
+            "-" if capacity.decode_slowdown is None else f"{capacity.decode_slowdown:.1f}",
+            step(capacity.itl_slots),
+        )
+    )
 
 
 def format_json(decision: Decision, name: str | None = None) -> str:
