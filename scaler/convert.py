@@ -51,7 +51,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,7 +66,7 @@ from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_CO
 from scaler.manifest import ManifestError, closest, first_scaledobject, unknown_fields, yaml_problem
 from scaler.matchers import SelectorError, parse_selector
 from scaler.replay import INSTALL_HINT, missing_extra
-from scaler.replay.cli import add_history_options
+from scaler.replay.cli import DEFAULT_START, add_history_options, check_span_options, history_span
 from scaler.sources.presets import GPU_UTILISATION
 
 if TYPE_CHECKING:
@@ -678,8 +678,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
     p.add_argument(
         "--start",
-        default="2026-12-07T00:00:00+08:00",
-        help="with --replay: wall time of the trace's second 0",
+        help=f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})",
     )
     p.add_argument(
         "--force",
@@ -789,20 +788,18 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
     """The trace to replay on, the wall time of its second 0, and what Prometheus measured (with
     --prometheus, whose limits go to stderr)."""
     from scaler.replay.history import from_prometheus
-    from scaler.replay.span import span
     from scaler.replay.trace import load_trace
     from scaler.sources.prometheus import read_history
 
     if bool(args.replay) == bool(args.prometheus):
         raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")
+    check_span_options(args)
     if not args.prometheus:
-        return (
-            load_trace(args.replay, None, 0, 1.0),
-            datetime.fromisoformat(args.start.replace("Z", "+00:00")),
-            None,
-        )
-    window = span(args.since, args.until, args.step, datetime.now(UTC))  # noqa: TID251 - --until defaults to now
-    measured = from_prometheus(read_history, args.prometheus, policy, window)
+        start = datetime.fromisoformat((args.start or DEFAULT_START).replace("Z", "+00:00"))
+        return load_trace(args.replay, None, 0, 1.0), start, None
+    if args.start:
+        raise ValueError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
+    measured = from_prometheus(read_history, args.prometheus, policy, history_span(args))
     for line in measured.limits:
         print(f"scaler convert: limit: {line}", file=sys.stderr)
     return measured.trace(0), measured.start, measured

@@ -227,6 +227,6 @@ def test_span_errors_name_the_option(since: str, until: str | None, step: str, s
 
 
 def test_the_span_ends_now_by_default() -> None:
-    """--since 7d without --until is the week to the clock passed in, in steps of --step."""
-    got = span("7d", None, "1m", T0)
+    """--since 7d without --until is the week to the clock passed in (down to a step), in steps of --step."""
+    got = span("7d", None, "1m", T0 + timedelta(seconds=59.5))
     assert (got.start, got.end, got.step_s, got.steps) == (T0 - timedelta(days=7), T0, 60.0, 10080)

@@ -22,6 +22,7 @@ from scaler.config import parse_metadata
 from scaler.replay.history import Measured, from_prometheus
 from scaler.replay.span import span
 from scaler.sim.prometheus import LocalPrometheus, free_port
+from scaler.sources import prometheus as prometheus_source
 from scaler.sources.prometheus import read_history
 from tests.conftest import require_prometheus
 from tests.vllm_history import BURST, MODEL, OUTAGE, START, Truth, week
@@ -118,6 +119,19 @@ def test_the_replayed_requests_and_pods_match_the_week(
     assert trace.output_tokens.mean() == pytest.approx(np.average(truth.output, weights=weights), rel=0.02)
     assert measured.replica_seconds == pytest.approx(sum(truth.pods) * WINDOW_S, rel=0.02)
     assert measured.peak_pods == max(truth.pods)
+
+
+def test_a_long_span_is_read_in_chunks(
+    history: tuple[LocalPrometheus, Truth], measured: Measured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read in chunks of 700 points (Prometheus refuses over 11,000), the week is the same."""
+    prom, _ = history
+    monkeypatch.setattr(prometheus_source, "MAX_RANGE_POINTS", 700)
+    policy = parse_metadata({"engine": "vllm", "labelSelector": f'model_name="{MODEL}"'})
+    chunked = from_prometheus(read_history, prom.url, policy, span("7d", END.isoformat(), "2m", START))
+    for name in ("starts", "rates", "prompt_tokens", "output_tokens"):
+        assert np.array_equal(getattr(chunked.rates, name), getattr(measured.rates, name)), name
+    assert chunked.gaps == measured.gaps
 
 
 def _replay(prom: LocalPrometheus, tmp_path: Path, *args: str) -> int:
@@ -301,6 +315,8 @@ def test_what_cannot_be_read_is_one_line(
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
+        (("--trace", "x.csv", "--since", "2d"), "--since: only with --prometheus"),
+        (("--trace", "x.csv", "--export", "y.csv"), "--export writes the trace read with --prometheus"),
         (("--sizes-from", "x.csv"), "--sizes-from is for --trace"),
         (("--hours", "0:2"), "--hours is for --trace"),
         (("--start", "2026-12-07T00:00:00Z"), "--start is for --trace"),
@@ -309,9 +325,10 @@ def test_what_cannot_be_read_is_one_line(
 def test_trace_options_are_refused_with_prometheus(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, str], says: str
 ) -> None:
-    """Options of a trace file are refused with --prometheus, by name, before anything is read."""
+    """Options of one source given with the other are refused, by name, before anything is read."""
     so = tmp_path / "so.yaml"
     so.write_text(PLAIN)
-    code = main(["replay", "--prometheus", "http://127.0.0.1:9", "--scaledobject", str(so), *extra])
+    source = () if "--trace" in extra else ("--prometheus", "http://127.0.0.1:9")
+    code = main(["replay", *source, "--scaledobject", str(so), *extra])
     assert code == 2
     assert says in capsys.readouterr().err

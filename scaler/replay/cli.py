@@ -18,6 +18,7 @@ from scaler.replay import INSTALL_HINT, missing_extra
 if TYPE_CHECKING:
     from scaler.replay.history import HistoryReader, Measured
     from scaler.replay.keda import ScaledObjectModel
+    from scaler.replay.span import Span
     from scaler.replay.trace import Trace
 
 # The simulation's modules (numpy, the engine) load in run(), so `scaler --help` stays fast.
@@ -41,9 +42,13 @@ class Upstream:
     convert: Converter
 
 
+HISTORY_DEFAULTS = {"since": "7d", "step": "1m"}
+
+
 def add_history_options(p: argparse.ArgumentParser, command: str, source: Any = None) -> None:
     """``--prometheus`` (into the group ``source`` when given) and the span it reads (``--since``,
-    ``--until``, ``--step``)."""
+    ``--until``, ``--step``; their defaults are applied by ``history_span``, so that one given
+    without ``--prometheus`` can be refused)."""
     (source or p).add_argument(
         "--prometheus",
         default=None,
@@ -52,17 +57,30 @@ def add_history_options(p: argparse.ArgumentParser, command: str, source: Any = 
         " instead of a trace file; it wins over the trigger's prometheusAddress",
     )
     p.add_argument(
-        "--since", default="7d", help="with --prometheus: how far back from --until (90s, 30m, 6h, 7d)"
+        "--since", help="with --prometheus: how far back from --until (90s, 30m, 6h, 7d; default 7d)"
     )
+    p.add_argument("--until", help="with --prometheus: end of the span, ISO 8601 with a zone (default: now)")
     p.add_argument(
-        "--until",
-        default=None,
-        help="with --prometheus: end of the span, ISO 8601 with a zone (default: now)",
+        "--step", help="with --prometheus: one window of the trace, at least two scrapes (default 1m)"
     )
-    p.add_argument(
-        "--step",
-        default="1m",
-        help="with --prometheus: one window of the trace, at least two scrape intervals",
+
+
+def check_span_options(args: argparse.Namespace) -> None:
+    """ValueError when ``--since``, ``--until`` or ``--step`` is given without ``--prometheus``."""
+    given = [f"--{name}" for name in ("since", "until", "step") if getattr(args, name) is not None]
+    if given and not args.prometheus:
+        raise ValueError(f"{', '.join(given)}: only with --prometheus (they choose the history it reads)")
+
+
+def history_span(args: argparse.Namespace) -> Span:
+    """The span ``--since``/``--until``/``--step`` name, their defaults applied."""
+    from scaler.replay.span import span
+
+    return span(
+        args.since or HISTORY_DEFAULTS["since"],
+        args.until,
+        args.step or HISTORY_DEFAULTS["step"],
+        datetime.now(UTC),  # noqa: TID251 - --until defaults to now
     )
 
 
@@ -164,8 +182,10 @@ def _refuse_mixed(args: argparse.Namespace) -> None:
                     f"{option} is for --trace; with --prometheus the sizes are measured and the span is"
                     " --since/--until"
                 )
-    elif args.export:
-        raise ValueError("--export writes the trace read with --prometheus; a --trace is already a file")
+    else:
+        if args.export:
+            raise ValueError("--export writes the trace read with --prometheus; a --trace is already a file")
+        check_span_options(args)
 
 
 def _objects(
@@ -201,13 +221,11 @@ def _from_prometheus(args: argparse.Namespace, upstream: Upstream | None, policy
     """The history ``--prometheus`` holds for the policy's series, as a measured rate trace; what it
     could not read, and what that does to the replay, on stderr."""
     from scaler.replay.history import from_prometheus
-    from scaler.replay.span import span
     from scaler.replay.trace import write_rates
 
     if upstream is None:
         raise ValueError("--prometheus needs the Prometheus reader (run it as `scaler replay`)")
-    window = span(args.since, args.until, args.step, datetime.now(UTC))  # noqa: TID251 - --until defaults to now
-    measured = from_prometheus(upstream.read_history, args.prometheus, policy, window)
+    measured = from_prometheus(upstream.read_history, args.prometheus, policy, history_span(args))
     for line in measured.limits:
         print(f"scaler replay: limit: {line}", file=sys.stderr)
     if args.export:
@@ -307,7 +325,7 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
         },
     }
     if measured is not None:
-        context["prometheus"] = {"source": trace.source, "step": args.step, **measured.to_json()}
+        context["prometheus"] = {"source": trace.source, **measured.to_json()}
     if not args.no_plot:
         _plot(
             out / "replay.png",

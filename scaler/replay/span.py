@@ -2,7 +2,7 @@
 
 Durations are written as Prometheus writes them, a number and a unit: ``90s``, ``30m``,
 ``6h``, ``7d``. ``--until`` is ISO 8601 with a zone and defaults to now (the clock is passed
-in). *Example*: ``--since 7d --until 2026-12-07T00:00:00Z --step 1m`` is the week from
+in), down to a whole step. *Example*: ``--since 7d --until 2026-12-07T00:00:00Z --step 1m`` is the week from
 2026-11-30T00:00:00Z in 10,080 steps of 60 s.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -54,12 +54,12 @@ def span(since: str, until: str | None, step: str, now: datetime) -> Span:
             ) from None
         if end.tzinfo is None:
             raise SpanError(f"--until {until!r} needs a zone (Z or +08:00)")
-    else:
-        end = now
     length = duration_s(since)
     step_s = duration_s(step)
     if step_s < 1:
         raise SpanError(f"--step {step!r}: at least 1s")
+    if not until:  # now, down to a whole step: the same windows for everyone who asks in it
+        end = datetime.fromtimestamp(now.timestamp() // step_s * step_s, tz=UTC)
     if length < 2 * step_s:
         raise SpanError(f"--since {since!r} must cover at least two steps of --step {step!r}")
     return Span(end - timedelta(seconds=length), end, step_s)
