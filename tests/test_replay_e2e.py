@@ -187,6 +187,7 @@ def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() ->
     assert (policy.latest.lead.seconds, policy.latest.lead.source) == (420.0, "measured p90 over 6 pods")
 
 
+@pytest.mark.e2e  # starts two processes
 def test_policies_in_parallel_give_the_same_figures(slice_15min: Trace) -> None:
     """Replayed in two processes, the policies' figures are those of one after the other."""
     scaler_so = load_scaledobject_model(ROOT / "benchmarks" / "scaledobject-70b.yaml")

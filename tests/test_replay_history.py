@@ -15,7 +15,8 @@ from scaler.replay.span import Span, SpanError, span
 from scaler.replay.trace import RateTrace, TraceError, expand_rates, load_rates, load_trace, write_rates
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
-POLICY = parse_metadata({"engine": "vllm", "labelSelector": 'model_name="llama-70b"'})
+ROUTED = {"engine": "vllm", "labelSelector": 'model_name="llama-70b"'}
+POLICY = parse_metadata(ROUTED)
 
 
 def point(k: int, served: float | None = 2.0, waiting: float | None = 0.0, **extra: float) -> Observation:
@@ -101,6 +102,30 @@ def test_an_unread_queue_is_said_with_its_consequence() -> None:
     )
 
 
+def test_the_router_queue_is_waiting_demand() -> None:
+    """With a router, requests waiting in its queue count as arrived: 30 more there is 0.5/s more."""
+    routed = parse_metadata({**ROUTED, "router": "llm-d", "inferencePool": "pool"})
+    got = measure(
+        [point(0, waiting=4, router_queue_waiting=0.0), point(1, waiting=4, router_queue_waiting=30.0)],
+        {},
+        window(1),
+        routed,
+    )
+    assert got.rates.rates.tolist() == pytest.approx([2.5])
+
+
+def test_an_unread_router_queue_is_said() -> None:
+    """A router configured whose queue cannot be read: a limit names it and the error."""
+    routed = parse_metadata({**ROUTED, "router": "llm-d", "inferencePool": "pool"})
+    got = measure(
+        [point(0), point(1)], {"router_queue_waiting": "prometheus http://p: HTTP 500"}, window(1), routed
+    )
+    assert any(
+        x.startswith("the llm-d router's queue could not be read (prometheus http://p: HTTP 500)")
+        for x in got.limits
+    )
+
+
 @pytest.mark.parametrize(
     ("points", "problems", "says"),
     [
@@ -133,7 +158,9 @@ def test_no_request_rate_is_an_error_that_says_why(
 
 def test_an_engine_without_a_preset_is_refused() -> None:
     """engine: custom has no preset, so nothing to read: the error says which engines can be read."""
-    with pytest.raises(HistoryError, match="engine custom has no query preset: the replay reads the presets"):
+    with pytest.raises(
+        HistoryError, match="engine custom has no query preset: the replay reads an engine preset"
+    ):
         measure([], {"engine": "engine custom has no query preset"}, window(1), POLICY)
 
 

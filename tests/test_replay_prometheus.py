@@ -25,7 +25,7 @@ from scaler.sim.prometheus import LocalPrometheus, free_port
 from scaler.sources import prometheus as prometheus_source
 from scaler.sources.prometheus import read_history
 from tests.conftest import require_prometheus
-from tests.vllm_history import BURST, MODEL, OUTAGE, START, Truth, week
+from tests.vllm_history import BURST, MODEL, OUTAGE, POOL, START, Truth, week
 
 pytestmark = pytest.mark.prometheus
 
@@ -67,11 +67,19 @@ def history() -> Iterator[tuple[LocalPrometheus, Truth]]:
         prom.close()
 
 
+ROUTED = {
+    "engine": "vllm",
+    "labelSelector": f'model_name="{MODEL}"',
+    "router": "llm-d",
+    "inferencePool": POOL,
+}
+
+
 @pytest.fixture(scope="module")
 def measured(history: tuple[LocalPrometheus, Truth]) -> Measured:
-    """The week read back for the llama model's selector, in windows of two minutes."""
+    """The week read back for the llama model's selector and llm-d pool, in windows of two minutes."""
     prom, _ = history
-    policy = parse_metadata({"engine": "vllm", "labelSelector": f'model_name="{MODEL}"'})
+    policy = parse_metadata(ROUTED)
     return from_prometheus(read_history, prom.url, policy, span("7d", END.isoformat(), "2m", START))
 
 
@@ -92,9 +100,16 @@ def test_arrivals_and_tokens_per_request_match_the_week(
         assert got is not None
         error = np.abs(np.asarray(got) / np.asarray(want) - 1)[seen]
         assert error.max() < 0.02, f"{name}: window {int(np.argmax(error))} off by {100 * error.max():.1f}%"
-    # The burst queued: served alone would have missed the queue's growth by far more than 2%.
+    # The burst queued: served alone would have missed the queue's growth by far more than 2%,
+    # and so would the servers' queue without the router's.
     burst = int((BURST[0] - START).total_seconds() // WINDOW_S) + 5
     assert truth.served[burst] < 0.85 * truth.arrivals[burst]
+    prom, _ = history
+    servers_only = {k: v for k, v in ROUTED.items() if k not in ("router", "inferencePool")}
+    unrouted = from_prometheus(
+        read_history, prom.url, parse_metadata(servers_only), span("7d", END.isoformat(), "2m", START)
+    )
+    assert unrouted.rates.rates[burst] < 0.95 * truth.arrivals[burst]
 
 
 def test_the_outage_is_a_gap_that_is_said(measured: Measured) -> None:
@@ -127,7 +142,7 @@ def test_a_long_span_is_read_in_chunks(
     """Read in chunks of 700 points (Prometheus refuses over 11,000), the week is the same."""
     prom, _ = history
     monkeypatch.setattr(prometheus_source, "MAX_RANGE_POINTS", 700)
-    policy = parse_metadata({"engine": "vllm", "labelSelector": f'model_name="{MODEL}"'})
+    policy = parse_metadata(ROUTED)
     chunked = from_prometheus(read_history, prom.url, policy, span("7d", END.isoformat(), "2m", START))
     for name in ("starts", "rates", "prompt_tokens", "output_tokens"):
         assert np.array_equal(getattr(chunked.rates, name), getattr(measured.rates, name)), name

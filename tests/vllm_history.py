@@ -11,7 +11,8 @@ result can be checked against them:
   before traffic); one that stops writes no more samples. A new pod has a new name, as a
   ReplicaSet's do;
 * **served** first tokens: the arrivals plus what waited, up to what the pods serve; the
-  queue (``vllm:num_requests_waiting``) holds the rest;
+  queue holds the rest, half of it in llm-d's router (``llm_d_epp_flow_control_queue_size``
+  of the pool ``POOL``), half in the servers' (``vllm:num_requests_waiting``);
 * **tokens per request**: prompt ``900 + 300 sin(2 pi h / 24)``, output ``220 + 60 cos(2 pi h / 24)``
   (h the hour of the day, UTC), counted when the request is served;
 * the **TTFT histogram**: 0.3 s on average, 3 s while requests wait;
@@ -33,6 +34,8 @@ START = datetime(2026, 11, 23, tzinfo=UTC)  # a Monday
 DAYS = 7
 LEAD_S = 600  # samples from 10 minutes before START, so the first window has a rate
 MODEL = "llama-70b"
+POOL = "llama-pool"  # llm-d's InferencePool in front of the llama pods
+ROUTER_SHARE = 0.5  # of the requests waiting, the share the router holds
 OTHER = "mistral-7b"
 PER_POD = 0.5  # requests/s a pod serves at most
 OUTAGE = (START + timedelta(days=3, hours=3), timedelta(minutes=20))
@@ -103,6 +106,7 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
         "vllm:num_requests_waiting": ["# TYPE vllm:num_requests_waiting gauge"],
         "vllm:num_requests_running": ["# TYPE vllm:num_requests_running gauge"],
         "vllm:time_to_first_token_seconds": ["# TYPE vllm:time_to_first_token_seconds histogram"],
+        "llm_d_epp_flow_control_queue_size": ["# TYPE llm_d_epp_flow_control_queue_size gauge"],
     }
     t0 = int(START.timestamp())
     outage_from = (OUTAGE[0] - START).total_seconds()
@@ -147,8 +151,12 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
             for pod in stopping:
                 write(pod, MODEL, t0 + t, 0.0, 0.0)
             for pod in pods:
-                write(pod, MODEL, t0 + t, queue / len(pods), 8.0)
+                write(pod, MODEL, t0 + t, (1 - ROUTER_SHARE) * queue / len(pods), 8.0)
             write(other, OTHER, t0 + t, 0.0, 20.0)
+            router = f'llm_d_epp_flow_control_queue_size{{inference_pool="{POOL}"}}'
+            families["llm_d_epp_flow_control_queue_size"].append(
+                f"{router} {ROUTER_SHARE * queue:.6f} {t0 + t}"
+            )
         if t >= days * 86400:
             break
         mid = t + scrape_s / 2

@@ -6,7 +6,8 @@ step``, k = 0..N, each rate taken over the step before it: point k describes win
 ``[t_(k-1), t_k)``. Per window:
 
     served   = the TTFT histogram's count rate              first tokens (requests served) per s
-    arrivals = max(0, served + (Q(t_k) - Q(t_(k-1))) / step)    Q: requests waiting
+    arrivals = max(0, served + (Q(t_k) - Q(t_(k-1))) / step)    Q: requests waiting (with a
+                                                                 ``router``, its queue's too)
     prompt   = prompt tokens per s / served                 mean prompt tokens per request
     output   = generated tokens per s / served              mean output tokens per request
 
@@ -176,20 +177,72 @@ def _no_rate(
     )
 
 
+def _weighted(
+    values: NDArray[np.float64], weights: NDArray[np.float64], mask: NDArray[np.bool_]
+) -> float | None:
+    total = weights[mask].sum()
+    return float((weights[mask] * values[mask]).sum() / total) if total > 0 else None
+
+
+def _coverage(
+    span: Span, start: datetime, first: int, last: int, gaps: Sequence[tuple[float, float]]
+) -> list[str]:
+    """The limits of the span read: the edges cut, the gaps interpolated."""
+    step, limits = span.step_s, []
+    cut = [f"before {_at(span.start, first * step)}"] if first > 0 else []
+    cut += [f"after {_at(span.start, (last + 1) * step)}"] if last < span.steps - 1 else []
+    if cut:
+        covers = f"{_at(start, 0)} to {_at(start, (last - first + 1) * step)}"
+        limits.append(f"no data {' nor '.join(cut)}: the replay covers {covers} only")
+    if gaps:
+        longest = max(gaps, key=lambda g: g[1])
+        limits.append(
+            f"{len(gaps)} gap(s) without data, {sum(g[1] for g in gaps) / 60:,.0f} min in all"
+            f" (longest {longest[1] / 60:,.0f} min from {_at(start, longest[0])}): replayed at rates and"
+            " tokens per request interpolated from the windows either side"
+        )
+    return limits
+
+
+def _unread(
+    problems: dict[str, str], policy: TargetPolicy, queue: bool, router: bool, pods: bool
+) -> list[str]:
+    """The limits of what could not be read: the queue, the router's queue, the pods reporting."""
+    limits = []
+    if not queue:
+        why = problems.get("queue_waiting", "no queue series match")
+        limits.append(
+            f"requests waiting could not be read ({why}): arrivals are counted at their first token,"
+            " so demand the fleet could not serve at once shows up late, when it was served"
+        )
+    if policy.router != "none" and not router:
+        why = problems.get("router_queue_waiting", "no router queue series match")
+        limits.append(
+            f"the {policy.router} router's queue could not be read ({why}): requests waiting there are"
+            " counted when a server takes them, so the demand it held back shows up late"
+        )
+    if "replicas_reporting" in problems or not pods:
+        why = problems.get("replicas_reporting", "no series")
+        limits.append(f"pods reporting could not be read ({why}): no measured replica-hours")
+    return limits
+
+
 def measure(
     points: Sequence[Observation], problems: dict[str, str], span: Span, policy: TargetPolicy
 ) -> Measured:
     """The rate trace and the measured figures of ``points`` (module docstring); HistoryError
     when no window has a request rate and token rates."""
     if "engine" in problems:
-        raise HistoryError(
-            f"{problems['engine']}: the replay reads the presets' series (vllm, sglang, tgi, triton)"
-        )
+        raise HistoryError(f"{problems['engine']}: the replay reads an engine preset's series")
     step, n = span.step_s, span.steps
     origin = span.start.timestamp()
     by_index = {round((p.now.timestamp() - origin) / step): p for p in points}
     at = [by_index.get(k) for k in range(n + 1)]
     queue = _column([None if p is None else p.queue_waiting for p in at])
+    routed = _column([None if p is None else p.router_queue_waiting for p in at])
+    router_read = policy.router != "none" and bool(np.isfinite(routed).any())
+    if router_read:  # waiting in front of the servers is waiting too
+        queue = queue + routed
     window = at[1:]  # point k describes window k - 1
 
     def col(name: str) -> NDArray[np.float64]:
@@ -204,8 +257,7 @@ def measure(
     known = np.isfinite(served) & np.isfinite(prompt) & np.isfinite(generated)
     if not known.any():
         raise HistoryError(_no_rate(problems, points, span, policy))
-    growth = np.nan_to_num(np.diff(queue) / step, nan=0.0)
-    arrivals = np.maximum(0.0, served + growth)
+    arrivals = np.maximum(0.0, served + np.nan_to_num(np.diff(queue) / step, nan=0.0))
     sized = known & (served > 0)
     if not sized.any():
         raise HistoryError(f"no request was served in the history for {describe(policy)}: nothing to replay")
@@ -214,62 +266,30 @@ def measure(
 
     first, last = int(np.argmax(known)), n - 1 - int(np.argmax(known[::-1]))
     keep = slice(first, last + 1)
-    known_kept = known[keep]
-    count = last - first + 1
     start = span.start + timedelta(seconds=first * step)
     rates = RateTrace(
-        np.arange(count, dtype=np.float64) * step,
-        _fill(arrivals[keep], known_kept),
+        np.arange(last - first + 1, dtype=np.float64) * step,
+        _fill(arrivals[keep], known[keep]),
         step,
         f"Prometheus history ({describe(policy)})",
         _fill(prompt_per[keep], sized[keep]),
         _fill(output_per[keep], sized[keep]),
     )
-    gaps = tuple((a * step, length * step) for a, length in _runs(~known_kept))
-
-    limits = list(STANDING_LIMITS)
-    cut = [f"before {_at(span.start, first * step)}"] if first > 0 else []
-    cut += [f"after {_at(span.start, (last + 1) * step)}"] if last < n - 1 else []
-    if cut:
-        covers = f"{_at(start, 0)} to {_at(start, count * step)}"
-        limits.append(f"no data {' nor '.join(cut)}: the replay covers {covers} only")
-    if gaps:
-        longest = max(gaps, key=lambda g: g[1])
-        limits.append(
-            f"{len(gaps)} gap(s) without data, {sum(g[1] for g in gaps) / 60:,.0f} min in all"
-            f" (longest {longest[1] / 60:,.0f} min from {_at(start, longest[0])}): replayed at rates and"
-            " tokens per request interpolated from the windows either side"
-        )
-    queue_known = np.isfinite(queue).any()
-    if not queue_known:
-        why = problems.get("queue_waiting", "no queue series match")
-        limits.append(
-            f"requests waiting could not be read ({why}): arrivals are counted at their first token,"
-            " so demand the fleet could not serve at once shows up late, when it was served"
-        )
-    if "replicas_reporting" in problems or not np.isfinite(pods).any():
-        limits.append(
-            "pods reporting could not be read"
-            f" ({problems.get('replicas_reporting', 'no series')}): no measured replica-hours"
-        )
-    counted = known & np.isfinite(over)
-    timed = known & np.isfinite(mean)
-    seen = served[known].sum()
+    gaps = tuple((a * step, length * step) for a, length in _runs(~known[keep]))
     pods_known = np.isfinite(pods)
+    limits = [
+        *STANDING_LIMITS,
+        *_coverage(span, start, first, last, gaps),
+        *_unread(problems, policy, bool(np.isfinite(queue).any()), router_read, bool(pods_known.any())),
+    ]
     return Measured(
         rates=rates,
         start=start,
-        served=float(seen * step),
+        served=float(served[known].sum() * step),
         arrivals=float(rates.rates.sum() * step),
         objective_s=policy.ttft_objective_seconds,
-        within_objective=(
-            float((served[counted] * (1 - over[counted])).sum() / served[counted].sum())
-            if served[counted].sum() > 0
-            else None
-        ),
-        ttft_mean_s=float((served[timed] * mean[timed]).sum() / served[timed].sum())
-        if served[timed].sum() > 0
-        else None,
+        within_objective=_weighted(1 - over, served, known & np.isfinite(over)),
+        ttft_mean_s=_weighted(mean, served, known & np.isfinite(mean)),
         replica_seconds=float(pods[pods_known].sum() * step) if pods_known.any() else None,
         peak_pods=int(pods[pods_known].max()) if pods_known.any() else None,
         gaps=gaps,

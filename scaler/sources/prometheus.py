@@ -14,6 +14,7 @@ Named absences, never a silent zero:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -433,8 +434,10 @@ def read_history(
     """One target's history from ``start`` to ``end``, a point every ``step_s`` (``scaler replay
     --prometheus``): the warm-up's Observations (``history``), with every rate taken over one step,
     so that each point counts what happened in the step before it. Read in chunks of at most
-    ``MAX_RANGE_POINTS`` points. Returns the points (oldest first) and what could not be read
-    (input name -> why); PrometheusQueryError when the token rates cannot be read at all.
+    ``MAX_RANGE_POINTS`` points. With a ``router``, its queue too (``router_queue_waiting``: requests
+    that arrived and wait in front of the servers). Returns the points (oldest first) and what
+    could not be read (input name -> why); PrometheusQueryError when the token rates cannot be read
+    at all.
     """
     # A PromQL duration is a whole number of a unit: milliseconds take any step.
     reader = PrometheusReader(address, rate_window=f"{round(step_s * 1000)}ms", timeout_s=timeout_s)
@@ -447,14 +450,46 @@ def read_history(
     for name in ("ttft", *HISTORY_FIELDS):
         if preset.family(name) is None:
             problems[name] = f"engine {policy.engine} exports no metric for it"
+    router = ROUTERS[policy.router].family("router_queue_waiting") if policy.router != "none" else None
     points: dict[datetime, Observation] = {}
     chunk_start = start
     while chunk_start <= end:
         chunk_end = min(end, chunk_start + timedelta(seconds=step_s * (MAX_RANGE_POINTS - 1)))
-        for point in reader.history_between([target], chunk_start, chunk_end, step_s, problems)["history"]:
+        chunk = reader.history_between([target], chunk_start, chunk_end, step_s, problems)["history"]
+        if router is not None:
+            chunk = _with_router_queue(
+                reader, target, router, chunk, (chunk_start, chunk_end, step_s), problems
+            )
+        for point in chunk:
             points[point.now] = point
         chunk_start = chunk_end + timedelta(seconds=step_s)
     return [points[t] for t in sorted(points)], problems
+
+
+def _with_router_queue(
+    reader: PrometheusReader,
+    target: TargetQuery,
+    family: Family,
+    points: list[Observation],
+    span: tuple[datetime, datetime, float],
+    problems: dict[str, str],
+) -> list[Observation]:
+    """``points`` with the router's queue at each (its pool's or model's series, as live)."""
+    selector = selector_for(target.policy, family)
+    start, end, step = span
+    try:
+        rows = reader.client(target.address).range(
+            family.render(group_labels([selector]), reader.rate_window), start, end, step
+        )
+    except PrometheusQueryError as exc:
+        problems["router_queue_waiting"] = str(exc)
+        return points
+    queue = {
+        round(t, 3): v for t, v in _sum_per_target(rows, [target], {target.key: selector})[target.key].items()
+    }
+    return [
+        dataclasses.replace(p, router_queue_waiting=queue.get(round(p.now.timestamp(), 3))) for p in points
+    ]
 
 
 def _sum_per_target(
