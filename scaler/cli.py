@@ -233,6 +233,18 @@ def _demo(args: argparse.Namespace) -> int:
         return _print_decisions(str(so), str(obs), args.output, None)
 
 
+def _converted(text: str) -> tuple[str, list[str]]:
+    """``scaler convert``'s rewrite of a plain KEDA ScaledObject: the new YAML, one line per change."""
+    new, conversions = convert_cli.convert_text(text)
+    return new, [line for c in conversions for line in (*c.changes, *(f"warning: {w}" for w in c.warnings))]
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from scaler.sources.prometheus import read_history
+
+    return replay_cli.run(args, replay_cli.Upstream(read_history, _converted))
+
+
 def _dry_run(args: argparse.Namespace) -> int:
     if args.observations:
         return _print_decisions(args.scaledobject, args.observations, args.output, args.trigger_index)
@@ -243,7 +255,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": _serve,
     "dry-run": _dry_run,
     "demo": _demo,
-    "replay": replay_cli.run,
+    "replay": _replay,
     "convert": convert_cli.run,
     "doctor": doctor_cli.run,
     "trace": trace_cli.run,

@@ -66,10 +66,14 @@ from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_CO
 from scaler.manifest import ManifestError, closest, first_scaledobject, unknown_fields, yaml_problem
 from scaler.matchers import SelectorError, parse_selector
 from scaler.replay import INSTALL_HINT, missing_extra
+from scaler.replay.cli import DEFAULT_START, add_history_options, check_span_options, history_span
 from scaler.sources.presets import GPU_UTILISATION
 
 if TYPE_CHECKING:
+    from scaler.config import TargetPolicy
+    from scaler.replay.history import Measured
     from scaler.replay.replay import RunResult
+    from scaler.replay.trace import Trace
 
 DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 
@@ -664,15 +668,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--replay",
         metavar="TRACE.csv",
+        nargs="?",
+        const="",
         default=None,
-        help="also replay the old and the new ScaledObject on this trace: one table, a row each,"
-        " with the clairvoyant reference",
+        help="also replay the old and the new ScaledObject on this trace (or, with no file, on --prometheus'"
+        " history): one table, a row each, with the clairvoyant reference",
     )
+    add_history_options(p, "with --replay: replay")
     p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
     p.add_argument(
         "--start",
-        default="2026-12-07T00:00:00+08:00",
-        help="with --replay: wall time of the trace's second 0",
+        help=f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})",
     )
     p.add_argument(
         "--force",
@@ -711,7 +717,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(converted)
         sys.stdout.flush()
-    if args.replay:
+    if args.replay is not None or args.prometheus:
         try:
             return _replay(args, text, converted, report)
         except ModuleNotFoundError as exc:
@@ -778,12 +784,33 @@ def _cheapest_attaining(attempt: Attempt) -> RunResult | None:
     return min(passing, key=lambda r: r.gpu_seconds)
 
 
+def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trace, datetime, Measured | None]:
+    """The trace to replay on, the wall time of its second 0, and what Prometheus measured (with
+    --prometheus, whose limits go to stderr)."""
+    from scaler.replay.history import from_prometheus
+    from scaler.replay.trace import load_trace
+    from scaler.sources.prometheus import read_history
+
+    if bool(args.replay) == bool(args.prometheus):
+        raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")
+    check_span_options(args)
+    if not args.prometheus:
+        start = datetime.fromisoformat((args.start or DEFAULT_START).replace("Z", "+00:00"))
+        return load_trace(args.replay, None, 0, 1.0), start, None
+    if args.start:
+        raise ValueError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
+    measured = from_prometheus(read_history, args.prometheus, policy, history_span(args))
+    for line in measured.limits:
+        print(f"scaler convert: limit: {line}", file=sys.stderr)
+    return measured.trace(0), measured.start, measured
+
+
 def _replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) -> int:
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.compare import compare, initial_ready, run_keda
     from scaler.replay.keda import ScaledObjectError, scaledobject_model
     from scaler.replay.report import all_figures, figures, table
-    from scaler.replay.trace import TraceError, load_trace
+    from scaler.replay.trace import TraceError
 
     try:
         old_doc = first_scaledobject(old_text, args.scaledobject, check_fields=not args.force)
@@ -791,14 +818,14 @@ def _replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any)
             scaledobject_model(old_doc),
             scaledobject_model(first_scaledobject(new_text, "the new object")),
         )
-        trace = load_trace(args.replay, None, 0, 1.0)
+        assert new.external is not None
+        policy = parse_metadata(new.external.metadata)
         cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
+        trace, start, measured = _replay_source(args, policy)
     except (OSError, ManifestError, ScaledObjectError, TraceError, ValueError) as exc:
         print(f"scaler convert: error: --replay: {exc}", file=sys.stderr)
         return 2
-    assert new.external is not None
-    objective = parse_metadata(new.external.metadata).ttft_objective_seconds
-    start = datetime.fromisoformat(args.start.replace("Z", "+00:00"))
+    objective = policy.ttft_objective_seconds
     comparison = compare(
         trace,
         cluster,
@@ -835,6 +862,8 @@ def _replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any)
         file=report,
     )
     print(table(all_figures(results, objective), objective), file=report)
+    if measured is not None:
+        print(measured.line(cluster.gpus_per_replica), file=report)
     if len(results) > len(comparison.results):
         print(
             "the third row is the old object at equal attainment: its queue threshold lowered until it"

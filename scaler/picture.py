@@ -22,7 +22,6 @@ binding at 300 of them print ``load 62.5%``.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -31,6 +30,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from scaler.replay import INSTALL_HINT, missing_extra
+from scaler.replay.span import duration_s
 
 Points = list[tuple[float, float]]
 
@@ -57,20 +57,10 @@ SIGNAL_COLOURS = {
     "load": "tab:blue",
     "last_known": "tab:brown",
 }
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 class TraceError(ValueError):
     """Nothing to draw, or an argument that cannot be used; the message says which."""
-
-
-def duration_s(text: str) -> float:
-    """Seconds in a duration such as ``90s``, ``30m``, ``6h`` or ``2d``; TraceError otherwise."""
-    match = _DURATION.match(text.strip())
-    if match is None:
-        raise TraceError(f"{text!r} is not a duration such as 90s, 30m, 6h or 2d")
-    return float(match[1]) * _UNIT_S[match[2]]
 
 
 @dataclass

@@ -185,3 +185,29 @@ def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() ->
     assert policy.latest is not None
     assert policy.latest.lead is not None
     assert (policy.latest.lead.seconds, policy.latest.lead.source) == (420.0, "measured p90 over 6 pods")
+
+
+@pytest.mark.e2e  # starts two processes
+def test_policies_in_parallel_give_the_same_figures(slice_15min: Trace) -> None:
+    """Replayed in two processes, the policies' figures are those of one after the other."""
+    scaler_so = load_scaledobject_model(ROOT / "benchmarks" / "scaledobject-70b.yaml")
+    baseline = load_scaledobject_model(ROOT / "benchmarks" / "baseline-published.yaml")
+    named = [("this scaler", scaler_so), ("keda", baseline)]
+
+    def rows(workers: int) -> list[object]:
+        comparison = compare(slice_15min, CLUSTER, START, named, 2.0, (2, 16), workers=workers)
+        return [dataclasses.replace(f, wall_seconds=0) for f in all_figures(comparison.results, 2.0)]
+
+    assert rows(2) == rows(1)
+
+
+def test_the_closed_loop_feeds_the_measured_cold_start(slice_15min: Trace) -> None:
+    """Through run(), the engine sees the cold start of the pods the replay started, as they turn Ready."""
+    fast = CLUSTER.with_overrides(cold_start_s=60.0, gpus_free=64)
+    policy = KedaPolicy("this scaler", load_scaledobject_model(ROOT / "benchmarks" / "scaledobject-70b.yaml"))
+    run(slice_15min.window(0, 600), fast, policy, START, initial_ready=1)
+    assert policy.latest is not None
+    obs = policy.latest.observation
+    assert obs.cold_start_samples is not None
+    assert obs.cold_start_samples >= 1
+    assert obs.cold_start_seconds == pytest.approx(60.0)

@@ -1,6 +1,8 @@
 """What-if replay: a request trace through a simulated GPU fleet under several autoscaling policies.
 
 trace.py     request traces and rate-only traces (expanded with a seeded Poisson process)
+history.py   a rate trace from Prometheus history (the reader is passed in: sources.prometheus)
+span.py      the span of history read: --since, --until, --step
 cluster.py   the fleet: the pod lifecycle (scaler.pods), routing, prefill and decode
 keda.py      ScaledObjects as KEDA reads them: external, prometheus and cron triggers
 policies.py  this scaler (through its engine), a KEDA baseline, and a clairvoyant reference,

@@ -7,12 +7,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scaler.replay import INSTALL_HINT, missing_extra
+
+if TYPE_CHECKING:
+    from scaler.replay.history import HistoryReader, Measured
+    from scaler.replay.keda import ScaledObjectModel
+    from scaler.replay.span import Span
+    from scaler.replay.trace import Trace
 
 # The simulation's modules (numpy, the engine) load in run(), so `scaler --help` stays fast.
 
@@ -22,23 +29,99 @@ BASELINE = "keda baseline"
 PROGRESS_MIN_REQUESTS = 200_000
 
 
+Converter = Callable[[str], tuple[str, list[str]]]
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """What the replay takes from modules that import-linter keeps it from importing (the caller,
+    ``scaler.cli``, passes them): the Prometheus history reader, and ``scaler convert``'s rewrite of
+    a plain KEDA ScaledObject's YAML (the new text, and one line per change)."""
+
+    read_history: HistoryReader
+    convert: Converter
+
+
+HISTORY_DEFAULTS = {"since": "7d", "step": "1m"}
+
+
+def add_history_options(p: argparse.ArgumentParser, command: str, source: Any = None) -> None:
+    """``--prometheus`` (into the group ``source`` when given) and the span it reads (``--since``,
+    ``--until``, ``--step``; their defaults are applied by ``history_span``, so that one given
+    without ``--prometheus`` can be refused)."""
+    (source or p).add_argument(
+        "--prometheus",
+        default=None,
+        metavar="URL",
+        help=f"{command} the history in this Prometheus (the ScaledObject's engine preset and labelSelector)"
+        " instead of a trace file; it wins over the trigger's prometheusAddress",
+    )
+    p.add_argument(
+        "--since", help="with --prometheus: how far back from --until (90s, 30m, 6h, 7d; default 7d)"
+    )
+    p.add_argument("--until", help="with --prometheus: end of the span, ISO 8601 with a zone (default: now)")
+    p.add_argument(
+        "--step", help="with --prometheus: one window of the trace, at least two scrapes (default 1m)"
+    )
+
+
+def check_span_options(args: argparse.Namespace) -> None:
+    """ValueError when ``--since``, ``--until`` or ``--step`` is given without ``--prometheus``."""
+    given = [f"--{name}" for name in ("since", "until", "step") if getattr(args, name) is not None]
+    if given and not args.prometheus:
+        raise ValueError(f"{', '.join(given)}: only with --prometheus (they choose the history it reads)")
+
+
+def history_span(args: argparse.Namespace) -> Span:
+    """The span ``--since``/``--until``/``--step`` name, their defaults applied."""
+    from scaler.replay.span import span
+
+    return span(
+        args.since or HISTORY_DEFAULTS["since"],
+        args.until,
+        args.step or HISTORY_DEFAULTS["step"],
+        datetime.now(UTC),  # noqa: TID251 - --until defaults to now
+    )
+
+
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``scaler replay`` subcommand and its options."""
     p = subparsers.add_parser(
         "replay",
-        help="replay a request trace under this scaler, a KEDA baseline and a clairvoyant reference",
-        description="Replay a request trace (or a rate trace, expanded into requests) through a"
-        " simulated GPU fleet three times: under this scaler's ScaledObject, under a plain KEDA"
-        " ScaledObject, and under a clairvoyant schedule that knows the future. Prints a table"
-        " (TTFT percentiles, share within the objective, GPU-hours, Pending pod-minutes, scale"
-        " events) and writes summary.json and replay.png to --out. The model: docs/replay.md.",
+        help="replay a request trace, or your Prometheus' history, under this scaler, a KEDA baseline"
+        " and a clairvoyant reference",
+        description="Replay a request trace (or a rate trace, expanded into requests), or the requests"
+        " your Prometheus counted (--prometheus), through a simulated GPU fleet three times: under this"
+        " scaler's ScaledObject, under a plain KEDA ScaledObject, and under a clairvoyant schedule that"
+        " knows the future. Prints a table (TTFT percentiles, share within the objective, GPU-hours,"
+        " Pending pod-minutes, scale events) and writes summary.json and replay.png to --out. A plain"
+        " KEDA --scaledobject is converted (scaler convert) and is itself the baseline. The model:"
+        " docs/replay.md.",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--trace",
+        help="timestamp_s,prompt_tokens,output_tokens or window_start_s,req_per_s"
+        "[,prompt_tokens_per_req,output_tokens_per_req]",
+    )
+    add_history_options(p, "replay", source)
+    p.add_argument(
+        "--scaledobject",
+        required=True,
+        help="ScaledObject with this scaler's external trigger, or a plain KEDA one to convert",
     )
     p.add_argument(
-        "--trace", required=True, help="timestamp_s,prompt_tokens,output_tokens or window_start_s,req_per_s"
+        "--baseline",
+        default=None,
+        help="ScaledObject with plain KEDA triggers (default: --scaledobject when it is a plain one, else"
+        " the example)",
     )
-    p.add_argument("--scaledobject", required=True, help="ScaledObject with this scaler's external trigger")
     p.add_argument(
-        "--baseline", default=None, help="ScaledObject with plain KEDA triggers (default: the example)"
+        "--export",
+        default=None,
+        metavar="TRACE.csv",
+        help="with --prometheus: also write the trace read (window_start_s,req_per_s,"
+        "prompt_tokens_per_req,output_tokens_per_req), to replay later with --trace",
     )
     p.add_argument("--cluster", default=None, help="cluster model (YAML); defaults in docs/replay.md")
     p.add_argument("--out", default="replay-out", help="folder for summary.json and replay.png")
@@ -47,7 +130,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--rate-scale", type=float, default=1.0, help="multiply a rate trace's rates by this")
     p.add_argument("--hours", default=None, help="replay only hours A:B of the trace, e.g. 0:72")
     p.add_argument(
-        "--start", default=DEFAULT_START, help=f"wall time of the trace's second 0 (default {DEFAULT_START})"
+        "--start",
+        default=None,
+        help=f"wall time of a --trace's second 0 (default {DEFAULT_START}; --prometheus: --until - --since)",
     )
     p.add_argument(
         "--objective", type=float, default=None, help="TTFT objective, s (default: ttftObjectiveSeconds)"
@@ -70,10 +155,10 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[int], None] | Non
         yield update
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, upstream: Upstream | None = None) -> int:
     """Run ``scaler replay``; exit status 2 on an input error or without the replay extra."""
     try:
-        return _run(args)
+        return _run(args, upstream)
     except ModuleNotFoundError as exc:
         if not missing_extra(exc):
             raise
@@ -84,35 +169,105 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _run(args: argparse.Namespace) -> int:
+def _refuse_mixed(args: argparse.Namespace) -> None:
+    """Options that belong to the other source are refused, naming them."""
+    if args.prometheus:
+        for option, value in (
+            ("--sizes-from", args.sizes_from),
+            ("--hours", args.hours),
+            ("--start", args.start),
+        ):
+            if value:
+                raise ValueError(
+                    f"{option} is for --trace; with --prometheus the sizes are measured and the span is"
+                    " --since/--until"
+                )
+    else:
+        if args.export:
+            raise ValueError("--export writes the trace read with --prometheus; a --trace is already a file")
+        check_span_options(args)
+
+
+def _objects(
+    args: argparse.Namespace, upstream: Upstream | None
+) -> tuple[ScaledObjectModel, ScaledObjectModel, str]:
+    """This scaler's ScaledObject, the baseline and where the baseline came from.
+
+    A plain KEDA ``--scaledobject`` (no external trigger) is converted as ``scaler convert`` does,
+    each change on stderr, and is the baseline unless ``--baseline`` is given.
+    """
+    from scaler.manifest import first_scaledobject
+    from scaler.replay.keda import ScaledObjectError, load_scaledobject_model, scaledobject_model
+
+    scaler_so = load_scaledobject_model(args.scaledobject)
+    plain = None
+    if scaler_so.external is None:
+        if upstream is None:
+            raise ScaledObjectError(f"{args.scaledobject}: no external trigger for this scaler")
+        plain = scaler_so
+        converted, changes = upstream.convert(Path(args.scaledobject).read_text())
+        for line in changes:
+            print(f"scaler replay: converted {args.scaledobject}: {line}", file=sys.stderr)
+        scaler_so = scaledobject_model(first_scaledobject(converted, f"{args.scaledobject}, converted"))
+    if args.baseline:
+        return scaler_so, load_scaledobject_model(args.baseline), str(args.baseline)
+    if plain is not None:
+        return scaler_so, plain, f"{args.scaledobject} (as written)"
+    with resources.as_file(resources.files("scaler") / "examples" / "baseline.yaml") as path:
+        return scaler_so, load_scaledobject_model(path), "scaler/examples/baseline.yaml"
+
+
+def _from_prometheus(args: argparse.Namespace, upstream: Upstream | None, policy: Any) -> Measured:
+    """The history ``--prometheus`` holds for the policy's series, as a measured rate trace; what it
+    could not read, and what that does to the replay, on stderr."""
+    from scaler.replay.history import from_prometheus
+    from scaler.replay.trace import write_rates
+
+    if upstream is None:
+        raise ValueError("--prometheus needs the Prometheus reader (run it as `scaler replay`)")
+    measured = from_prometheus(upstream.read_history, args.prometheus, policy, history_span(args))
+    for line in measured.limits:
+        print(f"scaler replay: limit: {line}", file=sys.stderr)
+    if args.export:
+        write_rates(args.export, measured.rates)
+        print(
+            f"wrote {args.export}: {len(measured.rates.starts):,} windows of {measured.rates.window_s:g}s;"
+            f" replay it with --trace {args.export} --start {measured.start.isoformat()}"
+        )
+    return measured
+
+
+def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: PLR0915 - one command's steps, in order
     from scaler.config import parse_metadata
     from scaler.replay.cluster import ClusterConfig
-    from scaler.replay.compare import compare
-    from scaler.replay.keda import ScaledObjectError, load_scaledobject_model
+    from scaler.replay.compare import compare, workers_for
     from scaler.replay.report import all_figures, table, write_summary
     from scaler.replay.trace import TraceError, load_trace
 
     started = time.perf_counter()
-    start = datetime.fromisoformat(args.start.replace("Z", "+00:00"))
-    if start.tzinfo is None:
-        raise ValueError("--start needs a timezone (Z or +08:00)")
-    trace = load_trace(args.trace, args.sizes_from, args.seed, args.rate_scale)
-    if args.hours:
-        a, _, b = args.hours.partition(":")
-        trace = trace.window(float(a) * 3600, float(b) * 3600)
-    if len(trace) == 0:
-        raise TraceError("the trace holds no request")
+    _refuse_mixed(args)
     cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
-    scaler_so = load_scaledobject_model(args.scaledobject)
-    if scaler_so.external is None:
-        raise ScaledObjectError(f"{args.scaledobject}: no external trigger for this scaler")
+    scaler_so, baseline_so, baseline_name = _objects(args, upstream)
+    assert scaler_so.external is not None
     policy = parse_metadata(scaler_so.external.metadata)
     objective = args.objective or policy.ttft_objective_seconds
-    if args.baseline:
-        baseline_so = load_scaledobject_model(args.baseline)
+    measured: Measured | None = None
+    if args.prometheus:
+        measured = _from_prometheus(
+            args, upstream, policy.model_copy(update={"ttft_objective_seconds": objective})
+        )
+        start = measured.start
+        trace: Trace = measured.trace(args.seed, args.rate_scale)
     else:
-        with resources.as_file(resources.files("scaler") / "examples" / "baseline.yaml") as path:
-            baseline_so = load_scaledobject_model(path)
+        start = datetime.fromisoformat((args.start or DEFAULT_START).replace("Z", "+00:00"))
+        if start.tzinfo is None:
+            raise ValueError("--start needs a timezone (Z or +08:00)")
+        trace = load_trace(args.trace, args.sizes_from, args.seed, args.rate_scale)
+        if args.hours:
+            a, _, b = args.hours.partition(":")
+            trace = trace.window(float(a) * 3600, float(b) * 3600)
+    if len(trace) == 0:
+        raise TraceError("the trace holds no request")
 
     runs = 2 + 2  # the two policies and about two clairvoyant passes
     with _progress(runs * len(trace), len(trace) >= PROGRESS_MIN_REQUESTS) as progress:
@@ -124,6 +279,7 @@ def _run(args: argparse.Namespace) -> int:
             objective,
             (scaler_so.min_replicas, scaler_so.max_replicas),
             progress=progress,
+            workers=workers_for(len(trace), 2),
         )
     rows = all_figures(comparison.results, objective)
     out = Path(args.out)
@@ -137,18 +293,21 @@ def _run(args: argparse.Namespace) -> int:
     if trace.note:
         print(f"note: {trace.note}")
     print(table(rows, objective))
+    if measured is not None:
+        print(measured.line(cluster.gpus_per_replica))
     search = comparison.search
     print(
         f"clairvoyant: per-minute schedule found in {search.iterations} replay(s),"
         f" {100 * search.attainment:.2f}% within the objective"
         + ("" if search.goal_met else " (short of 99.5%: GPUs or maxReplicas bind)")
     )
+    print(f"{BASELINE}: {baseline_name}")
     for so in (scaler_so, baseline_so):
         for note in so.notes:
             print(f"note ({so.name}): {note}")
     context: dict[str, Any] = {
         "trace": {
-            "file": str(args.trace),
+            "file": None if args.trace is None else str(args.trace),
             "requests": len(trace),
             "duration_s": trace.duration_s,
             "note": trace.note,
@@ -158,13 +317,15 @@ def _run(args: argparse.Namespace) -> int:
         "objective_s": objective,
         "cluster": cluster.__dict__,
         "scaledobject": str(args.scaledobject),
-        "baseline": str(args.baseline or "scaler/examples/baseline.yaml"),
+        "baseline": baseline_name,
         "clairvoyant": {
             "replays": search.iterations,
             "attainment": search.attainment,
             "goal_met": search.goal_met,
         },
     }
+    if measured is not None:
+        context["prometheus"] = {"source": trace.source, **measured.to_json()}
     if not args.no_plot:
         _plot(
             out / "replay.png",
@@ -200,7 +361,10 @@ def _plot(
 
     policy, scaler_so, baseline_so = objects
     title = f"{trace.source}: {len(trace):,} requests; cold start {cluster.cold_start_s:g}s"
-    sources = ", ".join(dict.fromkeys(source_of(s) for s in (trace.source, args.sizes_from) if s))
+    if args.prometheus:
+        sources = f"{trace.source}, your own"
+    else:
+        sources = ", ".join(dict.fromkeys(source_of(s) for s in (trace.source, args.sizes_from) if s))
     windows = [*policy.windows, *(t.window for t in baseline_so.triggers if isinstance(t, CronTrigger))]
     picture = PlotContext(start, policy.timezone, scaler_so.min_replicas, windows, sources)
     by_policy = {row.policy: row for row in rows}

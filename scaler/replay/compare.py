@@ -11,12 +11,17 @@ longer than that: the cheapest schedule found that meets the objective, the refe
 the other policies' GPU-hours are divided by.
 
 Every policy starts with the same Ready replicas, the reference's need over the first
-cold start (clamped to each policy's bounds), as if the service had been running.
+cold start (clamped to each policy's bounds), as if the service had been running. The
+policies' replays are independent of each other: on a long trace they run in parallel, one
+process each (``workers_for``), with the same results as one after the other.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,6 +34,7 @@ from scaler.replay.replay import RunResult, run
 from scaler.replay.trace import Trace
 
 BUCKET_S = 60.0
+PARALLEL_MIN_REQUESTS = 100_000  # below this, starting a process costs more than it saves
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,14 @@ class Comparison:
     objective_s: float
 
 
+def workers_for(requests: int, policies: int) -> int:
+    """Processes to replay ``policies`` on a trace of ``requests``: one per policy, as many as the
+    CPUs this process may use, on traces long enough to pay for starting them; else 1."""
+    if requests < PARALLEL_MIN_REQUESTS:
+        return 1
+    return max(1, min(policies, len(os.sched_getaffinity(0))))
+
+
 def compare(
     trace: Trace,
     cfg: ClusterConfig,
@@ -143,11 +157,25 @@ def compare(
     objective_s: float,
     reference_bounds: tuple[int, int],
     progress: Callable[[int], None] | None = None,
+    workers: int = 1,
 ) -> Comparison:
-    """Replay each ScaledObject and the clairvoyant reference from the same Ready replicas."""
+    """Replay each ScaledObject and the clairvoyant reference from the same Ready replicas; with
+    ``workers`` > 1, the ScaledObjects in that many processes (progress then moves per policy)."""
     reference, search = clairvoyant(
         trace, cfg, start, objective_s, reference_bounds[0], reference_bounds[1], progress=progress
     )
     initial = initial_ready(search, cfg.cold_start_s)
-    results = [run_keda(name, so, trace, cfg, start, initial, progress) for name, so in policies]
+    if workers <= 1 or len(policies) <= 1:
+        results = [run_keda(name, so, trace, cfg, start, initial, progress) for name, so in policies]
+        return Comparison([*results, reference], search, objective_s)
+    # spawn, not fork: the caller may hold threads (a gRPC server, a Prometheus client) whose locks
+    # a forked child would inherit held.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(workers, len(policies)), mp_context=context) as pool:
+        futures = [pool.submit(run_keda, name, so, trace, cfg, start, initial) for name, so in policies]
+        results = []
+        for future in futures:
+            results.append(future.result())
+            if progress is not None:
+                progress(len(trace))
     return Comparison([*results, reference], search, objective_s)

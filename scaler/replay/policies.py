@@ -85,6 +85,8 @@ class KedaPolicy:
         self._cached: list[tuple[float, float, MetricType]] = []
         self.latest: Decision | None = None
         self.decisions = 0
+        # A cron trigger found outside its window stays outside until the window next opens.
+        self._closed_until: dict[int, datetime] = {}
 
     def observation(self, tick: TickInputs) -> Observation:
         """The Observation the live source would build from this tick's simulated series."""
@@ -135,9 +137,18 @@ class KedaPolicy:
             other_metrics=len(self.so.triggers) - externals,
         )
 
+    def _cron_active(self, index: int, trigger: CronTrigger, now: datetime) -> bool:
+        closed_until = self._closed_until.get(index)
+        if closed_until is not None and now < closed_until:
+            return False
+        state = window_state(trigger.window, now, 0.0)
+        if not state.active:
+            self._closed_until[index] = state.next_start
+        return state.active
+
     def _metrics(self, tick: TickInputs) -> list[tuple[float, float, MetricType]]:
         metrics: list[tuple[float, float, MetricType]] = []
-        for trigger in self.so.triggers:
+        for index, trigger in enumerate(self.so.triggers):
             if isinstance(trigger, ExternalTrigger):
                 if self.latest is not None:
                     metrics.append((float(self.latest.replicas), 1.0, "AverageValue"))
@@ -145,7 +156,7 @@ class KedaPolicy:
                 value = aggregate(tick.pods.values(trigger.series, trigger.per_pod), trigger.aggregation)
                 metrics.append((value, trigger.threshold, trigger.metric_type))
             elif isinstance(trigger, CronTrigger):
-                active = window_state(trigger.window, tick.now, 0.0).active
+                active = self._cron_active(index, trigger, tick.now)
                 metrics.append((float(trigger.window.replicas if active else 1), 1.0, "AverageValue"))
         return metrics
 

@@ -132,6 +132,9 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     ticks_gpus: list[int] = []
     scale_events = 0
     peak = spec
+    # The measured cold start changes only when a pod becomes Ready: measured again then.
+    cold_start_key: tuple[int, object] | None = None
+    cold_start = measure_cold_start(())
 
     def integrate_to(second: int) -> None:
         nonlocal done_bins, gen_rate_now
@@ -143,7 +146,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         done_bins = max(done_bins, second)
 
     def control(t: float) -> None:
-        nonlocal spec, scale_events, peak
+        nonlocal spec, scale_events, peak, cold_start_key, cold_start
         view = cluster.view(t)
         second = int(t)
         integrate_to(second)
@@ -165,6 +168,10 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S)
         ttft_sum_rate = float(ttft_sums[hist_start:hist_end].sum()) / RATE_WINDOW_S
         kv = sum(running) / (len(running) * cfg.decode_slots) if serving else None  # mean over pods
+        ready_times = cluster.ready_times
+        key = (len(ready_times), ready_times[-1] if ready_times else None)
+        if key != cold_start_key:
+            cold_start_key, cold_start = key, measure_cold_start(ready_times)
         inputs = TickInputs(
             now_s=t - w,
             now=start + timedelta(seconds=t - w),
@@ -181,7 +188,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             ttft_buckets=ttft_window,
             ttft_sum_per_s=ttft_sum_rate,
             kv_cache_usage=None if kv is None else min(1.0, kv),
-            cold_start=measure_cold_start(cluster.ready_times),
+            cold_start=cold_start,
             pods=PodSeries(waiting, running, busy, view.ready, cfg.gpus_per_replica, cfg.decode_slots),
         )
         wanted = policy.tick(inputs)

@@ -7,12 +7,16 @@ Two shapes of CSV are read (a header line, then one row per line):
 * a **rate trace** ``window_start_s,req_per_s``: one request rate per window (ServeGen's
   10-minute rates). It carries no request sizes, so ``expand_rates`` draws arrivals with a
   seeded Poisson process (constant rate inside each window) and takes each request's
-  prompt and output sizes from a request trace, sampled with replacement.
+  prompt and output sizes from a request trace, sampled with replacement;
+* a **measured rate trace** ``window_start_s,req_per_s,prompt_tokens_per_req,output_tokens_per_req``
+  (what ``scaler replay --prometheus --export`` writes, ``scaler.replay.history``): the same,
+  with each window's mean prompt and output tokens per request, which its requests get.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import warnings
 from collections.abc import Iterator
@@ -24,6 +28,7 @@ from numpy.typing import NDArray
 
 REQUEST_COLUMNS = ("timestamp_s", "prompt_tokens", "output_tokens")
 RATE_COLUMNS = ("window_start_s", "req_per_s")
+SIZE_COLUMNS = ("prompt_tokens_per_req", "output_tokens_per_req")  # a measured rate trace's
 
 
 class TraceError(ValueError):
@@ -48,12 +53,15 @@ def source_of(name: str) -> str:
 
 @dataclass(frozen=True)
 class RateTrace:
-    """Request rates per window: ``rates[i]`` requests/s from ``starts[i]`` for ``window_s``."""
+    """Request rates per window: ``rates[i]`` requests/s from ``starts[i]`` for ``window_s``;
+    a measured one also has each window's mean prompt and output tokens per request."""
 
     starts: NDArray[np.float64]
     rates: NDArray[np.float64]
     window_s: float
     source: str
+    prompt_tokens: NDArray[np.float64] | None = None
+    output_tokens: NDArray[np.float64] | None = None
 
     @property
     def duration_s(self) -> float:
@@ -62,14 +70,20 @@ class RateTrace:
 
     def scaled(self, factor: float) -> RateTrace:
         """The same windows with every rate multiplied by ``factor``."""
-        return RateTrace(self.starts, self.rates * factor, self.window_s, self.source)
+        return dataclasses.replace(self, rates=self.rates * factor)
 
     def sliced(self, start_s: float, end_s: float) -> RateTrace:
         """The windows starting in [start_s, end_s), re-based to start at 0."""
         keep = (self.starts >= start_s) & (self.starts < end_s)
         if not keep.any():
             raise TraceError(f"no window of {self.source} starts in [{start_s:g}, {end_s:g})")
-        return RateTrace(self.starts[keep] - start_s, self.rates[keep], self.window_s, self.source)
+        return dataclasses.replace(
+            self,
+            starts=self.starts[keep] - start_s,
+            rates=self.rates[keep],
+            prompt_tokens=None if self.prompt_tokens is None else self.prompt_tokens[keep],
+            output_tokens=None if self.output_tokens is None else self.output_tokens[keep],
+        )
 
 
 @dataclass(frozen=True)
@@ -213,7 +227,8 @@ def load_rates(path: str | Path) -> RateTrace:
     p = Path(path)
     if trace_kind(p) != "rate":
         raise TraceError(f"{p} is not a rate trace ({','.join(RATE_COLUMNS)})")
-    data = _load(p, 2)
+    measured = tuple(_header(p)[2:4]) == SIZE_COLUMNS
+    data = _load(p, 4 if measured else 2)
     starts = data[:, 0] - data[0, 0]
     steps = np.diff(starts)
     if len(steps) and (np.any(steps <= 0) or not np.allclose(steps, steps[0])):
@@ -224,12 +239,40 @@ def load_rates(path: str | Path) -> RateTrace:
             f" ({steps[0]:g} s from the first row to the second)"
         )
     window = float(steps[0]) if len(steps) else 600.0
+    if measured:
+        return RateTrace(starts, data[:, 1].copy(), window, p.name, data[:, 2].copy(), data[:, 3].copy())
     return RateTrace(starts, data[:, 1].copy(), window, p.name)
 
 
-def expand_rates(rates: RateTrace, sizes: Trace, seed: int) -> Trace:
-    """Poisson arrivals at each window's rate, with sizes drawn from a request trace."""
-    if len(sizes) == 0:
+def write_rates(path: str | Path, rates: RateTrace) -> None:
+    """Write a rate trace as CSV (a measured one with its tokens per request), exactly: ``load_rates``
+    reads back the same floats."""
+    columns = RATE_COLUMNS if rates.prompt_tokens is None else (*RATE_COLUMNS, *SIZE_COLUMNS)
+    table = [rates.starts, rates.rates]
+    if rates.prompt_tokens is not None and rates.output_tokens is not None:
+        table += [rates.prompt_tokens, rates.output_tokens]
+    # repr() of a Python float is the shortest text that reads back as the same float.
+    lines = [",".join(columns)] + [",".join(repr(float(v)) for v in row) for row in zip(*table, strict=True)]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _spread(means: NDArray[np.float64], counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Whole token counts for each window's requests, whose mean is the window's (to one token
+    over the window): ``round(mean * n)`` tokens shared out, the first requests one more."""
+    n = np.maximum(counts, 1)
+    totals = np.rint(means * counts).astype(np.int64)
+    base, extra = totals // n, totals % n
+    first = np.cumsum(counts) - counts
+    index = np.arange(int(counts.sum())) - np.repeat(first, counts)
+    return np.maximum(1, np.repeat(base, counts) + (index < np.repeat(extra, counts)))
+
+
+def expand_rates(rates: RateTrace, sizes: Trace | None, seed: int) -> Trace:
+    """Poisson arrivals at each window's rate, with sizes drawn from a request trace, or for a
+    measured rate trace (``sizes`` None) each window's mean tokens per request."""
+    if sizes is None and (rates.prompt_tokens is None or rates.output_tokens is None):
+        raise TraceError(f"{rates.source} holds no token sizes: give a request trace to draw them from")
+    if sizes is not None and len(sizes) == 0:
         raise TraceError("the request trace for token sizes is empty")
     rng = np.random.default_rng(seed)
     counts = rng.poisson(rates.rates * rates.window_s)
@@ -237,6 +280,18 @@ def expand_rates(rates: RateTrace, sizes: Trace, seed: int) -> Trace:
     # Inside a window a Poisson process's arrivals are uniform given their count.
     offsets = rng.random(total) * rates.window_s
     arrivals = np.repeat(rates.starts, counts) + offsets
+    if sizes is None:
+        assert rates.prompt_tokens is not None
+        assert rates.output_tokens is not None
+        order = np.argsort(arrivals, kind="stable")
+        return Trace(
+            arrivals[order],
+            _spread(rates.prompt_tokens, counts)[order],
+            _spread(rates.output_tokens, counts)[order],
+            rates.source,
+            f"arrivals drawn from {rates.source} by a Poisson process (seed {seed}); each request has"
+            " its window's mean prompt and output tokens, as measured",
+        )
     arrivals.sort(kind="stable")
     pick = rng.integers(0, len(sizes), size=total)
     note = (
@@ -250,10 +305,12 @@ def load_trace(path: str | Path, sizes_from: str | Path | None, seed: int, rate_
     """A request trace as it is, or a rate trace expanded into requests."""
     if trace_kind(path) == "request":
         return load_requests(path)
-    if sizes_from is None:
-        raise TraceError(f"{path} holds rates only: give --sizes-from REQUEST_TRACE.csv for token sizes")
     rates = load_rates(path).scaled(rate_scale)
-    trace = expand_rates(rates, load_requests(sizes_from), seed)
+    if rates.prompt_tokens is not None and sizes_from is not None:
+        raise TraceError(f"{path} has its own tokens per request ({','.join(SIZE_COLUMNS)}): no --sizes-from")
+    if rates.prompt_tokens is None and sizes_from is None:
+        raise TraceError(f"{path} holds rates only: give --sizes-from REQUEST_TRACE.csv for token sizes")
+    trace = expand_rates(rates, None if sizes_from is None else load_requests(sizes_from), seed)
     if rate_scale != 1.0:
         trace = Trace(
             trace.arrivals,

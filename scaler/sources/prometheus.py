@@ -14,6 +14,7 @@ Named absences, never a silent zero:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -320,9 +321,22 @@ class PrometheusReader:
         whose range query fails is left out of the points; only the token rates' failure fails
         the warm-up.
         """
-        out: dict[Any, list[Observation]] = {t.key: [] for t in targets}
         step = step_s or self.history_step_s
         start = now - timedelta(seconds=step * int(self.history_seconds // step))
+        return self.history_between(targets, start, now, step)
+
+    def history_between(
+        self,
+        targets: Sequence[TargetQuery],
+        start: datetime,
+        end: datetime,
+        step: float,
+        problems: dict[str, str] | None = None,
+    ) -> dict[Any, list[Observation]]:
+        """``history``'s points from ``start`` to ``end`` every ``step``; each family whose range
+        query failed is noted in ``problems`` (input name -> the error) when given."""
+        out: dict[Any, list[Observation]] = {t.key: [] for t in targets}
+        now = end
         groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             groups[(t.address, t.policy.engine)].append(t)
@@ -340,9 +354,11 @@ class PrometheusReader:
                     continue
                 try:
                     rows = client.range(family.render(by, self.rate_window), start, now, step)
-                except PrometheusQueryError:
+                except PrometheusQueryError as exc:
                     if name in ("prompt_tokens_per_s", "generation_tokens_per_s"):
                         raise
+                    if problems is not None:
+                        problems[name] = str(exc)
                     continue
                 mean = family.combine is Combine.MEAN
                 series[name] = _sum_per_target(rows, members, selectors, mean)
@@ -351,7 +367,7 @@ class PrometheusReader:
                         for ts in acc:
                             acc[ts] *= family.le_scale
             ttft = preset.family("ttft")
-            buckets = self._bucket_history(client, ttft, by, start, now, step, members, selectors)
+            buckets = self._bucket_history(client, ttft, by, start, now, step, members, selectors, problems)
             for t in members:
                 out[t.key] = _points(t, series, buckets.get(t.key, {}))
         return out
@@ -366,13 +382,16 @@ class PrometheusReader:
         step: float,
         members: Sequence[TargetQuery],
         selectors: Mapping[Any, Sequence[LabelMatcher]],
+        problems: dict[str, str] | None = None,
     ) -> dict[Any, dict[float, dict[float, float]]]:
         """Per target, per time, the TTFT histogram's summed bucket rates (empty if unavailable)."""
         if family is None:
             return {}
         try:
             rows = client.range(family.render(by, self.rate_window), start, now, step)
-        except PrometheusQueryError:
+        except PrometheusQueryError as exc:
+            if problems is not None:
+                problems["ttft"] = str(exc)
             return {}
         out: dict[Any, dict[float, dict[float, float]]] = {t.key: defaultdict(dict) for t in members}
         for labels, values in rows:
@@ -399,6 +418,78 @@ HISTORY_FIELDS = (
     "ttft_sum",
     "replicas_reporting",
 )
+
+# Prometheus refuses a range query of more than 11,000 points per series; longer spans go in chunks.
+MAX_RANGE_POINTS = 10_000
+
+
+def read_history(
+    address: str,
+    policy: TargetPolicy,
+    start: datetime,
+    end: datetime,
+    step_s: float,
+    timeout_s: float = 30.0,
+) -> tuple[list[Observation], dict[str, str]]:
+    """One target's history from ``start`` to ``end``, a point every ``step_s`` (``scaler replay
+    --prometheus``): the warm-up's Observations (``history``), with every rate taken over one step,
+    so that each point counts what happened in the step before it. Read in chunks of at most
+    ``MAX_RANGE_POINTS`` points. With a ``router``, its queue too (``router_queue_waiting``: requests
+    that arrived and wait in front of the servers). Returns the points (oldest first) and what
+    could not be read (input name -> why); PrometheusQueryError when the token rates cannot be read
+    at all.
+    """
+    # A PromQL duration is a whole number of a unit: milliseconds take any step.
+    reader = PrometheusReader(address, rate_window=f"{round(step_s * 1000)}ms", timeout_s=timeout_s)
+    target = TargetQuery("history", policy, address.rstrip("/"))
+    problems: dict[str, str] = {}
+    preset = preset_for(policy.engine)
+    if preset is None:
+        problems["engine"] = f"engine {policy.engine} has no query preset"
+        return [], problems
+    for name in ("ttft", *HISTORY_FIELDS):
+        if preset.family(name) is None:
+            problems[name] = f"engine {policy.engine} exports no metric for it"
+    router = ROUTERS[policy.router].family("router_queue_waiting") if policy.router != "none" else None
+    points: dict[datetime, Observation] = {}
+    chunk_start = start
+    while chunk_start <= end:
+        chunk_end = min(end, chunk_start + timedelta(seconds=step_s * (MAX_RANGE_POINTS - 1)))
+        chunk = reader.history_between([target], chunk_start, chunk_end, step_s, problems)["history"]
+        if router is not None:
+            chunk = _with_router_queue(
+                reader, target, router, chunk, (chunk_start, chunk_end, step_s), problems
+            )
+        for point in chunk:
+            points[point.now] = point
+        chunk_start = chunk_end + timedelta(seconds=step_s)
+    return [points[t] for t in sorted(points)], problems
+
+
+def _with_router_queue(
+    reader: PrometheusReader,
+    target: TargetQuery,
+    family: Family,
+    points: list[Observation],
+    span: tuple[datetime, datetime, float],
+    problems: dict[str, str],
+) -> list[Observation]:
+    """``points`` with the router's queue at each (its pool's or model's series, as live)."""
+    selector = selector_for(target.policy, family)
+    start, end, step = span
+    try:
+        rows = reader.client(target.address).range(
+            family.render(group_labels([selector]), reader.rate_window), start, end, step
+        )
+    except PrometheusQueryError as exc:
+        problems["router_queue_waiting"] = str(exc)
+        return points
+    queue = {
+        round(t, 3): v for t, v in _sum_per_target(rows, [target], {target.key: selector})[target.key].items()
+    }
+    return [
+        dataclasses.replace(p, router_queue_waiting=queue.get(round(p.now.timestamp(), 3))) for p in points
+    ]
 
 
 def _sum_per_target(

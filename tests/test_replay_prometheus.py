@@ -1,0 +1,349 @@
+"""scaler replay --prometheus against a real Prometheus holding a known week of a vLLM fleet.
+
+The week (``tests/vllm_history.py``: a daily cycle, a burst that queues, pods that come and
+go, a 20-minute outage, a second model the selector must leave out) is written as OpenMetrics
+and loaded with ``promtool tsdb create-blocks-from openmetrics``, a sample a minute, at fixed
+dates (retention long enough to keep them). It is read in windows of two minutes (two scrapes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scaler.cli import main
+from scaler.config import parse_metadata
+from scaler.replay.history import Measured, from_prometheus
+from scaler.replay.span import span
+from scaler.sim.prometheus import LocalPrometheus, free_port
+from scaler.sources import prometheus as prometheus_source
+from scaler.sources.prometheus import read_history
+from tests.conftest import require_prometheus
+from tests.vllm_history import BURST, MODEL, OUTAGE, POOL, START, Truth, week
+
+pytestmark = pytest.mark.prometheus
+
+SCRAPE_S, WINDOW_S = 60, 120
+END = START + timedelta(days=7)
+PLAIN = f"""\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: llama
+  namespace: inference
+spec:
+  scaleTargetRef:
+    name: vllm-llama
+  minReplicaCount: 2
+  maxReplicaCount: 8
+  triggers:
+    - type: prometheus
+      metadata:
+        serverAddress: http://prometheus.monitoring.svc:9090
+        query: sum(vllm:num_requests_waiting{{model_name="{MODEL}"}})
+        threshold: "5"
+"""
+# Six hours around Tuesday's burst, whose queue the arrivals must count.
+AROUND_BURST = ("6h", (BURST[0] + timedelta(hours=3)).isoformat())
+
+
+@pytest.fixture(scope="module")
+def history() -> Iterator[tuple[LocalPrometheus, Truth]]:
+    """A local Prometheus holding the week, and what the week was, for the whole module."""
+    require_prometheus()
+    text, truth = week(scrape_s=SCRAPE_S, window_s=WINDOW_S)
+    prom = LocalPrometheus(retention="100y")
+    try:
+        prom.import_openmetrics(text)
+        prom.start()
+        yield prom, truth
+    finally:
+        prom.close()
+
+
+ROUTED = {
+    "engine": "vllm",
+    "labelSelector": f'model_name="{MODEL}"',
+    "router": "llm-d",
+    "inferencePool": POOL,
+}
+
+
+@pytest.fixture(scope="module")
+def measured(history: tuple[LocalPrometheus, Truth]) -> Measured:
+    """The week read back for the llama model's selector and llm-d pool, in windows of two minutes."""
+    prom, _ = history
+    policy = parse_metadata(ROUTED)
+    return from_prometheus(read_history, prom.url, policy, span("7d", END.isoformat(), "2m", START))
+
+
+def test_arrivals_and_tokens_per_request_match_the_week(
+    measured: Measured, history: tuple[LocalPrometheus, Truth]
+) -> None:
+    """Each window's arrivals (queue growth counted) and tokens per request are as written, within 2%."""
+    _, truth = history
+    assert measured.start == START
+    assert len(measured.rates.starts) == len(truth.arrivals) == 7 * 86400 // WINDOW_S
+    seen = np.ones(len(truth.arrivals), dtype=bool)
+    seen[list(truth.outage_windows())] = False  # no sample there: interpolated, checked below
+    for name, got, want in (
+        ("arrivals", measured.rates.rates, truth.arrivals),
+        ("prompt", measured.rates.prompt_tokens, truth.prompt),
+        ("output", measured.rates.output_tokens, truth.output),
+    ):
+        assert got is not None
+        error = np.abs(np.asarray(got) / np.asarray(want) - 1)[seen]
+        assert error.max() < 0.02, f"{name}: window {int(np.argmax(error))} off by {100 * error.max():.1f}%"
+    # The burst queued: served alone would have missed the queue's growth by far more than 2%,
+    # and so would the servers' queue without the router's.
+    burst = int((BURST[0] - START).total_seconds() // WINDOW_S) + 5
+    assert truth.served[burst] < 0.85 * truth.arrivals[burst]
+    prom, _ = history
+    servers_only = {k: v for k, v in ROUTED.items() if k not in ("router", "inferencePool")}
+    unrouted = from_prometheus(
+        read_history, prom.url, parse_metadata(servers_only), span("7d", END.isoformat(), "2m", START)
+    )
+    assert unrouted.rates.rates[burst] < 0.95 * truth.arrivals[burst]
+
+
+def test_the_outage_is_a_gap_that_is_said(measured: Measured) -> None:
+    """The 20 minutes without samples are reported as a gap, with when and how long."""
+    assert len(measured.gaps) == 1
+    start_s, length_s = measured.gaps[0]
+    assert start_s == pytest.approx((OUTAGE[0] - START).total_seconds(), abs=WINDOW_S)
+    assert length_s == pytest.approx(OUTAGE[1].total_seconds(), abs=2 * WINDOW_S)
+    assert any("1 gap(s) without data" in line and "from 2026-11-26T03:0" in line for line in measured.limits)
+
+
+def test_the_replayed_requests_and_pods_match_the_week(
+    measured: Measured, history: tuple[LocalPrometheus, Truth]
+) -> None:
+    """The requests the replay runs, their mean sizes and the pods reporting add up to the week's."""
+    _, truth = history
+    trace = measured.trace(seed=0)
+    written = sum(truth.arrivals) * WINDOW_S
+    assert len(trace) == pytest.approx(written, rel=0.02)
+    weights = np.asarray(truth.served)
+    assert trace.prompt_tokens.mean() == pytest.approx(np.average(truth.prompt, weights=weights), rel=0.02)
+    assert trace.output_tokens.mean() == pytest.approx(np.average(truth.output, weights=weights), rel=0.02)
+    assert measured.replica_seconds == pytest.approx(sum(truth.pods) * WINDOW_S, rel=0.02)
+    assert measured.peak_pods == max(truth.pods)
+
+
+def test_a_long_span_is_read_in_chunks(
+    history: tuple[LocalPrometheus, Truth], measured: Measured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read in chunks of 700 points (Prometheus refuses over 11,000), the week is the same."""
+    prom, _ = history
+    monkeypatch.setattr(prometheus_source, "MAX_RANGE_POINTS", 700)
+    policy = parse_metadata(ROUTED)
+    chunked = from_prometheus(read_history, prom.url, policy, span("7d", END.isoformat(), "2m", START))
+    for name in ("starts", "rates", "prompt_tokens", "output_tokens"):
+        assert np.array_equal(getattr(chunked.rates, name), getattr(measured.rates, name)), name
+    assert chunked.gaps == measured.gaps
+
+
+def _replay(prom: LocalPrometheus, tmp_path: Path, *args: str) -> int:
+    so = tmp_path / "plain.yaml"
+    so.write_text(PLAIN)
+    return main(["replay", "--scaledobject", str(so), "--no-plot", *args])
+
+
+def test_a_plain_keda_object_is_replayed_against_its_conversion(
+    history: tuple[LocalPrometheus, Truth], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The object run today is the baseline; its conversion is this scaler; the limits go to stderr."""
+    prom, _ = history
+    since, until = AROUND_BURST
+    assert (
+        _replay(
+            prom,
+            tmp_path,
+            "--prometheus",
+            prom.url,
+            "--since",
+            since,
+            "--until",
+            until,
+            "--step",
+            "2m",
+            "--out",
+            str(tmp_path / "a"),
+        )
+        == 0
+    )
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    rows = [line.split("  ")[0] for line in lines if line.endswith(tuple("0123456789")) and "%  " in line]
+    assert rows == ["this scaler", "keda baseline", "clairvoyant"]
+    assert any(
+        line.startswith("measured (what ran): ") and "within 2s (TTFT histogram)" in line for line in lines
+    )
+    assert f"keda baseline: {tmp_path / 'plain.yaml'} (as written)" in lines
+    assert f'Prometheus history (engine vllm, labelSelector model_name="{MODEL}")' in out
+    assert "scaler replay: converted" in err
+    assert "threshold 5 became targetQueuePerReplica" in err
+    assert "scaler replay: limit: requests a router, gateway or client dropped" in err
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["baseline"].endswith("(as written)")
+    assert summary["prometheus"]["windows"] == 180
+    assert summary["start"] == (BURST[0] - timedelta(hours=3)).isoformat()
+
+
+def test_export_round_trips_through_trace(
+    history: tuple[LocalPrometheus, Truth], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--export writes the trace read; replayed with --trace and --start, it gives the same figures."""
+    prom, _ = history
+    since, until = AROUND_BURST
+    exported = tmp_path / "week.csv"
+    common = ("--seed", "3", "--rate-scale", "1.5")
+    assert (
+        _replay(
+            prom,
+            tmp_path,
+            "--prometheus",
+            prom.url,
+            "--since",
+            since,
+            "--until",
+            until,
+            "--step",
+            "2m",
+            "--export",
+            str(exported),
+            "--out",
+            str(tmp_path / "a"),
+            *common,
+        )
+        == 0
+    )
+    out, _ = capsys.readouterr()
+    start = (BURST[0] - timedelta(hours=3)).isoformat()
+    assert f"wrote {exported}: 180 windows of 120s; replay it with --trace {exported} --start {start}" in out
+    assert (
+        exported.read_text().splitlines()[0]
+        == "window_start_s,req_per_s,prompt_tokens_per_req,output_tokens_per_req"
+    )
+    assert (
+        _replay(
+            prom, tmp_path, "--trace", str(exported), "--start", start, "--out", str(tmp_path / "b"), *common
+        )
+        == 0
+    )
+
+    def figures(folder: str) -> list[dict[str, Any]]:
+        policies = json.loads((tmp_path / folder / "summary.json").read_text())["policies"]
+        return [{k: v for k, v in p.items() if k != "wall_seconds"} for p in policies]
+
+    assert figures("a") == figures("b")
+    assert figures("a")[0]["requests"] > 0
+
+
+def test_convert_replays_on_prometheus_history(
+    history: tuple[LocalPrometheus, Truth], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scaler convert --replay --prometheus replays the old and the new object on the history read."""
+    prom, _ = history
+    since, until = AROUND_BURST
+    old = tmp_path / "plain.yaml"
+    old.write_text(PLAIN)
+    new = tmp_path / "new.yaml"
+    code = main(
+        [
+            "convert",
+            str(old),
+            "-o",
+            str(new),
+            "--replay",
+            "--prometheus",
+            prom.url,
+            "--since",
+            since,
+            "--until",
+            until,
+            "--step",
+            "2m",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "new (this scaler)" in out
+    assert "old (as written)" in out
+    assert "measured (what ran): " in out
+    assert "scaler convert: limit: requests a router, gateway or client dropped" in err
+
+
+@pytest.mark.parametrize(
+    ("selector_or_url", "says"),
+    [
+        ("nope", 'no request rate in the history for engine vllm, labelSelector model_name="nope"'),
+        ("unreachable", "connection failed"),
+    ],
+)
+def test_what_cannot_be_read_is_one_line(
+    history: tuple[LocalPrometheus, Truth],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    selector_or_url: str,
+    says: str,
+) -> None:
+    """A selector matching nothing, or a Prometheus that does not answer: exit 2, one line, no traceback."""
+    prom, _ = history
+    url = prom.url if selector_or_url == "nope" else f"http://127.0.0.1:{free_port()}"
+    so = tmp_path / "so.yaml"
+    so.write_text(
+        PLAIN.replace(f'model_name="{MODEL}"', 'model_name="nope"') if selector_or_url == "nope" else PLAIN
+    )
+    code = main(
+        [
+            "replay",
+            "--prometheus",
+            url,
+            "--scaledobject",
+            str(so),
+            "--since",
+            "1h",
+            "--until",
+            END.isoformat(),
+            "--step",
+            "2m",
+            "--no-plot",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    _, err = capsys.readouterr()
+    assert code == 2
+    errors = [line for line in err.splitlines() if line.startswith("scaler replay: error: ")]
+    assert len(errors) == 1
+    assert says in errors[0]
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (("--trace", "x.csv", "--since", "2d"), "--since: only with --prometheus"),
+        (("--trace", "x.csv", "--export", "y.csv"), "--export writes the trace read with --prometheus"),
+        (("--sizes-from", "x.csv"), "--sizes-from is for --trace"),
+        (("--hours", "0:2"), "--hours is for --trace"),
+        (("--start", "2026-12-07T00:00:00Z"), "--start is for --trace"),
+    ],
+)
+def test_trace_options_are_refused_with_prometheus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, str], says: str
+) -> None:
+    """Options of one source given with the other are refused, by name, before anything is read."""
+    so = tmp_path / "so.yaml"
+    so.write_text(PLAIN)
+    source = () if "--trace" in extra else ("--prometheus", "http://127.0.0.1:9")
+    code = main(["replay", *source, "--scaledobject", str(so), *extra])
+    assert code == 2
+    assert says in capsys.readouterr().err
