@@ -6,9 +6,9 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -148,12 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _checked(spec: ScaledObject) -> TargetPolicy:
     """The trigger's policy (or MetadataError), after warning of what KEDA would refuse or misread."""
     policy = parse_metadata(spec.metadata)
-    assert spec.trigger_index is not None  # load_scaledobject refuses an object without one
-    raw = spec.raw.get("spec")
-    raw_spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    for warning in dryrun.manifest_warnings(
-        raw_spec, spec.trigger_index, policy.min_replicas, policy.max_replicas
-    ):
+    for warning in dryrun.manifest_warnings(spec, policy.min_replicas, policy.max_replicas):
         print(f"scaler: warning: {warning}", file=sys.stderr)
     return policy
 

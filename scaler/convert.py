@@ -62,7 +62,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from scaler.config import FieldProblem, MetadataError, PrewarmWindow, parse_metadata
 from scaler.hpa import SEVERAL_TRIGGERS
-from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
+from scaler.inventory.scaledobject import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.manifest import ManifestError, closest, first_scaledobject, unknown_fields, yaml_problem
 from scaler.matchers import SelectorError, parse_selector
 from scaler.replay import INSTALL_HINT, missing_extra

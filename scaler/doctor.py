@@ -57,7 +57,7 @@ from typing import Any, Literal
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json, scaledobject_from_json
-from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
+from scaler.inventory.scaledobject import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.matchers import SelectorError, parse_selector
 from scaler.sources.presets import GPU_UTILISATION, preset_for
 

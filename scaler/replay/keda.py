@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from scaler.config import PrewarmWindow
 from scaler.hpa import Behavior, BehaviorError, MetricType
-from scaler.inventory.objects import (
+from scaler.inventory.scaledobject import (
     KEDA_COOLDOWN_PERIOD_S,
     KEDA_MAX_REPLICA_COUNT,
     KEDA_MIN_REPLICA_COUNT,
