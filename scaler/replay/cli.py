@@ -196,8 +196,9 @@ def _objects(
     A plain KEDA ``--scaledobject`` (no external trigger) is converted as ``scaler convert`` does,
     each change on stderr, and is the baseline unless ``--baseline`` is given.
     """
+    from scaler.inventory import ScaledObjectError
     from scaler.manifest import first_scaledobject
-    from scaler.replay.keda import ScaledObjectError, load_scaledobject_model, scaledobject_model
+    from scaler.replay.keda import load_scaledobject_model, scaledobject_model
 
     scaler_so = load_scaledobject_model(args.scaledobject)
     plain = None
