@@ -6,7 +6,7 @@ Ingresses (``get``/``list``, the scaler's ClusterRole plus ``ingresses`` in
 instant query per ScaledObject of this scaler. Each finding is a row: severity, object,
 what is wrong, the fix. ``error`` findings make the exit status 1.
 
-The checks (``CHECKS``; every one is a pure function of the API's JSON):
+The checks (``CHECKS``; every one is a pure function of the API's JSON, ScaledObjects read as the one model):
 
 ========================  ========  ===================================================
 check                     severity  finding
@@ -56,8 +56,14 @@ from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
 from scaler.hpa import SEVERAL_TRIGGERS
-from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json, scaledobject_from_json
-from scaler.inventory.scaledobject import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
+from scaler.inventory import (
+    ScaledObject,
+    Trigger,
+    deployment_from_json,
+    is_gpu_resource,
+    node_from_json,
+    scaledobject_from_json,
+)
 from scaler.matchers import SelectorError, parse_selector
 from scaler.sources.presets import GPU_UTILISATION, preset_for
 
@@ -82,11 +88,11 @@ class Finding:
 
 @dataclass(frozen=True)
 class Cluster:
-    """What the checks read: the API's JSON, as listed."""
+    """What the checks read: the API's JSON as listed, the ScaledObjects as the one model."""
 
     nodes: Sequence[Mapping[str, Any]] = ()
     deployments: Sequence[Mapping[str, Any]] = ()
-    scaledobjects: Sequence[Mapping[str, Any]] = ()
+    scaledobjects: Sequence[ScaledObject] = ()  # parsed once into the one model
     hpas: Sequence[Mapping[str, Any]] = ()
     ingresses: Sequence[Mapping[str, Any]] = ()
     version: tuple[int, int] | None = None  # the API server's major.minor
@@ -111,23 +117,27 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def is_this_scaler(trigger: Mapping[str, Any]) -> bool:
+def _so_key(so: ScaledObject) -> str:
+    return f"{so.namespace}/{so.name}"
+
+
+def is_this_scaler(trigger: Trigger) -> bool:
     """An external trigger whose metadata is this scaler's keys (and KEDA's) only."""
-    if trigger.get("type") not in ("external", "external-push"):
+    if not trigger.external:
         return False
-    keys = {k.removesuffix(FROM_ENV_SUFFIX) for k in (trigger.get("metadata") or {})}
+    keys = {k.removesuffix(FROM_ENV_SUFFIX) for k in trigger.metadata}
     return bool(keys & set(ALIASES)) and keys <= set(ALIASES) | KEDA_KEYS
 
 
-def _ours(so: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
-    for index, trigger in enumerate((so.get("spec") or {}).get("triggers") or []):
+def _ours(so: ScaledObject) -> tuple[int, Trigger] | None:
+    for index, trigger in enumerate(so.triggers):
         if is_this_scaler(trigger):
             return index, trigger
     return None
 
 
-def _policy(trigger: Mapping[str, Any]) -> TargetPolicy | None:
-    meta = {str(k): str(v) for k, v in (trigger.get("metadata") or {}).items()}
+def _policy(trigger: Trigger) -> TargetPolicy | None:
+    meta = {k: str(v) for k, v in trigger.metadata.items()}
     try:
         return parse_metadata({k: v for k, v in meta.items() if not k.endswith(FROM_ENV_SUFFIX)})
     except MetadataError:
@@ -139,14 +149,9 @@ def _containers(deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(spec.get("containers") or [])
 
 
-def _targets(scaledobjects: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def _targets(scaledobjects: Iterable[ScaledObject]) -> dict[str, ScaledObject]:
     """ "ns/deployment" -> the ScaledObject that scales it (apps/v1 Deployments only)."""
-    out = {}
-    for so in scaledobjects:
-        parsed = scaledobject_from_json(so)  # KEDA's defaults for scaleTargetRef, read once
-        if parsed.unsupported_target() is None:
-            out[f"{parsed.namespace}/{parsed.target_name}"] = so
-    return out
+    return {f"{so.namespace}/{so.target_name}": so for so in scaledobjects if so.unsupported_target() is None}
 
 
 def inference_deployments(cluster: Cluster) -> dict[str, Mapping[str, Any]]:
@@ -171,13 +176,12 @@ def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
     inference = inference_deployments(cluster)
     targets = {id(so): key for key, so in _targets(cluster.scaledobjects).items()}
     for so in cluster.scaledobjects:
-        spec = so.get("spec") or {}
-        triggers = list(spec.get("triggers") or [])
-        where = f"ScaledObject {_key(so)}"
+        triggers = so.triggers
+        where = f"ScaledObject {_so_key(so)}"
         ours = _ours(so)
         if ours is not None and len(triggers) > 1:
             policy = _policy(ours[1])
-            others = ", ".join(str(t.get("type")) for i, t in enumerate(triggers) if i != ours[0])
+            others = ", ".join(t.type for i, t in enumerate(triggers) if i != ours[0])
             gate = policy is None or policy.gpu_check
             yield Finding(
                 "error" if gate else "warning",
@@ -189,8 +193,8 @@ def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
         if targets.get(id(so)) not in inference:
             continue
         for trigger in triggers:
-            kind = trigger.get("type")
-            query = str((trigger.get("metadata") or {}).get("query", ""))
+            kind = trigger.type
+            query = str(trigger.metadata.get("query", ""))
             if kind in ("cpu", "memory") or (kind == "prometheus" and GPU_UTILISATION.search(query)):
                 what = "GPU utilisation" if kind == "prometheus" else f"{kind} utilisation"
                 yield Finding(
@@ -207,17 +211,15 @@ def check_bounds(cluster: Cluster, options: Options) -> Iterable[Finding]:
     """scale-to-zero and bounds-disagree findings from the ScaledObjects' replica bounds."""
     inference = inference_deployments(cluster)
     for key, so in _targets(cluster.scaledobjects).items():
-        spec = so.get("spec") or {}
-        where = f"ScaledObject {_key(so)}"
-        low = int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT))
-        high = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
+        where = f"ScaledObject {_so_key(so)}"
+        low, high = so.min_replica_count, so.max_replica_count
         if key in inference and low == 0:
             yield Finding(
                 "error",
                 "scale-to-zero",
                 where,
                 "minReplicaCount is 0"
-                + ("" if "minReplicaCount" in spec else " (KEDA's default)")
+                + ("" if so.sets("minReplicaCount") else " (KEDA's default)")
                 + ": the next request after a lull waits a whole cold start",
                 "set minReplicaCount to 1 or more (and minReplicas to the same)",
             )
@@ -364,16 +366,12 @@ def check_tolerance(cluster: Cluster, options: Options) -> Iterable[Finding]:
     for so in cluster.scaledobjects:
         if _ours(so) is None:
             continue
-        spec = so.get("spec") or {}
-        behavior = ((spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}).get(
-            "behavior"
-        ) or {}
-        high = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
-        if high >= 10 and "tolerance" not in (behavior.get("scaleUp") or {}):
+        tolerance = so.sets("advanced.horizontalPodAutoscalerConfig.behavior.scaleUp.tolerance")
+        if so.max_replica_count >= 10 and not tolerance:
             yield Finding(
                 "warning",
                 "hpa-tolerance",
-                f"ScaledObject {_key(so)}",
+                f"ScaledObject {_so_key(so)}",
                 f"Kubernetes {cluster.version[0]}.{cluster.version[1]} takes a per-HPA tolerance but none is"
                 " set: from 10 replicas the HPA's default 10 % swallows a step of one (the scaler then"
                 " steps further than it needs to)",
@@ -386,7 +384,7 @@ def check_scraped(cluster: Cluster, options: Options) -> Iterable[Finding]:
     for so in cluster.scaledobjects:
         if _ours(so) is None:
             continue
-        key = _key(so)
+        key = _so_key(so)
         count = cluster.scraped.get(key)
         if key not in cluster.scraped:
             continue
@@ -434,7 +432,7 @@ def diagnose(cluster: Cluster, options: Options | None = None) -> list[Finding]:
 
 
 def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
-    """List what the checks read, through the real client (raw JSON, no models)."""
+    """List what the checks read, through the real client (raw JSON; ScaledObjects parsed once)."""
     from kubernetes import client
 
     from scaler.sources.kubernetes import api_client
@@ -459,10 +457,13 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
     return Cluster(
         nodes=list(raw(core.list_node).get("items") or []),
         deployments=items(apps.list_namespaced_deployment, apps.list_deployment_for_all_namespaces),
-        scaledobjects=items(
-            lambda ns, **kw: custom.list_namespaced_custom_object(*keda, ns, "scaledobjects", **kw),
-            lambda **kw: custom.list_cluster_custom_object(*keda, "scaledobjects", **kw),
-        ),
+        scaledobjects=[
+            scaledobject_from_json(so)
+            for so in items(
+                lambda ns, **kw: custom.list_namespaced_custom_object(*keda, ns, "scaledobjects", **kw),
+                lambda **kw: custom.list_cluster_custom_object(*keda, "scaledobjects", **kw),
+            )
+        ],
         hpas=items(
             autoscaling.list_namespaced_horizontal_pod_autoscaler,
             autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces,
@@ -486,7 +487,7 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
         if policy is None or family is None:
             continue  # engine: custom (or invalid metadata): nothing to count by
         if prom is None:
-            out[_key(so)] = None
+            out[_so_key(so)] = None
             continue
         try:
             matchers = parse_selector(policy.label_selector)
@@ -496,7 +497,7 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
         address = policy.prometheus_address
         client_ = PrometheusClient(address) if address else prom
         samples = client_.instant(family.render(by, "1m"))
-        out[_key(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
+        out[_so_key(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
     return out
 
 
