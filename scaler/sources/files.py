@@ -40,9 +40,13 @@ def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> Sca
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc}") from None
     try:
-        return scaledobject_from_dict(first_scaledobject(text, str(path)), trigger_index)
+        doc = first_scaledobject(text, str(path))
     except ManifestError as exc:
         raise InputFileError(str(exc)) from None
+    try:
+        return scaledobject_from_dict(doc, trigger_index)
+    except InputFileError as exc:
+        raise InputFileError(f"{path}: {exc}") from None
 
 
 def parse_time(value: Any) -> datetime:
