@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import pickle
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,57 @@ def test_the_model_crosses_to_a_worker_process() -> None:
     assert again == so
     assert again.metadata == so.metadata
     assert again.triggers == so.triggers
+
+
+# Where the document itself is edited, not read for what it sets: convert rewrites the
+# user's triggers (and drops refused keys), copies the example's fallback and behavior in,
+# and retunes queue thresholds; each reads the model for what the object sets.
+EDITS_THE_DOCUMENT = {"_unknown_keys", "_convert", "_add_example_safety", "retuned_queue_triggers"}
+SCALEDOBJECT_KEYS = {
+    "minReplicaCount",
+    "maxReplicaCount",
+    "pollingInterval",
+    "cooldownPeriod",
+    "idleReplicaCount",
+    "initialCooldownPeriod",
+    "fallback",
+    "horizontalPodAutoscalerConfig",
+    "scalingModifiers",
+    "triggers",
+}
+
+
+def _raw_reads(tree: ast.AST) -> set[str]:
+    """The ScaledObject keys a function reads from a dictionary: ``d["k"]``, ``d.get("k")``, ``"k" in d``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        key: ast.expr | None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            key = node.slice
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            key = node.args[0] if node.args else None
+        elif isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+            key = node.left
+        else:
+            continue
+        if isinstance(key, ast.Constant) and key.value in SCALEDOBJECT_KEYS:
+            found.add(key.value)
+    return found
+
+
+def test_no_reader_walks_the_scaledobject_dictionary() -> None:
+    """Outside the model (and the loader's field table) no function reads a ScaledObject's fields
+    from the dictionary: each reader asks the model."""
+    readers = []
+    for path in sorted((ROOT / "scaler").rglob("*.py")):
+        if path.relative_to(ROOT).as_posix() in ("scaler/inventory/scaledobject.py", "scaler/manifest.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.name not in EDITS_THE_DOCUMENT
+            ):
+                keys = _raw_reads(node)
+                if keys:
+                    readers.append(f"{path.relative_to(ROOT)}:{node.name} reads {', '.join(sorted(keys))}")
+    assert readers == []
