@@ -24,6 +24,8 @@ from scaler.replay import cli as replay_cli
 from scaler.sources.files import InputFileError, load_scaledobject, read_observations
 
 if TYPE_CHECKING:
+    from scaler.coldstart import PodTimes
+
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
@@ -237,7 +239,15 @@ def _converted(text: str) -> tuple[str, list[str]]:
 def _replay(args: argparse.Namespace) -> int:
     from scaler.sources.prometheus import read_history
 
-    return replay_cli.run(args, replay_cli.Upstream(read_history, _converted))
+    def read_pods(kubeconfig: str | None, namespace: str, deployment: str) -> tuple[str, list[PodTimes]]:
+        from scaler.sources.kubernetes import KubernetesConfigError, read_pod_times
+
+        try:
+            return read_pod_times(kubeconfig, namespace, deployment)
+        except KubernetesConfigError as exc:  # the user's input: one error line, exit 2
+            raise ValueError(f"--kubeconfig: {exc}") from None
+
+    return replay_cli.run(args, replay_cli.Upstream(read_history, _converted, read_pods))
 
 
 def _dry_run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ turns the raw JSON into values and does the arithmetic.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
 import time
@@ -47,12 +48,13 @@ from scaler.inventory import (
     workload_state,
 )
 from scaler.model import HpaStatus
-from scaler.sources.reflector import Key, Logger, Reflector, Store
+from scaler.sources.reflector import Key, Logger, Reflector, Store, describe
 
 __all__ = [
     "InventoryOptions",
     "KubernetesConfigError",
     "KubernetesInventory",
+    "KubernetesReadError",
     "Unknown",
     "WorkloadState",
 ]
@@ -66,6 +68,11 @@ KEDA_MISSING = "is KEDA installed? the ScaledObject CRD keda.sh/v1alpha1 was not
 
 class KubernetesConfigError(RuntimeError):
     """No usable Kubernetes client configuration (in-cluster or kubeconfig)."""
+
+
+class KubernetesReadError(LookupError):
+    """The API did not give what was asked (not found, forbidden, unreachable); the message says
+    what and why, without secrets."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +155,58 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
         message = f"cannot configure the Kubernetes client from the {where}: {exc}"
         raise KubernetesConfigError(message) from exc
     return client.ApiClient(configuration)
+
+
+def _context_namespace(kubeconfig: str | None) -> str:
+    """The namespace the kubeconfig's current context names, or "" when it names none."""
+    try:
+        _, active = kube_config.list_kube_config_contexts(config_file=kubeconfig)
+    except (kube_config.ConfigException, OSError, ValueError, TypeError):
+        return ""
+    namespace = (active or {}).get("context", {}).get("namespace")
+    return namespace if isinstance(namespace, str) else ""
+
+
+def read_pod_times(
+    kubeconfig: str | None, namespace: str, deployment: str, page_size: int = 500
+) -> tuple[str, list[PodTimes]]:
+    """One read through the real client, no watch: the Deployment ``namespace/deployment``
+    ("" names the kubeconfig context's namespace, else ``default``) and, of the pods its
+    selector matches that have not finished, when each was created, scheduled and became
+    Ready. Returns ``namespace/deployment`` as read and the pods' times.
+
+    KubernetesConfigError for a kubeconfig that cannot be used; KubernetesReadError for what
+    the API did not give (the Deployment not found, RBAC, an unreachable server).
+    """
+    api = api_client(kubeconfig)
+    namespace = namespace or _context_namespace(kubeconfig) or "default"
+    where = f"Deployment {namespace}/{deployment}"
+    # Raw JSON (``_preload_content=False``): the response, not the client's model, hence Any.
+    apps: Any = client.AppsV1Api(api)
+    core: Any = client.CoreV1Api(api)
+    try:
+        response = apps.read_namespaced_deployment(deployment, namespace, _preload_content=False)
+        parsed = deployment_from_json(json.loads(response.data))
+        if parsed.problem:
+            raise KubernetesReadError(f"{where}: {parsed.problem}")
+        pods: list[Pod] = []
+        token: str | None = None
+        while True:
+            page = core.list_namespaced_pod(
+                namespace, limit=page_size, _continue=token or None, _preload_content=False
+            )
+            body = json.loads(page.data)
+            pods += [pod_from_json(item) for item in body.get("items") or []]
+            token = (body.get("metadata") or {}).get("continue") or None
+            if not token:
+                break
+    except KubernetesReadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say which
+        raise KubernetesReadError(f"{where}: {describe(exc)}") from None
+    mine = [p for p in pods if not p.terminal and parsed.selector.matches(p.labels)]
+    times = [PodTimes(p.name, p.created_at, p.scheduled_at, p.ready_at) for p in mine]
+    return f"{namespace}/{deployment}", times
 
 
 class KubernetesInventory:
