@@ -257,7 +257,7 @@ def _cold_start(
     args: argparse.Namespace, upstream: Upstream | None, so: ScaledObjectModel, cluster: ClusterConfig
 ) -> ColdStartChoice:
     """The cold start to replay with (``scaler.replay.startup``): --cluster's, the Deployment's
-    pods' through --kubeconfig, or the default; what limits it on stderr."""
+    pods' through --kubeconfig, or the default (its limits are printed once the trace is read)."""
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.startup import choose
 
@@ -284,8 +284,6 @@ def _cold_start(
                 choice = choose(configured, default, where, problem=str(exc))
             else:
                 choice = choose(configured, default, where, startup_times(pods))
-    for line in choice.limits:
-        print(f"scaler replay: limit: {line}", file=sys.stderr)
     return choice
 
 
@@ -323,6 +321,8 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
             trace = trace.window(float(a) * 3600, float(b) * 3600)
     if len(trace) == 0:
         raise TraceError("the trace holds no request")
+    for line in cold_start.limits:
+        print(f"scaler replay: limit: {line}", file=sys.stderr)
 
     runs = 2 + 2  # the two policies and about two clairvoyant passes
     with _progress(runs * len(trace), len(trace) >= PROGRESS_MIN_REQUESTS) as progress:
