@@ -13,7 +13,9 @@ import yaml
 
 from scaler.cli import main
 from scaler.config import parse_metadata
-from scaler.convert import ConvertError, convert_text, queue_preset, retuned_queue_triggers
+from scaler.convert import ConvertError, convert_text
+from scaler.convert.compare import retuned_queue_triggers
+from scaler.convert.triggers import queue_preset
 from tests.crd import crd_errors, crd_validator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -372,7 +374,7 @@ def test_equal_attainment_takes_the_cheapest_threshold_that_attains() -> None:
     """The search halves until a run attains, tries three factors above it, keeps the cheapest."""
     from types import SimpleNamespace
 
-    from scaler.convert import _cheapest_attaining
+    from scaler.convert.compare import cheapest_attaining
 
     tried: list[float] = []
 
@@ -382,7 +384,7 @@ def test_equal_attainment_takes_the_cheapest_threshold_that_attains() -> None:
         run = SimpleNamespace(name=f"x{factor:g}", gpu_seconds=6.0 if between else 10 - 10 * factor)
         return run, factor <= 0.125 or between, 50 * factor
 
-    found = _cheapest_attaining(attempt)
+    found = cheapest_attaining(attempt)
     assert tried[:3] == [0.5, 0.25, 0.125]
     assert tried[3:] == pytest.approx([0.125 * 2**0.75, 0.125 * 2**0.5, 0.125 * 2**0.25])
     assert found is not None
@@ -393,13 +395,13 @@ def test_equal_attainment_gives_up_at_a_threshold_of_one() -> None:
     """When no threshold down to one waiting request attains, there is no equal-attainment run."""
     from types import SimpleNamespace
 
-    from scaler.convert import _cheapest_attaining
+    from scaler.convert.compare import cheapest_attaining
 
     def attempt(factor: float) -> tuple[Any, bool, float]:
         return SimpleNamespace(name="x", gpu_seconds=1.0), False, max(1.0, 8 * factor)
 
-    assert _cheapest_attaining(attempt) is None
-    assert _cheapest_attaining(lambda factor: None) is None
+    assert cheapest_attaining(attempt) is None
+    assert cheapest_attaining(lambda factor: None) is None
 
 
 def _with_utilisation_threshold(*thresholds: str) -> str:
