@@ -15,7 +15,7 @@ from scaler.cli import main
 from scaler.config import parse_metadata
 from scaler.convert import ConvertError, convert_text
 from scaler.convert.compare import retuned_queue_triggers
-from scaler.convert.triggers import queue_preset
+from scaler.convert.triggers import queue_conversion
 from tests.crd import crd_errors, crd_validator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,22 +197,30 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ('sum(vllm:num_requests_waiting{model_name="llama"})', ("vllm", 'model_name="llama"')),
+        (
+            'sum(vllm:num_requests_waiting{model_name="llama"})',
+            {"engine": "vllm", "labelSelector": 'model_name="llama"'},
+        ),
         (
             ' sum ( vllm:num_requests_waiting { model_name = "a", namespace=~"prod-.*" } ) ',
-            ("vllm", 'model_name = "a", namespace=~"prod-.*"'),
+            {"engine": "vllm", "labelSelector": 'model_name="a", namespace=~"prod-.*"'},
         ),
-        ("sum(sglang:num_queue_reqs)", ("sglang", "")),
-        ('sum(tgi_queue_size{namespace="llm"})', ("tgi", 'namespace="llm"')),
+        ("sum(sglang:num_queue_reqs)", {"engine": "sglang"}),
+        ('sum(tgi_queue_size{namespace="llm"})', {"engine": "tgi", "labelSelector": 'namespace="llm"'}),
         (
             'sum(nv_trt_llm_request_metrics{request_type="waiting", model="ensemble"})',
-            ("triton", 'model="ensemble"'),
+            {"engine": "triton", "labelSelector": 'model="ensemble"'},
+        ),
+        (
+            'sum(dynamo_frontend_queued_requests{model="llama"})',
+            {"engine": "dynamo", "labelSelector": 'model="llama"'},
         ),
         ('sum(nv_trt_llm_request_metrics{request_type="active"})', None),  # running, not waiting
         ("sum(rate(vllm:num_requests_waiting[1m]))", None),
         ('max(vllm:num_requests_waiting{model_name="llama"})', None),
         ("sum(vllm:num_requests_waiting) / 2", None),
         ("sum(my_queue_depth)", None),
+        ('sum(llm_d_epp_flow_control_queue_size{inference_pool=~"a|b"})', None),  # which pool is not said
     ],
     ids=[
         "vllm",
@@ -220,16 +228,19 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
         "sglang",
         "tgi",
         "triton-waiting",
+        "dynamo-frontend",
         "triton-active",
         "rate-of-queue",
         "max-not-sum",
         "arithmetic",
         "unknown-metric",
+        "epp-no-one-pool",
     ],
 )
-def test_which_queries_are_an_engine_s_queue(query: str, expected: tuple[str, str] | None) -> None:
-    """Only a plain sum of an engine's waiting-queue metric is recognised as its queue preset."""
-    assert queue_preset(query) == expected
+def test_which_queries_are_an_engine_s_queue(query: str, expected: dict[str, str] | None) -> None:
+    """Only a plain sum of a preset's waiting-queue metric is recognised as its queue preset."""
+    found = queue_conversion(query)
+    assert (found and found.metadata) == expected
 
 
 def test_another_query_becomes_a_custom_queue_query() -> None:

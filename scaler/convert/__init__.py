@@ -6,7 +6,7 @@ The rewrite, trigger by trigger (``convert``; every change is reported, one line
   ``engine`` preset, the matchers as ``labelSelector``, the threshold as
   ``targetQueuePerReplica``, ``serverAddress`` as ``prometheusAddress``. The queue gauges:
   ``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``, ``tgi_queue_size``,
-  ``nv_trt_llm_request_metrics{request_type="waiting"}`` (``scaler.sources.presets``).
+  ``nv_trt_llm_request_metrics{request_type="waiting"}`` (``scaler.presets``).
 * any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
 * ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.
   Utilisation lags the queue and cannot see requests waiting; the load signal replaces it.

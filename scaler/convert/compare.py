@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from scaler.config import parse_metadata
-from scaler.convert.triggers import queue_preset
 from scaler.manifest import ManifestError, first_scaledobject
+from scaler.presets import queue_read
 from scaler.replay.cli import DEFAULT_START, check_span_options, history_span
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def retuned_queue_triggers(doc: Mapping[str, Any], factor: float) -> tuple[dict[
         meta = trigger.get("metadata") if isinstance(trigger, dict) else None
         if trigger.get("type") != "prometheus" or not isinstance(meta, dict):
             continue
-        if queue_preset(str(meta.get("query", ""))) is None:
+        if queue_read(str(meta.get("query", ""))) is None:
             continue
         try:
             threshold = float(f"{max(1.0, float(meta['threshold']) * factor):.2g}")

@@ -18,43 +18,89 @@ from scaler.config import FieldProblem, PrewarmWindow
 from scaler.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
 from scaler.convert.report import Conversion, ConvertError, joined, where_of
 from scaler.hpa import SEVERAL_TRIGGERS
-from scaler.matchers import SelectorError, parse_selector
-from scaler.sources.presets import GPU_UTILISATION
-
-# An engine's queue gauge -> (engine preset, matchers the preset adds itself and the
-# labelSelector must leave out).
-# An engine's queue gauge -> (engine preset, matchers the preset adds itself and the
-# labelSelector must leave out).
-QUEUE_METRICS: Mapping[str, tuple[str, frozenset[str]]] = {
-    "vllm:num_requests_waiting": ("vllm", frozenset()),
-    "sglang:num_queue_reqs": ("sglang", frozenset()),
-    "tgi_queue_size": ("tgi", frozenset()),
-    "nv_trt_llm_request_metrics": ("triton", frozenset({'request_type="waiting"'})),
-}
-_SUM_OF_ONE_SELECTOR = re.compile(
-    r"^\s*sum\s*\(\s*(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*\)\s*$"
+from scaler.matchers import MatchOp
+from scaler.presets import (
+    CUSTOM_ENGINE,
+    DEFAULT_ENGINE,
+    GPU_UTILISATION,
+    PRESETS,
+    QUEUE_FIELD,
+    ROUTERS,
+    Kind,
+    Select,
+    queue_read,
+    removed_in,
 )
-# The metadata keys KEDA's prometheus scaler accepts, as its documentation lists them:
-# https://keda.sh/docs/2.19/scalers/prometheus/ (kedacore/keda-docs,
-# content/docs/2.19/scalers/prometheus.md): the trigger specification's keys, ``authModes``
 
 
-def queue_preset(query: str) -> tuple[str, str] | None:
-    """``(engine, labelSelector)`` when ``query`` is ``sum(QUEUE_GAUGE{matchers})``, else None."""
-    match = _SUM_OF_ONE_SELECTOR.match(query)
-    if match is None or match["metric"] not in QUEUE_METRICS:
+@dataclass(frozen=True, slots=True)
+class QueueConversion:
+    """A KEDA query on a preset's queue, as this scaler's metadata: what it becomes and why."""
+
+    metadata: dict[str, str]  # engine, labelSelector; router and inferencePool for a router's queue
+    why: str  # the report's reason
+    dropped: tuple[str, ...] = ()  # matchers on the router's own labels, which no server series has
+
+
+def queue_conversion(query: str) -> QueueConversion | None:
+    """What ``query`` becomes when it is ``sum(QUEUE{matchers})`` on a preset's queue, else None.
+
+    An engine's queue gives ``engine`` and the matchers as ``labelSelector``. A router's
+    gives ``router`` (``inferencePool`` from its pool label, which a pooled router needs), the
+    engine of the same name or else the default one, and the matchers on the model label as
+    ``labelSelector``. *Example*: ``sum(llm_d_epp_flow_control_queue_size{inference_pool="p",
+    model_name="m"})`` gives ``router: llm-d``, ``inferencePool: p``, ``engine: vllm`` and
+    ``labelSelector: model_name="m"``.
+    """
+    read = queue_read(query)
+    if read is None:
         return None
-    engine, implied = QUEUE_METRICS[match["metric"]]
-    raw = [m.strip() for m in (match["matchers"] or "").split(",") if m.strip()]
-    compact = [re.sub(r"\s*(=~|!~|!=|=)\s*", r"\1", m) for m in raw]
-    if not implied <= set(compact):
-        return None  # e.g. triton's gauge without request_type="waiting" is not the queue
-    selector = ", ".join(m for m, c in zip(raw, compact, strict=True) if c not in implied)
-    try:
-        parse_selector(selector)
-    except SelectorError:
-        return None
-    return engine, selector
+    preset = read.preset
+    if preset.kind is Kind.ENGINE:
+        metadata = {"engine": preset.name}
+        if read.matchers:
+            metadata["labelSelector"] = ", ".join(str(m) for m in read.matchers)
+        return QueueConversion(
+            metadata, f"the query is that engine's queue gauge, which the {preset.name} preset reads"
+        )
+    family = preset.family(QUEUE_FIELD[Kind.ROUTER])
+    model_label = (
+        family.model_label if family is not None and family.select is Select.MODEL else preset.model_label
+    )
+    pools = [m for m in read.matchers if m.name == preset.pool_label]
+    if preset.pool_label is not None and (len(pools) != 1 or pools[0].op is not MatchOp.EQ):
+        return None  # which pool's queue is not said: no inferencePool to write
+    engine = preset.name if preset.name in PRESETS else DEFAULT_ENGINE
+    metadata = {"engine": engine, "router": preset.name}
+    if pools:
+        metadata["inferencePool"] = pools[0].value
+    kept = [m for m in read.matchers if m.name == model_label]
+    if kept:
+        metadata["labelSelector"] = ", ".join(str(m) for m in kept)
+    dropped = tuple(str(m) for m in read.matchers if m not in kept and m not in pools)
+    older = (
+        f" under an older name ({family.selectors()[0].metric} is read first)"
+        if read.older and family
+        else ""
+    )
+    default = "" if engine == preset.name else " (the default: set the engine the servers behind it run)"
+    why = (
+        f"the query is the {preset.name} router's queue{older}, which router: {preset.name} reads beside"
+        f" the servers' own queue; engine: {engine}{default}"
+    )
+    return QueueConversion(metadata, why, dropped)
+
+
+def _reads_a_pooled_queue(query: str) -> bool:
+    """Whether ``query`` names the queue of a router that is read per pool (llm-d's EPP)."""
+    return any(
+        re.search(rf"(?<![\w:]){re.escape(selector.metric)}(?![\w:])", query)
+        for router in ROUTERS.values()
+        if router.pool_label is not None
+        for family in [router.family(QUEUE_FIELD[Kind.ROUTER])]
+        if family is not None
+        for selector in family.selectors()
+    )
 
 
 @dataclass
@@ -167,28 +213,33 @@ class Triggers:
                     f" scaler requires {joined(required)}"
                 )
         query = str(meta["query"])
-        preset = queue_preset(query)
+        conversion = queue_conversion(query)
         origin = (f"{where}: query", query)
-        if preset is not None:
-            engine, selector = preset
-            self.metadata["engine"] = engine
-            self.origin["engine"] = origin
-            if selector:
-                self.metadata["labelSelector"] = selector
-                self.origin["labelSelector"] = origin
-            self.out.changes.append(
-                f"{where}: became engine: {engine}"
-                + (f", labelSelector: {selector}" if selector else "")
-                + f": the query is that engine's queue gauge, which the {engine} preset reads"
-            )
+        if conversion is not None:
+            self.metadata |= conversion.metadata
+            self.origin |= dict.fromkeys(conversion.metadata, origin)
+            written = ", ".join(f"{k}: {v}" for k, v in conversion.metadata.items())
+            self.out.changes.append(f"{where}: became {written}: {conversion.why}")
+            if conversion.dropped:
+                self.out.changes.append(
+                    f"{where}: matcher {', '.join(conversion.dropped)} dropped: a label of the router's"
+                    " queue only; the router's queue is read for the whole pool"
+                )
         else:
-            self.metadata["engine"] = "custom"
+            self.metadata["engine"] = CUSTOM_ENGINE
             self.metadata["queueQuery"] = query
             self.origin["engine"] = self.origin["queueQuery"] = origin
             self.out.changes.append(
-                f"{where}: became engine: custom with queueQuery: the query is not a known engine's"
+                f"{where}: became engine: {CUSTOM_ENGINE} with queueQuery: the query is not a known engine's"
                 " queue gauge; add runningQuery and promptTokensQuery to turn the load signal on"
             )
+            if _reads_a_pooled_queue(query):
+                self.out.warnings.append(
+                    f"{where}: the query reads a router's queue but names no one pool: write router and"
+                    " inferencePool by hand to read it as the router's queue (README, A router in front)"
+                )
+        for name, why in removed_in(query):
+            self.out.warnings.append(f"{where}: the query reads {name}, {why}")
         if meta.get("serverAddress"):
             self.metadata["prometheusAddress"] = str(meta["serverAddress"])
             self.origin["prometheusAddress"] = (f"{where}: serverAddress", meta["serverAddress"])

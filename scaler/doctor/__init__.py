@@ -39,8 +39,9 @@ not-scraped               error     Prometheus has no series of the ScaledObject
                                     for its ``labelSelector`` (info when not checked)
 ========================  ========  ===================================================
 
-An *inference workload* is a Deployment that requests a GPU, runs an image of a known
-inference server (vLLM, SGLang, TGI, Triton, TensorRT-LLM), or is scaled by this scaler.
+An *inference workload* is a Deployment that requests a GPU, runs an image of an engine in
+the preset registry (``scaler.presets``: vLLM, SGLang, TGI, Triton or TensorRT-LLM, Dynamo),
+or is scaled by this scaler.
 
 The modules: ``objects`` (what the checks read and give), ``scaling`` and ``workloads`` (the
 checks), ``diagnose`` (the table of checks), ``read`` (the cluster and Prometheus) and

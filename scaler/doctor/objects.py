@@ -6,17 +6,16 @@ runs an image of a known inference server, or is scaled by this scaler's trigger
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
 from scaler.inventory import deployment_from_json, scaledobject_from_json
+from scaler.presets import PRESETS
 
 Severity = Literal["error", "warning", "info"]
 DEFAULT_MAX_GENERATION_S = 300.0  # the longest generation served, s (--max-generation-seconds)
-INFERENCE_IMAGE = re.compile(r"vllm|sglang|text-generation-inference|tritonserver|tensorrt", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +49,11 @@ class Options:
     """Settings of the checks: the longest generation served, for grace periods and timeouts."""
 
     max_generation_s: float = DEFAULT_MAX_GENERATION_S
+
+
+def runs_an_engine(image: str) -> bool:
+    """Whether a container image runs the servers of an engine in the registry (its image pattern)."""
+    return any(preset.reads_image(image) for preset in PRESETS.values())
 
 
 def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -111,7 +115,7 @@ def inference_deployments(cluster: Cluster) -> dict[str, Mapping[str, Any]]:
     for deployment in cluster.deployments:
         key = key_of(deployment)
         gpus = deployment_from_json(deployment).requirement.gpus_per_replica > 0
-        image = any(INFERENCE_IMAGE.search(str(c.get("image", ""))) for c in containers(deployment))
+        image = any(runs_an_engine(str(c.get("image", ""))) for c in containers(deployment))
         scaled_by_us = key in targets and our_trigger(targets[key]) is not None
         if gpus or image or scaled_by_us:
             out[key] = deployment

@@ -13,7 +13,7 @@ from typing import Any
 
 from scaler.doctor.objects import Cluster, key_of, our_trigger, policy_of
 from scaler.matchers import SelectorError, parse_selector
-from scaler.sources.presets import preset_for
+from scaler.presets import preset_for
 
 
 def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:

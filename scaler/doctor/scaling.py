@@ -17,7 +17,7 @@ from scaler.doctor.objects import (
 )
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
-from scaler.sources.presets import GPU_UTILISATION
+from scaler.presets import GPU_UTILISATION
 
 TOLERANCE_DEFAULT_ON = (1, 35)  # KEP-4951: beta, on by default (alpha behind a gate in 1.33)
 
