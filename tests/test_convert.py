@@ -671,3 +671,92 @@ def test_the_issue_s_three_keys_through_the_installed_command(tmp_path: Path) ->
         ]
     ]
     assert "Traceback" not in done.stderr
+
+
+def queue_trigger(query: str) -> str:
+    """A prometheus trigger (YAML list item) on ``query`` over 10."""
+    return f'- type: prometheus\n  metadata:\n    query: {json.dumps(query)}\n    threshold: "10"\n'
+
+
+@pytest.mark.parametrize(
+    ("query", "metadata", "said"),
+    [
+        (
+            'sum(llm_d_epp_flow_control_queue_size{inference_pool="llama-pool", model_name="llama"})',
+            {
+                "engine": "vllm",
+                "router": "llm-d",
+                "inferencePool": "llama-pool",
+                "labelSelector": 'model_name="llama"',
+            },
+            "became engine: vllm, router: llm-d, inferencePool: llama-pool,"
+            ' labelSelector: model_name="llama": the query is the llm-d router\'s queue, which router: llm-d'
+            " reads beside the servers' own queue; engine: vllm (the default: set the engine the servers"
+            " behind it run)",
+        ),
+        (
+            'sum(inference_extension_flow_control_queue_size{inference_pool="llama-pool", priority="0"})',
+            {"engine": "vllm", "router": "llm-d", "inferencePool": "llama-pool"},
+            "the query is the llm-d router's queue under an older name"
+            " (llm_d_epp_flow_control_queue_size is read first)",
+        ),
+        (
+            'sum(dynamo_frontend_router_queue_pending_requests{model="llama"})',
+            {"engine": "dynamo", "router": "dynamo", "labelSelector": 'model="llama"'},
+            "the query is the dynamo router's queue, which router: dynamo reads beside the servers' own"
+            " queue; engine: dynamo",
+        ),
+    ],
+    ids=["epp", "epp-older-name", "dynamo-kv-router"],
+)
+def test_a_trigger_on_a_routers_queue_becomes_the_router_preset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str, metadata: dict[str, str], said: str
+) -> None:
+    """scaler convert turns a KEDA trigger on the EPP's queue (either name) or Dynamo's KV router
+    queue into router (and inferencePool from the query's pool) and says so; the result parses."""
+    code, out, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    assert code == 0
+    meta = external(yaml.safe_load(out))
+    assert {
+        k: meta[k] for k in ("engine", "router", "inferencePool", "labelSelector") if k in meta
+    } == metadata
+    assert said in err
+    policy = parse_metadata(meta)
+    assert policy.router == metadata["router"]
+
+
+def test_a_router_matcher_no_server_series_has_is_dropped_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A matcher on the router's own labels (priority) is not carried to labelSelector: reported dropped."""
+    query = 'sum(llm_d_epp_flow_control_queue_size{inference_pool="p", priority="0"})'
+    _, out, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    assert "labelSelector" not in external(yaml.safe_load(out))
+    assert (
+        'triggers[0] (prometheus): matcher priority="0" dropped: a label of the router\'s queue only' in err
+    )
+
+
+def test_the_epp_queue_without_one_pool_stays_a_custom_query_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No inference_pool="NAME" matcher: no inferencePool to write, so engine custom, and a warning
+    saying to write router and inferencePool by hand."""
+    query = "sum(llm_d_epp_flow_control_queue_size)"
+    _, out, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    meta = external(yaml.safe_load(out))
+    assert (meta["engine"], meta["queueQuery"]) == ("custom", query)
+    assert "warning: triggers[0] (prometheus): the query reads a router's queue but names no one pool" in err
+
+
+def test_a_removed_vllm_name_in_the_query_is_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query on vLLM's removed ITL name converts (to custom) with a warning naming the name to read."""
+    query = "histogram_quantile(0.9, sum by (le) (rate(vllm:time_per_output_token_seconds_bucket[1m])))"
+    _, _, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    assert (
+        "warning: triggers[0] (prometheus): the query reads vllm:time_per_output_token_seconds, removed"
+        " by vLLM PR #32661 (deprecated in 0.11 by PR #24110): on a current server it returns nothing; read"
+        " vllm:inter_token_latency_seconds"
+    ) in err

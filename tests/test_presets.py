@@ -232,4 +232,5 @@ def test_removed_names_are_found_whole() -> None:
         " + sum(vllm:gpu_cache_usage_perc)"
     )
     assert [name for name, _ in found] == ["vllm:time_per_output_token_seconds", "vllm:gpu_cache_usage_perc"]
-    assert "PR #32661" in found[0][1]
+    assert "PR #32661" in found[0][1].by
+    assert found[0][1].instead == "vllm:inter_token_latency_seconds"

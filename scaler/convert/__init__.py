@@ -4,10 +4,19 @@ The rewrite, trigger by trigger (``convert``; every change is reported, one line
 
 * ``prometheus`` on an engine's queue gauge, as ``sum(METRIC{matchers})``: the matching
   ``engine`` preset, the matchers as ``labelSelector``, the threshold as
-  ``targetQueuePerReplica``, ``serverAddress`` as ``prometheusAddress``. The queue gauges:
-  ``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``, ``tgi_queue_size``,
-  ``nv_trt_llm_request_metrics{request_type="waiting"}`` (``scaler.presets``).
+  ``targetQueuePerReplica``, ``serverAddress`` as ``prometheusAddress``. The queue gauges
+  are each preset's queue family in the registry (``scaler.presets``, every name
+  generation): ``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``, ``tgi_queue_size``,
+  ``nv_trt_llm_request_metrics{request_type="waiting"}``, ``dynamo_frontend_queued_requests``.
+* ``prometheus`` on a router's queue (llm-d's ``llm_d_epp_flow_control_queue_size`` or its
+  older ``inference_extension_*`` name, Dynamo's KV router
+  ``dynamo_frontend_router_queue_pending_requests``): that ``router``, ``inferencePool``
+  from the ``inference_pool="NAME"`` matcher (a pooled router's query without one stays
+  custom, with a warning), the engine of the router's name or the default one, and the
+  matchers on the model label as ``labelSelector`` (others dropped, and said).
 * any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
+  A query reading a name its upstream removed (``vllm:time_per_output_token_seconds``) is
+  warned of, with the name to read instead.
 * ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.
   Utilisation lags the queue and cannot see requests waiting; the load signal replaces it.
   Its threshold is not carried (the report says so): the load signal's headroom comes from the

@@ -238,8 +238,11 @@ class Triggers:
                     f"{where}: the query reads a router's queue but names no one pool: write router and"
                     " inferencePool by hand to read it as the router's queue (README, A router in front)"
                 )
-        for name, why in removed_in(query):
-            self.out.warnings.append(f"{where}: the query reads {name}, {why}")
+        for name, removal in removed_in(query):
+            self.out.warnings.append(
+                f"{where}: the query reads {name}, removed by {removal.by}: on a current server it"
+                f" returns nothing; read {removal.instead}"
+            )
         if meta.get("serverAddress"):
             self.metadata["prometheusAddress"] = str(meta["serverAddress"])
             self.origin["prometheusAddress"] = (f"{where}: serverAddress", meta["serverAddress"])

@@ -3,10 +3,13 @@
 Read-only: it lists Nodes, Deployments, ScaledObjects, HorizontalPodAutoscalers and
 Ingresses (``get``/``list``, the scaler's ClusterRole plus ``ingresses`` in
 ``networking.k8s.io``) and reads ``/version``; with ``--prometheus`` it also runs one
-instant query per ScaledObject of this scaler. Each finding is a row: severity, object,
-what is wrong, the fix. ``error`` findings make the exit status 1.
+instant query per ScaledObject of this scaler, and one per router of the registry and
+Prometheus address for the ScaledObjects that read only their servers' queue. Each finding
+is a row: severity, object, what is wrong, the fix. ``error`` findings make the exit
+status 1.
 
-The checks (``CHECKS``; every one is a pure function of the API's JSON):
+The checks (``CHECKS``; every one is a pure function of the API's JSON and what Prometheus
+answered):
 
 ========================  ========  ===================================================
 check                     severity  finding
@@ -37,14 +40,22 @@ hpa-tolerance             warning   Kubernetes 1.35+ (per-HPA tolerance on by de
                                     of one replica
 not-scraped               error     Prometheus has no series of the ScaledObject's engine
                                     for its ``labelSelector`` (info when not checked)
+router-queue-unread       error     a router's queue series exist for the model (llm-d's
+                                    EPP with flow control on) and the ScaledObject reads
+                                    only the servers' queue (``--prometheus``)
+pd-one-scaledobject       error     one Deployment selector over prefill and decode pods
+                                    (``llm-d.ai/role``); warning when the model's other
+                                    role runs in a Deployment no ScaledObject scales
+removed-metric            warning   a user's query reads a name its upstream removed
+                                    (``vllm:time_per_output_token_seconds``)
 ========================  ========  ===================================================
 
 An *inference workload* is a Deployment that requests a GPU, runs an image of an engine in
 the preset registry (``scaler.presets``: vLLM, SGLang, TGI, Triton or TensorRT-LLM, Dynamo),
 or is scaled by this scaler.
 
-The modules: ``objects`` (what the checks read and give), ``scaling`` and ``workloads`` (the
-checks), ``diagnose`` (the table of checks), ``read`` (the cluster and Prometheus) and
+The modules: ``objects`` (what the checks read and give), ``scaling``, ``workloads`` and
+``stacks`` (the checks), ``diagnose`` (the table of checks), ``read`` (the cluster and Prometheus) and
 ``command`` (the CLI).
 """
 

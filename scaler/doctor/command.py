@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 from scaler.doctor.diagnose import diagnose
 from scaler.doctor.objects import DEFAULT_MAX_GENERATION_S, Finding, Options
-from scaler.doctor.read import read_cluster, scraped_pods
+from scaler.doctor.read import read_cluster, router_queues, scraped_pods
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +29,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--namespace", default=None, help="only this namespace (Nodes are always read)")
     p.add_argument("--output", choices=["text", "json"], default="text", help="a table, or one JSON array")
-    p.add_argument("--prometheus", default=None, help="also check that Prometheus scrapes each workload")
+    p.add_argument(
+        "--prometheus",
+        default=None,
+        help="also check that Prometheus scrapes each workload, and whether a router holds requests"
+        " a ScaledObject does not read",
+    )
     p.add_argument(
         "--max-generation-seconds",
         type=float,
@@ -57,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cluster = read_cluster(args.kubeconfig, args.namespace)
         scraped = scraped_pods(cluster, args.prometheus)
+        queues = router_queues(cluster, args.prometheus)
     except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say what failed
         from scaler.sources.kubernetes import KubernetesConfigError
 
@@ -64,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         what = str(exc) if isinstance(exc, KubernetesConfigError) else f"{type(exc).__name__}: {exc}"
         print(f"scaler doctor: error: cannot read the cluster: {what}", file=sys.stderr)
         return 2
-    cluster = dataclasses.replace(cluster, scraped=scraped)
+    cluster = dataclasses.replace(cluster, scraped=scraped, router_queues=queues)
     findings = diagnose(cluster, Options(max_generation_s=args.max_generation_seconds))
     if args.output == "json":
         print(json.dumps([asdict(f) for f in findings], indent=2))

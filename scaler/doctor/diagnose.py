@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 
 from scaler.doctor.objects import Cluster, Finding, Options
 from scaler.doctor.scaling import check_bounds, check_hpas, check_scraped, check_tolerance, check_triggers
+from scaler.doctor.stacks import check_pd_roles, check_removed_metrics, check_router_queue
 from scaler.doctor.workloads import check_ingresses, check_nodes, check_pods
 
 CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
@@ -17,6 +18,9 @@ CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_ingresses,
     check_tolerance,
     check_scraped,
+    check_router_queue,
+    check_pd_roles,
+    check_removed_metrics,
 )
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 

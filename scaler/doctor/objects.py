@@ -29,6 +29,16 @@ class Finding:
     fix: str
 
 
+@dataclass(frozen=True, slots=True)
+class RouterQueue:
+    """A router's queue series found in Prometheus: the router (its preset), pool and model."""
+
+    router: str
+    pool: str  # its pool label's value ("" for a router read without a pool)
+    model_label: str  # the label naming the model on the queue series
+    model: str
+
+
 @dataclass(frozen=True)
 class Cluster:
     """What the checks read: the API's JSON, as listed."""
@@ -42,6 +52,9 @@ class Cluster:
     # Per ScaledObject of this scaler ("ns/name"): pods with its engine's series for its
     # labelSelector, or None when Prometheus was not asked.
     scraped: Mapping[str, int | None] = field(default_factory=dict)
+    # Per ScaledObject reading only its servers' queue ("ns/name"): the routers' queue series at
+    # the Prometheus it reads (absent when Prometheus was not asked).
+    router_queues: Mapping[str, tuple[RouterQueue, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

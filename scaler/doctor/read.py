@@ -1,7 +1,8 @@
 """The I/O: the cluster through the real Kubernetes client, and Prometheus for the pods it scrapes.
 
 Read-only: ``get``/``list`` of Nodes, Deployments, ScaledObjects, HPAs and Ingresses, and
-``/version``; one instant query per ScaledObject of this scaler with ``--prometheus``.
+``/version``; with ``--prometheus``, one instant query per ScaledObject of this scaler (the
+pods scraped) and one per router and Prometheus address (the routers' queue series).
 """
 
 from __future__ import annotations
@@ -9,11 +10,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scaler.doctor.objects import Cluster, key_of, our_trigger, policy_of
+from scaler.doctor.objects import Cluster, RouterQueue, key_of, our_trigger, policy_of
+from scaler.doctor.stacks import engine_queue_only
 from scaler.matchers import SelectorError, parse_selector
-from scaler.presets import preset_for
+from scaler.presets import QUEUE_FIELD, ROUTERS, Kind, Preset, Select, preset_for
+
+if TYPE_CHECKING:
+    from scaler.sources.prometheus import PrometheusClient
 
 
 def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
@@ -81,3 +86,39 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
         samples = client_.instant(family.render(by, "1m"))
         out[key_of(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
     return out
+
+
+def router_queues(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[RouterQueue, ...]]:
+    """Per ScaledObject that reads only its servers' queue: the routers' queue series at its
+    Prometheus (one query per router and Prometheus address), when ``prometheus`` is given."""
+    from scaler.sources.prometheus import PrometheusClient
+
+    if prometheus is None:
+        return {}
+    found: dict[str, tuple[RouterQueue, ...]] = {}
+    out = {}
+    for so in cluster.scaledobjects:
+        read = engine_queue_only(so)
+        if read is None:
+            continue
+        address = read.address or prometheus
+        if address not in found:
+            client_ = PrometheusClient(address)
+            found[address] = tuple(q for router in ROUTERS.values() for q in _queues(client_, router))
+        out[key_of(so)] = found[address]
+    return out
+
+
+def _queues(client_: PrometheusClient, router: Preset) -> list[RouterQueue]:
+    """The queue series of ``router`` at one Prometheus, one a pool and model (either name generation)."""
+    family = router.family(QUEUE_FIELD[Kind.ROUTER])
+    if family is None:
+        return []
+    model_label = family.model_label if family.select is Select.MODEL else router.model_label or ""
+    by = tuple(label for label in (router.pool_label, model_label) if label)
+    return [
+        RouterQueue(
+            router.name, s.labels.get(router.pool_label or "", ""), model_label, s.labels.get(model_label, "")
+        )
+        for s in client_.instant(family.render(by, "1m"))
+    ]

@@ -6,7 +6,7 @@ Each metric name carries the upstream file that defines it, in the comment above
 
 from __future__ import annotations
 
-from scaler.presets.registry import Combine, Family, Preset, register
+from scaler.presets.registry import Combine, Family, Preset, Removal, register
 
 # vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
 # and docs/design/metrics.md. Labels model_name and engine (the EngineCore index). Counters are
@@ -61,10 +61,10 @@ VLLM = register(
         image=r"vllm",
         labels={"engine": "0"},
         removed={
-            "vllm:time_per_output_token_seconds": "removed from vLLM by PR #32661 (deprecated in 0.11):"
-            " read vllm:inter_token_latency_seconds",
-            "vllm:gpu_cache_usage_perc": "removed from vLLM by PR #29330 (0.12):"
-            " read vllm:kv_cache_usage_perc",
+            "vllm:time_per_output_token_seconds": Removal(
+                "vLLM PR #32661 (deprecated in 0.11 by PR #24110)", "vllm:inter_token_latency_seconds"
+            ),
+            "vllm:gpu_cache_usage_perc": Removal("vLLM PR #29330 (0.12)", "vllm:kv_cache_usage_perc"),
         },
     )
 )

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from scaler.matchers import LabelMatcher, SelectorError, parse_selector
-from scaler.presets.registry import QUEUE_FIELD, REGISTRY, Preset
+from scaler.presets.registry import QUEUE_FIELD, REGISTRY, Preset, Removal
 
 _SUM_OF_ONE_SELECTOR = re.compile(
     r"^\s*sum\s*\(\s*(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*\)\s*$"
@@ -55,16 +55,16 @@ def queue_read(query: str) -> QueueRead | None:
     return None
 
 
-def removed_in(query: str) -> list[tuple[str, str]]:
-    """Each metric name in ``query`` that its upstream removed, with why (``Preset.removed``).
+def removed_in(query: str) -> list[tuple[str, Removal]]:
+    """Each metric name in ``query`` that its upstream removed, with its removal (``Preset.removed``).
 
     A histogram's name is found in its series too: ``vllm:time_per_output_token_seconds_bucket``
     is ``vllm:time_per_output_token_seconds``.
     """
     return [
-        (name, why)
+        (name, removal)
         for preset in REGISTRY.all()
-        for name, why in preset.removed.items()
+        for name, removal in preset.removed.items()
         if re.search(rf"(?<![\w:]){re.escape(name)}(?:_bucket|_sum|_count)?(?![\w:])", query)
     ]
 

@@ -165,6 +165,14 @@ class Family:
 
 
 @dataclass(frozen=True, slots=True)
+class Removal:
+    """A metric name its upstream removed: by what change, and the name to read instead."""
+
+    by: str  # e.g. "vLLM PR #32661 (deprecated in 0.11)"
+    instead: str
+
+
+@dataclass(frozen=True, slots=True)
 class Preset:
     """An engine's (or a router's) query families, the facts about its servers, and its sources."""
 
@@ -179,8 +187,8 @@ class Preset:
     per_pod: bool = True  # each server pod exports its series (False: one frontend, the fleet's sums)
     both_generations: bool = False  # the upstream writes each older name beside the current one
     pool_label: str | None = None  # a router's label naming its pool (metadata inferencePool)
-    # Older names the upstream no longer writes at all -> why, and what to read instead.
-    removed: Mapping[str, str] = field(default_factory=dict)
+    # Older names the upstream no longer writes at all, each with when and what replaced it.
+    removed: Mapping[str, Removal] = field(default_factory=dict)
 
     def family(self, field: str) -> Family | None:
         """The family that gives ``field``, or None when the preset has none."""
