@@ -11,6 +11,7 @@ per family serves every ScaledObject, and no user-written text reaches PromQL.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterator, Mapping
@@ -84,6 +85,8 @@ _SELECTOR = re.compile(
 _GROUPING = re.compile(r"\b(?:by|without)\s*\([^()]*\)")
 _PROMQL_WORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"})
 _SET_OPERATORS = frozenset({"or", "and", "unless"})
+# Templates whose parsed selectors are kept: every family of every preset, with room to spare.
+_TEMPLATES_KEPT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,20 @@ class Selector:
         return "counter" if self.ranged else "gauge"
 
 
+@functools.lru_cache(maxsize=_TEMPLATES_KEPT)
+def _selectors(template: str) -> tuple[Selector, ...]:
+    """The series selectors in a template's text (its placeholders taken out), in order; cached,
+    as the simulated exporters ask at every scrape."""
+    text = "".join(literal for literal, _, _, _ in string.Formatter().parse(template))
+    out = []
+    for found in _SELECTOR.finditer(_GROUPING.sub(" ", text)):
+        name, after = found["name"], found["after"]
+        if after == "(" or name in _PROMQL_WORDS or name in _SET_OPERATORS:
+            continue  # a function, a keyword or a set operator
+        out.append(Selector(name, parse_selector(found["matchers"] or ""), ranged=after == "["))
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Family:
     """One input's query template, and how a target combines the series it returns."""
@@ -136,15 +153,7 @@ class Family:
         *Example*: ``avg by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)``
         gives ``vllm:kv_cache_usage_perc``, then ``vllm:gpu_cache_usage_perc``.
         """
-        text = "".join(literal for literal, _, _, _ in string.Formatter().parse(self.template))
-        out = []
-        for found in _SELECTOR.finditer(_GROUPING.sub(" ", text)):
-            name, after = found["name"], found["after"]
-            if after == "(" or name in _PROMQL_WORDS or name in _SET_OPERATORS:
-                continue  # a function, a keyword or a set operator
-            matchers = parse_selector(found["matchers"] or "")
-            out.append(Selector(name, matchers, ranged=after == "["))
-        return tuple(out)
+        return _selectors(self.template)
 
     def problems(self) -> list[str]:
         """What is wrong with this family (empty when nothing): its field, its template."""
