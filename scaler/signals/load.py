@@ -47,6 +47,7 @@ over budget; 10 replicas (240 slots) are late 0.4% in all: 10, slots binding.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -239,10 +240,7 @@ def whole_percent(errors: Sequence[float]) -> tuple[tuple[float, int], ...]:
     """The errors rounded up to a whole percent (the safe side), each with how many checks had it,
     largest first; ``((0.0, 1),)`` with none. *Example*: ``(0.304, 0.3, 0.0)`` -> ``((0.31, 1),
     (0.3, 1), (0.0, 1))``."""
-    counted: dict[float, int] = {}
-    for e in errors:
-        rounded = math.ceil(e * 100 - 1e-9) / 100
-        counted[rounded] = counted.get(rounded, 0) + 1
+    counted = Counter([math.ceil(e * 100 - 1e-9) / 100 for e in errors])
     return tuple(sorted(counted.items(), reverse=True)) or ((0.0, 1),)
 
 
