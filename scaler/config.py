@@ -29,6 +29,13 @@ from pydantic import (
 )
 
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
+from scaler.roles import (
+    Role,
+    parse_role_label,
+    role_label,
+    role_matcher,
+    role_problems,
+)
 
 # Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
 # Their values (addresses, certificate paths) are never logged.
@@ -203,6 +210,10 @@ class TargetPolicy(BaseModel):
     router: Literal["none", "llm-d", "dynamo"] = "none"
     inference_pool: str | None = Field(None, alias="inferencePool", min_length=1, max_length=253)
     label_selector: str = Field("", alias="labelSelector")
+    # Which pool of a prefill/decode deployment this ScaledObject scales (scaler.roles), and the
+    # pod or series label that tells the pools' series apart (default: the engine's).
+    role: Role = "both"
+    role_selector: str | None = Field(None, alias="roleSelector", min_length=1, max_length=317)
     prometheus_address: str | None = Field(None, alias="prometheusAddress")
     target_queue_per_replica: float = Field(10.0, alias="targetQueuePerReplica", gt=0, le=1e6)
     prompt_tokens_per_second_per_replica: float | None = Field(
@@ -277,6 +288,13 @@ class TargetPolicy(BaseModel):
             raise ValueError(
                 f'must be PromQL label matchers like model_name="llama", ns=~"prod-.*": {exc}'
             ) from None
+        return value
+
+    @field_validator("role_selector")
+    @classmethod
+    def _role_selector(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_role_label(value)
         return value
 
     @field_validator("prometheus_address")
@@ -360,7 +378,14 @@ class TargetPolicy(BaseModel):
             add("inferencePool", "required with router: llm-d (the InferencePool whose queue to read)")
         if self.router != "llm-d" and self.inference_pool is not None:
             add("inferencePool", f"only used with router: llm-d (router is {self.router})")
-        return problems
+        role = role_problems(self.role, self.role_selector, self.engine, self.matchers)
+        return problems + [FieldProblem(key, raw.get(key), rule) for key, rule in role]
+
+    @cached_property
+    def series_matchers(self) -> tuple[LabelMatcher, ...]:
+        """The matchers of the servers' own series: the ``labelSelector``'s and the role's."""
+        label = None if self.engine == "custom" else role_label(self.engine, self.role_selector)
+        return (*self.matchers, *role_matcher(self.role, label))
 
     @cached_property
     def router_matchers(self) -> tuple[LabelMatcher, ...]:

@@ -58,7 +58,6 @@ from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, Ta
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory import deployment_from_json, is_gpu_resource, node_from_json, scaledobject_from_json
 from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
-from scaler.matchers import SelectorError, parse_selector
 from scaler.sources.presets import GPU_UTILISATION, preset_for
 
 Severity = Literal["error", "warning", "info"]
@@ -473,7 +472,7 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
 
 
 def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | None]:
-    """Per ScaledObject of this scaler: pods with its engine's series for its labelSelector."""
+    """Per ScaledObject of this scaler: pods with its engine's series for its labelSelector (and role)."""
     from scaler.sources.prometheus import PrometheusClient
 
     out: dict[str, int | None] = {}
@@ -488,10 +487,7 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
         if prom is None:
             out[_key(so)] = None
             continue
-        try:
-            matchers = parse_selector(policy.label_selector)
-        except SelectorError:
-            continue
+        matchers = policy.series_matchers  # the labelSelector's and, with a role, the role's
         by = tuple(sorted({m.name for m in matchers}))
         address = policy.prometheus_address
         client_ = PrometheusClient(address) if address else prom

@@ -210,6 +210,9 @@ class SimulatedFleet:
         self.engine = engine
         self.clock = clock
         self._pods: dict[str, _PodState] = {}
+        # Labels the scrape's relabelling copies from each pod onto its series (a pod label such as
+        # llm-d's role, llm-d.ai/role, arrives as llm_d_ai_role), or a server label (engine_type).
+        self.pod_labels: dict[str, dict[str, str]] = {}
         self._last = clock()
         self._lock = threading.Lock()
         self._http = MetricsServer(self.render)
@@ -300,7 +303,7 @@ class SimulatedFleet:
             return out.text()
 
     def _pod_labels(self, pod: str, model_label: str | None) -> dict[str, str]:
-        labels = {"namespace": self.namespace, "pod": pod}
+        labels = {"namespace": self.namespace, "pod": pod, **self.pod_labels.get(pod, {})}
         if model_label:
             labels[model_label] = self.model
         return labels

@@ -24,6 +24,7 @@ class RouterLoad:
     """What the router holds and measures now."""
 
     queued: float = 0.0  # requests waiting in the router, not yet sent to a server
+    queued_prefill: float = 0.0  # Dynamo: those waiting for a prefill worker (queued: for a decode one)
     saturation: float = 0.0  # llm-d's pool saturation (1.0: it stops dispatching)
     stale_endpoints: int = 0  # llm-d: endpoints whose metrics are stale
     requests_per_s: float = 0.0  # first tokens per second the router sees
@@ -127,8 +128,9 @@ class SimulatedRouter:
     # ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs (model lower-cased by the frontend)
     def _dynamo(self, out: _Exposition) -> None:
         model = self.model.lower()
-        labels = {"model": model, "worker_type": "decode", "policy_class": "default"}
-        out.sample("dynamo_frontend_router_queue_pending_requests", labels, self.load.queued)
+        for worker_type, queued in (("decode", self.load.queued), ("prefill", self.load.queued_prefill)):
+            labels = {"model": model, "worker_type": worker_type, "policy_class": "default"}
+            out.sample("dynamo_frontend_router_queue_pending_requests", labels, queued)
         self._ttft(out, "dynamo_frontend_time_to_first_token_seconds", {"model": model})
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:

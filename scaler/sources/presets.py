@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from scaler.matchers import LABEL_NAME
+from scaler.roles import DYNAMO_WORKER_TYPE
 
 
 class Combine(StrEnum):
@@ -46,6 +47,10 @@ class Family:
     le_scale: float = 1.0  # bucket bounds (or a histogram's _sum) times this give seconds (0.001 for _ms)
     select: Select = Select.TARGET
     model_label: str = "model_name"  # the label Select.MODEL keeps
+    # A router family whose series name the pool they wait for: with role set, only the role's are
+    # read (Dynamo's KV router queue, by worker_type). The servers' own series (Select.TARGET) are
+    # read by the role's label (scaler.roles); the other router families serve both pools.
+    role_label: str | None = None
 
     def render(self, by: tuple[str, ...], window: str) -> str:
         """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""
@@ -319,6 +324,7 @@ DYNAMO_ROUTER = Preset(
             "sum by ({by}) (dynamo_frontend_router_queue_pending_requests)",
             select=Select.MODEL,
             model_label="model",
+            role_label=DYNAMO_WORKER_TYPE,
         ),
         Family(
             "router_ttft",
