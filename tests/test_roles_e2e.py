@@ -4,18 +4,27 @@ decode), an SGLang fleet labelled by engine_type, and Dynamo's KV router queue p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import time
+from collections.abc import Iterator, Sequence
 
 import pytest
 
+from scaler.app import wall_clock
 from scaler.config import parse_metadata
+from scaler.engine import Engine
+from scaler.model import Decision
+from scaler.params import DeciderParams
+from scaler.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter
+from scaler.sources.live import LiveSource
 from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 from tests.conftest import require_prometheus
 from tests.helpers import eventually
+from tests.test_itl_e2e import wait_until
 
 pytestmark = pytest.mark.prometheus
 
@@ -151,3 +160,132 @@ def test_dynamo_router_queue_is_read_per_worker_type(stack: Stack) -> None:
     )
     assert got["prefill"].values["router_queue_waiting"] == 90
     assert got["decode"].values["router_queue_waiting"] == 40
+
+
+# ---- decisions: each pool's target from its own series ------------------------------------
+
+# The engines read rates over the reader's 3 s window (the decider's rate window, here as short).
+WINDOW_S = 3
+PARAMS = DeciderParams(rate_window_s=WINDOW_S)
+COMMON = {
+    "labelSelector": SELECTOR,
+    "minReplicas": "2",
+    "maxReplicas": "20",
+    "coldStartSeconds": "10",
+    "promptTokensPerSecondPerReplica": "10000",
+}
+ITL_OBJECTIVE = {"itlObjectiveSeconds": "0.05"}
+# Light prompts on the prefill pool: 4,000 tokens/s of 1,000-token prompts, 0.4 replicas of prefill.
+LIGHT_PREFILL = PodLoad(running=2, prompt_tokens_per_s=4000, requests_per_s=4, ttft_seconds=0.2)
+
+
+def decode_pool(per_pod_running: float, itl_s: float) -> PodLoad:
+    """The decode pool's two pods: each sequence in service 10 s, decoding 25 tokens/s, holding 1%
+    of a pod's KV cache (100 slots a pod)."""
+    running = 2 * per_pod_running
+    return PodLoad(
+        running=running,
+        generation_tokens_per_s=25 * running,
+        requests_per_s=running / 10,
+        ttft_seconds=0.3,
+        kv_cache_usage=per_pod_running / 100,
+        itl_seconds=itl_s,
+    )
+
+
+def targets(**roles: dict[str, str]) -> list[Target]:
+    """One target per name, each with COMMON and its own metadata."""
+    return [
+        Target(TargetKey("pd", name), "", Engine(parse_metadata({**COMMON, **md}), PARAMS), 0.0, 0.0)
+        for name, md in roles.items()
+    ]
+
+
+def refresh(source: LiveSource, ts: Sequence[Target]) -> dict[str, Decision]:
+    """One refresh: every target observed now, in one batch, and decided."""
+    seen = asyncio.run(source.observe(list(ts), wall_clock()))
+    return {t.key.name: t.engine.decide(seen[t.key]) for t in ts}
+
+
+def paced(source: LiveSource, ts: Sequence[Target], count: int) -> list[dict[str, Decision]]:
+    """``count`` refreshes, each half a second after the one before (the refresh loop's pace, shortened)."""
+    out = []
+    for _ in range(count):
+        time.sleep(0.5)
+        out.append(refresh(source, ts))
+    return out
+
+
+def settled(stack: Stack, load: PodLoad) -> bool:
+    """Whether the decode pool's mean ITL and first tokens per second over the rate window are the
+    ones ``load`` sets: the window holds only this load."""
+    decode = '{llm_d_ai_role!="prefill"}'
+    window = f"[{WINDOW_S}s]"
+    itl = stack.prometheus.query(
+        f"sum(rate(vllm:inter_token_latency_seconds_sum{decode}{window}))"
+        f" / sum(rate(vllm:inter_token_latency_seconds_count{decode}{window}))"
+    )
+    served = stack.prometheus.query(f"sum(rate(vllm:time_to_first_token_seconds_count{decode}{window}))")
+    return (
+        bool(itl)
+        and bool(served)
+        and abs(float(itl[0]["value"][1]) - load.itl_seconds) < 1e-3
+        and abs(float(served[0]["value"][1]) - load.requests_per_s) < 0.02 * load.requests_per_s
+    )
+
+
+def test_decode_bound_traffic_over_the_itl_objective_raises_decode_and_leaves_prefill(stack: Stack) -> None:
+    """The decode pool runs 30 sequences a pod at 20 ms between tokens, then 45 at 70 ms, over the
+    50 ms objective: its KV cache would hold 100 a pod, but the latency learned from the two (a line
+    through 20 ms at 30% of the slots and 70 ms at 45%, the tail 1.25 times the mean) says a pod may
+    run 36 within the objective, so 90 sequences need more than the 2 pods. The decode target
+    without an ITL objective stays at its floor, and so does the prefill target, whose prompts are
+    as light as before."""
+    source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window=f"{WINDOW_S}s"))
+    ts = targets(
+        prefill={"role": "prefill", **ITL_OBJECTIVE},
+        decode={"role": "decode", **ITL_OBJECTIVE},
+        decode_no_itl={"role": "decode"},
+    )
+    light_decode, heavy_decode = decode_pool(30, 0.02), decode_pool(45, 0.07)
+    stack.pools(LIGHT_PREFILL, light_decode)
+    decode = ts[1].engine
+    # Refreshes half a second apart, as the refresh loop paces them: the ITL line weighs each
+    # reading by the time it stands for. The first is read once the rate window holds only this
+    # load; until the Ready pods have been steady for a window nothing is learned from them.
+    wait_until(lambda: settled(stack, light_decode))
+    light = [refresh(source, ts)]
+    while not decode.capacity.steady:
+        light += paced(source, ts, 1)
+    light += paced(source, ts, 8)
+    assert light[-1]["decode"].capacity.slots == pytest.approx(100)  # 30 running at 30% KV a pod
+    stack.pools(LIGHT_PREFILL, heavy_decode)
+    wait_until(lambda: settled(stack, heavy_decode))
+    heavy = paced(source, ts, 4)
+    assert {d["decode"].replicas for d in light} == {2}
+    itl_slots = heavy[-1]["decode"].capacity.itl_slots
+    assert itl_slots is not None
+    assert 30 < itl_slots < 45
+    assert max(d["decode"].replicas for d in heavy) >= 3  # 90 sequences on about 36 a pod
+    assert {d["decode_no_itl"].replicas for d in light + heavy} == {2}
+    assert {d["prefill"].replicas for d in light + heavy} == {2}
+
+
+def test_prompt_bound_traffic_raises_prefill_and_leaves_decode(stack: Stack) -> None:
+    """Prompts of 2,000 tokens at 20 a second on the prefill pool, 80 of them waiting: 40,000 tokens
+    a second at 10,000 a replica need more than 4 replicas; the decode pool, as light as before,
+    stays at its floor, its own queue empty."""
+    source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window=f"{WINDOW_S}s"))
+    ts = targets(prefill={"role": "prefill"}, decode={"role": "decode"})
+    heavy = PodLoad(waiting=80, running=8, prompt_tokens_per_s=40000, requests_per_s=20, ttft_seconds=1.5)
+    stack.pools(heavy, decode_pool(30, 0.02))
+    wait_until(
+        lambda: stack.prometheus.query(
+            f'sum(rate(vllm:prompt_tokens_total{{llm_d_ai_role="prefill"}}[{WINDOW_S}s])) > 39000'
+        )
+    )
+    decisions = [refresh(source, ts) for _ in range(3)]
+    assert min(d["prefill"].replicas for d in decisions) >= 5
+    assert {d["decode"].replicas for d in decisions} == {2}
+    assert decisions[-1]["decode"].observation.queue_waiting == 0
+    assert decisions[-1]["prefill"].observation.queue_waiting == 80
