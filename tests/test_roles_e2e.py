@@ -258,12 +258,16 @@ def test_decode_bound_traffic_over_the_itl_objective_raises_decode_and_leaves_pr
     while not decode.capacity.steady:
         light += paced(source, ts, 1)
     light += paced(source, ts, 8)
-    assert light[-1]["decode"].capacity.slots == pytest.approx(100)  # 30 running at 30% KV a pod
+    measured = light[-1]["decode"].capacity
+    assert measured is not None
+    assert measured.slots == pytest.approx(100)  # 30 running at 30% KV a pod
     stack.pools(LIGHT_PREFILL, heavy_decode)
     wait_until(lambda: settled(stack, heavy_decode))
     heavy = paced(source, ts, 4)
     assert {d["decode"].replicas for d in light} == {2}
-    itl_slots = heavy[-1]["decode"].capacity.itl_slots
+    learned = heavy[-1]["decode"].capacity
+    assert learned is not None
+    itl_slots = learned.itl_slots
     assert itl_slots is not None
     assert 30 < itl_slots < 45
     assert max(d["decode"].replicas for d in heavy) >= 3  # 90 sequences on about 36 a pod
