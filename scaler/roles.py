@@ -8,7 +8,8 @@ by one more label matcher beside the ``labelSelector``'s, applied in Python to t
 like every matcher (``scaler.matchers``): the label name reaches PromQL's ``by`` clause, the
 value never does.
 
-The label is the ``roleSelector``, or the engine's default (``ROLE_LABELS``):
+The label is the ``roleSelector``, or the engine's default (its preset's ``role_label``,
+``scaler.presets``):
 
 * vLLM under llm-d: the **pod** label ``llm-d.ai/role`` (llm-d/llm-d-router,
   ``pkg/epp/framework/plugins/scheduling/filter/bylabel/roles.go``), values ``prefill`` and
@@ -67,12 +68,7 @@ class RoleLabel:
         return series_label(self.label)
 
 
-# The engines whose series carry a role label, and which (module docstring).
-ROLE_LABELS: dict[str, RoleLabel] = {
-    "vllm": RoleLabel(LLM_D_ROLE_LABEL, unlabelled="decode"),
-    "sglang": RoleLabel("engine_type"),
-}
-# Dynamo's KV router labels its queue by the worker type it routes to.
+# Dynamo's KV router labels its queue by the worker type it routes to (scaler.presets.routers).
 DYNAMO_WORKER_TYPE = "worker_type"
 
 
@@ -101,13 +97,6 @@ def parse_role_label(text: str) -> RoleLabel:
     return RoleLabel(text, unlabelled)
 
 
-def role_label(engine: str, selector: str | None) -> RoleLabel | None:
-    """The label that picks the role's series: the ``roleSelector``, else the engine's default."""
-    if selector:
-        return parse_role_label(selector)
-    return ROLE_LABELS.get(engine)
-
-
 def role_matcher(role: Role, label: RoleLabel | None) -> tuple[LabelMatcher, ...]:
     """The matcher that keeps ``role``'s series (none for ``both`` or without a label).
     *Example*: decode on llm-d's label -> ``llm_d_ai_role=~"decode|"`` (an absent label reads as
@@ -120,37 +109,45 @@ def role_matcher(role: Role, label: RoleLabel | None) -> tuple[LabelMatcher, ...
 
 
 def role_problems(
-    role: Role, selector: str | None, engine: str, matchers: tuple[LabelMatcher, ...]
+    role: Role,
+    selector: str | None,
+    engine: str,
+    *,
+    default: str | None,
+    custom: bool,
+    frontend: bool,
+    matchers: tuple[LabelMatcher, ...],
 ) -> list[tuple[str, str]]:
     """What is wrong with ``role`` and ``roleSelector`` beside the engine and the ``labelSelector``'s
-    ``matchers``: each a metadata key and the rule it breaks (``scaler.config`` reports them)."""
+    ``matchers``: each a metadata key and the rule it breaks (``scaler.config`` reports them).
+    ``default``: the engine's role label (its preset's); ``custom``: the engine is your own
+    queries; ``frontend``: one frontend exports the fleet's sums (its series cannot tell the pools)."""
     problems: list[tuple[str, str]] = []
     if selector is not None and role == "both":
         problems.append(("roleSelector", "only used with role: prefill or decode (role is both)"))
     if role == "both":
         return problems
-    if engine == "dynamo":
+    if frontend:
         problems.append(
             (
                 "role",
-                "engine: dynamo reads Dynamo's frontend, whose series count both pools' requests (only"
-                f" its KV router queue and per-worker gauges carry {DYNAMO_WORKER_TYPE}): read the pool's"
-                " workers with engine: vllm or sglang and a roleSelector",
+                f"engine: {engine} reads one frontend whose series sum both pools' requests: read each"
+                " pool's servers with an engine whose pods export their own series, and a roleSelector",
             )
         )
-    elif engine == "custom" and selector is not None:
-        problems.append(
-            ("roleSelector", "not used with engine: custom (your queries pick the pool's series)")
-        )
-    elif engine not in ROLE_LABELS and engine != "custom" and selector is None:
+    elif custom and selector is not None:
+        rule = f"not used with engine: {engine} (your queries pick the pool's series)"
+        problems.append(("roleSelector", rule))
+    elif not custom and default is None and selector is None:
         problems.append(
             (
                 "roleSelector",
                 f"required with role: {role} and engine: {engine}, whose series carry no role label: the"
-                " pod or series label that tells the pools apart, e.g. llm-d.ai/role",
+                f" pod or series label that tells the pools apart, e.g. {LLM_D_ROLE_LABEL}",
             )
         )
-    label = None if engine in ("custom", "dynamo") else role_label(engine, selector)
+    text = None if custom or frontend else (selector or default)
+    label = parse_role_label(text) if text else None
     if label is not None and any(m.name == label.series_label for m in matchers):
         problems.append(
             (

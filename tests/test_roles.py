@@ -6,7 +6,8 @@ import pytest
 
 from scaler.config import MetadataError, parse_metadata
 from scaler.matchers import matches_all
-from scaler.roles import parse_role_label, role_label, role_matcher, series_label
+from scaler.presets import PRESETS
+from scaler.roles import RoleLabel, parse_role_label, role_matcher, series_label
 
 
 @pytest.mark.parametrize(
@@ -24,6 +25,13 @@ def test_a_pod_label_key_is_read_as_kubernetes_discovery_names_it(key: str, labe
     assert parse_role_label(key).series_label == label
 
 
+def engine_label(engine: str) -> RoleLabel:
+    """The role label of ``engine``'s preset (the default roleSelector)."""
+    text = PRESETS[engine].role_label
+    assert text is not None
+    return parse_role_label(text)
+
+
 def series(role: str | None, **labels: str) -> dict[str, str]:
     """A series' labels with llm-d's role label set to ``role`` (None: the pod has no label)."""
     return {"pod": "p", **labels, **({} if role is None else {"llm_d_ai_role": role})}
@@ -31,7 +39,7 @@ def series(role: str | None, **labels: str) -> dict[str, str]:
 
 def test_an_unlabelled_llm_d_pod_counts_as_decode_never_as_prefill() -> None:
     """llm-d's decode filter accepts pods with no role label; its prefill filter does not."""
-    label = role_label("vllm", None)
+    label = engine_label("vllm")
     decode, prefill = role_matcher("decode", label), role_matcher("prefill", label)
     assert matches_all(decode, series("decode"))
     assert matches_all(decode, series(None))
@@ -46,7 +54,7 @@ def test_an_unlabelled_llm_d_pod_counts_as_decode_never_as_prefill() -> None:
 
 def test_sglang_engine_type_keeps_only_the_role_and_not_unified() -> None:
     """SGLang's engine_type is prefill, decode or unified; a role reads only its own value."""
-    decode = role_matcher("decode", role_label("sglang", None))
+    decode = role_matcher("decode", engine_label("sglang"))
     assert matches_all(decode, {"engine_type": "decode"})
     assert not matches_all(decode, {"engine_type": "unified"})
     assert not matches_all(decode, {})  # no llm-d rule here: an unlabelled series is not decode
@@ -91,7 +99,11 @@ def test_the_role_matcher_joins_the_label_selector(metadata: dict[str, str], exp
             "roleSelector",
             "engine: triton, whose series carry no role",
         ),
-        ({"role": "decode", "engine": "dynamo"}, "role", "engine: dynamo reads Dynamo's frontend"),
+        (
+            {"role": "decode", "engine": "dynamo"},
+            "role",
+            "engine: dynamo reads one frontend whose series sum",
+        ),
         (
             {"role": "decode", "engine": "custom", "queueQuery": "sum(q)", "roleSelector": "pool"},
             "roleSelector",

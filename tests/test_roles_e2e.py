@@ -15,12 +15,12 @@ from scaler.config import parse_metadata
 from scaler.engine import Engine
 from scaler.model import Decision
 from scaler.params import DeciderParams
+from scaler.presets import PRESETS
 from scaler.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter
 from scaler.sources.live import LiveSource
-from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 from tests.conftest import require_prometheus
 from tests.helpers import eventually
