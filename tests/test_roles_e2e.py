@@ -216,22 +216,34 @@ def paced(source: LiveSource, ts: Sequence[Target], count: int) -> list[dict[str
     return out
 
 
-def settled(stack: Stack, load: PodLoad) -> bool:
-    """Whether the decode pool's mean ITL and first tokens per second over the rate window are the
-    ones ``load`` sets: the window holds only this load."""
-    decode = '{llm_d_ai_role!="prefill"}'
+def settled(stack: Stack, prefill: PodLoad, decode: PodLoad) -> bool:
+    """Whether each pool's first tokens and prompt tokens per second (and the decode pool's mean
+    ITL) over the rate window are the ones set: the window holds only these loads, and no scrape
+    of the simulated fleet came late enough to count tokens of one load at the time of another."""
     window = f"[{WINDOW_S}s]"
-    itl = stack.prometheus.query(
-        f"sum(rate(vllm:inter_token_latency_seconds_sum{decode}{window}))"
-        f" / sum(rate(vllm:inter_token_latency_seconds_count{decode}{window}))"
-    )
-    served = stack.prometheus.query(f"sum(rate(vllm:time_to_first_token_seconds_count{decode}{window}))")
-    return (
-        bool(itl)
-        and bool(served)
-        and abs(float(itl[0]["value"][1]) - load.itl_seconds) < 1e-3
-        and abs(float(served[0]["value"][1]) - load.requests_per_s) < 0.02 * load.requests_per_s
-    )
+
+    def value(query: str) -> float | None:
+        got = stack.prometheus.query(query)
+        return float(got[0]["value"][1]) if got else None
+
+    def near(got: float | None, wanted: float, tolerance: float) -> bool:
+        return (got or 0.0) == wanted == 0.0 or (got is not None and abs(got - wanted) <= tolerance)
+
+    for pods, load in (('{llm_d_ai_role="prefill"}', prefill), ('{llm_d_ai_role!="prefill"}', decode)):
+        served = value(f"sum(rate(vllm:time_to_first_token_seconds_count{pods}{window}))")
+        prompt = value(f"sum(rate(vllm:prompt_tokens_total{pods}{window}))")
+        if not near(served, load.requests_per_s, 0.02 * load.requests_per_s):
+            return False
+        if not near(prompt, load.prompt_tokens_per_s, 0.02 * load.prompt_tokens_per_s):
+            return False
+        if load.generation_tokens_per_s:
+            itl = value(
+                f"sum(rate(vllm:inter_token_latency_seconds_sum{pods}{window}))"
+                f" / sum(rate(vllm:inter_token_latency_seconds_count{pods}{window}))"
+            )
+            if not near(itl, load.itl_seconds, 1e-3):
+                return False
+    return True
 
 
 def test_decode_bound_traffic_over_the_itl_objective_raises_decode_and_leaves_prefill(stack: Stack) -> None:
@@ -253,7 +265,7 @@ def test_decode_bound_traffic_over_the_itl_objective_raises_decode_and_leaves_pr
     # Refreshes half a second apart, as the refresh loop paces them: the ITL line weighs each
     # reading by the time it stands for. The first is read once the rate window holds only this
     # load; until the Ready pods have been steady for a window nothing is learned from them.
-    wait_until(lambda: settled(stack, light_decode))
+    wait_until(lambda: settled(stack, LIGHT_PREFILL, light_decode), timeout_s=60)
     light = [refresh(source, ts)]
     while not decode.capacity.steady:
         light += paced(source, ts, 1)
@@ -262,7 +274,7 @@ def test_decode_bound_traffic_over_the_itl_objective_raises_decode_and_leaves_pr
     assert measured is not None
     assert measured.slots == pytest.approx(100)  # 30 running at 30% KV a pod
     stack.pools(LIGHT_PREFILL, heavy_decode)
-    wait_until(lambda: settled(stack, heavy_decode))
+    wait_until(lambda: settled(stack, LIGHT_PREFILL, heavy_decode), timeout_s=60)
     heavy = paced(source, ts, 4)
     assert {d["decode"].replicas for d in light} == {2}
     learned = heavy[-1]["decode"].capacity
@@ -282,12 +294,9 @@ def test_prompt_bound_traffic_raises_prefill_and_leaves_decode(stack: Stack) -> 
     source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window=f"{WINDOW_S}s"))
     ts = targets(prefill={"role": "prefill"}, decode={"role": "decode"})
     heavy = PodLoad(waiting=80, running=8, prompt_tokens_per_s=40000, requests_per_s=20, ttft_seconds=1.5)
-    stack.pools(heavy, decode_pool(30, 0.02))
-    wait_until(
-        lambda: stack.prometheus.query(
-            f'sum(rate(vllm:prompt_tokens_total{{llm_d_ai_role="prefill"}}[{WINDOW_S}s])) > 39000'
-        )
-    )
+    light_decode = decode_pool(30, 0.02)
+    stack.pools(heavy, light_decode)
+    wait_until(lambda: settled(stack, heavy, light_decode), timeout_s=60)
     decisions = [refresh(source, ts) for _ in range(3)]
     assert min(d["prefill"].replicas for d in decisions) >= 5
     assert {d["decode"].replicas for d in decisions} == {2}
