@@ -26,6 +26,7 @@ class RouterLoad:
     """What the router holds and measures now."""
 
     queued: float = 0.0  # requests waiting in the router, not yet sent to a server
+    queued_prefill: float = 0.0  # where the queue is per worker type (Dynamo): those for a prefill one
     saturation: float = 0.0  # llm-d's pool saturation (1.0: it stops dispatching)
     stale_endpoints: int = 0  # llm-d: endpoints whose metrics are stale
     requests_per_s: float = 0.0  # first tokens per second the router sees
@@ -97,9 +98,24 @@ class SimulatedRouter:
                 "router_ttft": ttft,
             }
             out = Exposition()
+            # A queue labelled by the workers it routes to (Dynamo's worker_type): queued waits for a
+            # decode worker, queued_prefill for a prefill one.
+            role = next((f.role_label for f in self.preset.families if f.role_label), None)
+            own = {role: "decode"} if role else {}
             write_preset(
-                out, self.preset, values, {}, model=self.model, pool=self.pool, generations=self.generations
+                out, self.preset, values, own, model=self.model, pool=self.pool, generations=self.generations
             )
+            if role:
+                prefill = {"router_queue_waiting": Simulated(load.queued_prefill)}
+                write_preset(
+                    out,
+                    self.preset,
+                    prefill,
+                    {role: "prefill"},
+                    model=self.model,
+                    pool=self.pool,
+                    generations=self.generations,
+                )
             return out.text()
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
