@@ -49,7 +49,8 @@ SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
     (
         "kv_cache_usage",
         ("gpu_cache_usage", "kv_cache_usage", "cache_usage"),
-        "fraction of a pod's batch slots in use",
+        "a pod's KV cache usage: the fraction of its batch slots in use, times the cluster model's"
+        " kv_cache_usage_full_batch",
     ),
 )
 _PER_POD = re.compile(r"avg\s*by\s*\(\s*pod\s*\)", re.I)
@@ -245,6 +246,7 @@ class PodSeries:
     ready: int
     gpus_per_replica: int
     decode_slots: int
+    kv_cache_usage_full_batch: float = 1.0  # the cluster model's KV cache usage with every slot busy
 
     def values(self, series: Series, per_pod: bool = False) -> list[float]:
         """The samples a query on ``series`` would return: one per pod, or per GPU for utilisation."""
@@ -253,7 +255,7 @@ class PodSeries:
         if series == "requests_running":
             return [float(v) for v in self.running]
         if series == "kv_cache_usage":
-            return [min(1.0, v / self.decode_slots) for v in self.running]
+            return [min(1.0, v / self.decode_slots * self.kv_cache_usage_full_batch) for v in self.running]
         # GPU utilisation: the fleet's busy time spread evenly over the Ready pods' GPUs.
         if self.ready == 0:
             return []
