@@ -137,6 +137,30 @@ def test_with_router_llm_d_the_target_rises_where_the_engine_only_configuration_
     assert flat.ttft_over_objective == pytest.approx(0.0)  # the servers answered fast once sent
 
 
+def keda(query: str) -> ScaledObjectModel:
+    """Plain KEDA for 2 to 8 replicas: one prometheus trigger, 10 a replica."""
+    trigger = {"type": "prometheus", "metadata": {"query": query, "threshold": "10"}}
+    return scaledobject_model(
+        {"kind": "ScaledObject", "spec": {"minReplicaCount": 2, "maxReplicaCount": 8, "triggers": [trigger]}}
+    )
+
+
+def test_plain_keda_on_the_servers_queue_stays_at_its_floor_behind_the_router_and_on_the_routers_rises() -> (
+    None
+):
+    """KEDA on `vllm:num_requests_waiting` sees 5 a pod, 10 in all, however long the router's queue:
+    it never leaves its floor. The same trigger on `llm_d_epp_flow_control_queue_size` reads the
+    replayed router's queue and goes to its maximum."""
+    cfg = FLEET.with_overrides(kv_cache_usage_full_batch=0.5)
+    servers = Watch(KedaPolicy("servers", keda('sum(vllm:num_requests_waiting{model_name="m"})')))
+    router = Watch(KedaPolicy("router", keda('sum(llm_d_epp_flow_control_queue_size{inference_pool="p"})')))
+    for policy in (servers, router):
+        run(overload(minutes=2.0), cfg, policy, START, 2, warmup_s=0)
+    assert max(t.router_queue or 0 for t in servers.ticks) > 1000
+    assert max(t.spec_replicas for t in servers.ticks) == 2
+    assert max(t.spec_replicas for t in router.ticks) == 8
+
+
 def test_a_router_named_in_the_metadata_but_not_in_the_cluster_is_missing_not_zero() -> None:
     """`router: llm-d` on a replayed fleet without one: the router's queue is reported missing (as a
     selector matching no series is live), never read as an empty queue."""

@@ -235,6 +235,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
                 cfg.gpus_per_replica,
                 cfg.decode_slots,
                 cfg.kv_cache_usage_full_batch,
+                0 if router is None else router.queued,
             ),
             router_queue=None if router is None else router.queued,
             router_saturation=None if router is None else router.saturation(t),
