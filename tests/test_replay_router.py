@@ -178,3 +178,12 @@ def test_the_replay_and_the_simulated_epp_gate_on_the_same_saturation() -> None:
     assert saturation_of(pods) == pytest.approx(1.0625)
     assert pool_saturation([(5, 0.6), (2, 0.9)]) == pytest.approx(1.0625)
     assert saturation_of([]) == 1.0  # an empty pool fails closed
+
+
+def test_reports_say_the_fleet_is_behind_the_router() -> None:
+    """The replay's report line names the router in front of the fleet, and only when there is one."""
+    assert (
+        FLEET.describe()
+        == "16 GPUs, 1 per replica, cold start 60s, behind llm-d's flow control (router: llm-d)"
+    )
+    assert "llm-d" not in FLEET.with_overrides(router="none").describe()

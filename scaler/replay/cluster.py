@@ -116,6 +116,12 @@ class ClusterConfig:
         """The most replicas the free GPUs hold."""
         return self.gpus_free // self.gpus_per_replica
 
+    def describe(self) -> str:
+        """The fleet in a few words, for reports: GPUs, cold start, and the router in front."""
+        router = ", behind llm-d's flow control (router: llm-d)" if self.router == "llm-d" else ""
+        gpus = f"{self.gpus_free} GPUs, {self.gpus_per_replica} per replica"
+        return f"{gpus}, cold start {self.cold_start_s:g}s{router}"
+
     def kv_cache_usage(self, running: float) -> float:
         """One pod's KV cache usage (0-1) while ``running`` sequences hold batch slots."""
         return min(1.0, running / self.decode_slots * self.kv_cache_usage_full_batch)
