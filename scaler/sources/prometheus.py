@@ -31,7 +31,7 @@ from scaler.config import TargetPolicy
 from scaler.histogram import histogram_quantile, ttft_inputs
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import INPUTS, Observation
-from scaler.sources.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
+from scaler.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
@@ -554,7 +554,7 @@ def _points(
 
 
 def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ...]:
-    """The matchers that pick ``policy``'s series of ``family`` (``scaler.sources.presets.Select``)."""
+    """The matchers that pick ``policy``'s series of ``family`` (``scaler.presets.Select``)."""
     if family.select is Select.POOL:
         return policy.router_matchers
     if family.select is Select.MODEL:
