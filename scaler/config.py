@@ -31,6 +31,7 @@ from pydantic import (
 
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
 from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices
+from scaler.roles import Role, parse_role_label, role_matcher, role_problems
 
 # Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
 # Their values (addresses, certificate paths) are never logged.
@@ -206,6 +207,10 @@ class TargetPolicy(BaseModel):
     router: str = NO_ROUTER
     inference_pool: str | None = Field(None, alias="inferencePool", min_length=1, max_length=253)
     label_selector: str = Field("", alias="labelSelector")
+    # Which pool of a prefill/decode deployment this ScaledObject scales (scaler.roles), and the
+    # pod or series label that tells the pools' series apart (default: the engine's).
+    role: Role = "both"
+    role_selector: str | None = Field(None, alias="roleSelector", min_length=1, max_length=317)
     prometheus_address: str | None = Field(None, alias="prometheusAddress")
     target_queue_per_replica: float = Field(10.0, alias="targetQueuePerReplica", gt=0, le=1e6)
     prompt_tokens_per_second_per_replica: float | None = Field(
@@ -289,6 +294,13 @@ class TargetPolicy(BaseModel):
             raise ValueError(
                 f'must be PromQL label matchers like model_name="llama", ns=~"prod-.*": {exc}'
             ) from None
+        return value
+
+    @field_validator("role_selector")
+    @classmethod
+    def _role_selector(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_role_label(value)
         return value
 
     @field_validator("prometheus_address")
@@ -376,7 +388,26 @@ class TargetPolicy(BaseModel):
             )
         if self.router not in pooled and self.inference_pool is not None:
             add("inferencePool", f"only used with router: {' or '.join(pooled)} (router is {self.router})")
-        return problems
+        preset = REGISTRY.engines.get(self.engine)
+        role = role_problems(
+            self.role,
+            self.role_selector,
+            self.engine,
+            default=preset.role_label if preset else None,
+            custom=preset is None,
+            frontend=preset is not None and not preset.per_pod,
+            matchers=self.matchers,
+        )
+        return problems + [FieldProblem(key, raw.get(key), rule) for key, rule in role]
+
+    @cached_property
+    def series_matchers(self) -> tuple[LabelMatcher, ...]:
+        """The matchers of the servers' own series: the ``labelSelector``'s and the role's (by the
+        ``roleSelector``, else the engine preset's role label; scaler.roles)."""
+        preset = REGISTRY.engines.get(self.engine)
+        text = self.role_selector or (preset.role_label if preset else None)
+        label = parse_role_label(text) if text and preset else None
+        return (*self.matchers, *role_matcher(self.role, label))
 
     @cached_property
     def router_matchers(self) -> tuple[LabelMatcher, ...]:

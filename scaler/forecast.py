@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from scaler.params import DEFAULT, DeciderParams
@@ -94,9 +94,17 @@ class _TimedWindow:
         return self._size
 
     def __iter__(self) -> Iterator[tuple[float, float]]:
-        cap = len(self._t)
-        for i in range(self._head, self._head + self._size):
-            yield self._t[i % cap], self._v[i % cap]
+        return zip(self._slice(self._t), self._slice(self._v), strict=True)
+
+    def values(self) -> array[float]:
+        """The values, oldest first (sliced out of the ring, not walked in Python)."""
+        return self._slice(self._v)
+
+    def _slice(self, ring: array[float]) -> array[float]:
+        end = self._head + self._size
+        if end <= len(ring):
+            return ring[self._head : end]
+        return ring[self._head :] + ring[: end - len(ring)]
 
     def append(self, t: float, value: float) -> None:
         cap = len(self._t)
@@ -189,23 +197,29 @@ class Forecaster:
 
     def errors(self, floor: float = 0.0) -> list[float]:
         """The checked errors, each a miss over the larger of its plan and ``floor`` (module docstring)."""
-        return [e * p / max(p, floor) for (_, e), (_, p) in zip(self._errors, self._planned, strict=True)]
+        errors, planned = self._errors.values(), self._planned.values()
+        return [e * p / (p if p >= floor else floor) for e, p in zip(errors, planned, strict=True)]
 
     def margin(self, quantile: float, floor: float = 0.0) -> float:
         """The ``quantile`` of the checked errors by the split-conformal rule (module docstring), >= 0."""
-        errors = sorted(self.errors(floor))
-        if not errors:
-            return 0.0
-        rank = math.ceil((len(errors) + 1) * quantile)
-        return max(0.0, errors[min(rank, len(errors)) - 1])
+        return _conformal(sorted(self.errors(floor)), quantile)
 
     def forecast(self, quantile: float, floor: float = 0.0) -> Forecast | None:
         """The current forecast with its margin at ``quantile``, or None before the first sample;
         ``floor`` is the demand the fleet's floor holds (module docstring), 0 when unknown."""
         if self.level is None:
             return None
-        errors = tuple(sorted(self.errors(floor), reverse=True))
+        ascending = sorted(self.errors(floor))
         held_at, planned = self._peaks[0]
         assert self.last_t is not None
-        margin = self.margin(quantile, floor)
+        margin = _conformal(ascending, quantile)
+        errors = tuple(reversed(ascending))
         return Forecast(self.level, self.trend, planned, self.last_t - held_at, margin, errors)
+
+
+def _conformal(ascending: Sequence[float], quantile: float) -> float:
+    """The ``quantile`` of sorted errors by the split-conformal rule (module docstring), >= 0."""
+    if not ascending:
+        return 0.0
+    rank = math.ceil((len(ascending) + 1) * quantile)
+    return max(0.0, ascending[min(rank, len(ascending)) - 1])

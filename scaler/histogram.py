@@ -106,6 +106,20 @@ def ttft_inputs(
     }
 
 
+# What a router's TTFT histogram (queue time included) replaces among the TTFT inputs: the tail
+# and the share over the objective, what users saw. The servers' own histogram keeps the mean and
+# the count, which measure prefill and the requests served.
+ROUTER_TTFT_INPUTS = ("ttft_p95_seconds", "ttft_p99_seconds", "ttft_over_objective")
+
+
+def router_ttft_inputs(objective_s: float, buckets: Mapping[float, float] | None) -> dict[str, float]:
+    """The ``ROUTER_TTFT_INPUTS`` a router's TTFT histogram gives over one rate window (those it can
+    say: none without requests). *Example*: every request of the window waited 9 s in the router
+    for a 2 s objective: ``ttft_over_objective`` 1.0, whatever the servers' own histogram says."""
+    seen = ttft_inputs(objective_s, buckets)
+    return {name: value for name in ROUTER_TTFT_INPUTS if (value := seen[name]) is not None}
+
+
 def itl_inputs(
     objective_s: float | None, quantile: float, buckets: Mapping[float, float] | None, sum_rate: float | None
 ) -> dict[str, float | None]:

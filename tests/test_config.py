@@ -71,6 +71,7 @@ def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
         "targetUtilization": "0.5",
         "ttftObjectivePercentile": "95",
         "router": "dynamo",
+        "role": "decode",
         "prewarmStart": None,
         "prewarmEnd": None,
         "prewarmReplicas": None,
@@ -84,6 +85,8 @@ def test_every_key_is_accepted_in_from_env_form(key: str) -> None:
         metadata[f"{key}FromEnv"] = metadata.pop(key)
     elif key == "inferencePool":
         metadata = {"router": "llm-d", "inferencePoolFromEnv": "llama-pool"}
+    elif key == "roleSelector":
+        metadata = {"role": "decode", "roleSelectorFromEnv": "disaggregatedset.x-k8s.io/role"}
     else:
         value = samples.get(key) or "3"
         metadata = {f"{key}FromEnv": value}

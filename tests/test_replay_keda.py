@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
         ('sum(DCGM_FI_DEV_GPU_UTIL{pod=~"vllm-.*"})', "gpu_utilization", "sum"),
         ("max by (pod) (vllm:gpu_cache_usage_perc)", "kv_cache_usage", "max"),
         ("sum(sglang:queue_size)", "queue_waiting", "sum"),
+        ('sum(llm_d_epp_flow_control_queue_size{inference_pool="p"})', "router_queue", "sum"),
+        ("sum(inference_extension_flow_control_queue_size)", "router_queue", "sum"),
     ],
 )
 def test_query_mapping(query: str, series: str, aggregation: str) -> None:
@@ -149,7 +151,12 @@ def test_series_values_and_aggregation() -> None:
     assert aggregate(pods.values("gpu_utilization"), "sum") == 300
     assert aggregate(pods.values("gpu_utilization", per_pod=True), "sum") == 150
     assert aggregate(pods.values("kv_cache_usage"), "max") == 1.0
+    assert aggregate(pods.values("router_queue"), "sum") == 0  # no router replayed
     assert aggregate([], "avg") == 0.0
+    # A fleet whose max_num_seqs binds first (KV half used at a full batch), behind a router holding 7.
+    routed = PodSeries([0, 0], [10, 20], 1.0, 2, 1, 20, kv_cache_usage_full_batch=0.5, router_queue=7)
+    assert aggregate(routed.values("kv_cache_usage"), "max") == 0.5
+    assert aggregate(routed.values("router_queue"), "sum") == 7
 
 
 @pytest.mark.parametrize(

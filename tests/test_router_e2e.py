@@ -18,7 +18,7 @@ from scaler.model import Decision, Observation
 from scaler.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
-from scaler.sim.router import RouterLoad, SimulatedRouter
+from scaler.sim.router import RouterLoad, SimulatedRouter, saturation_of
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
@@ -91,10 +91,14 @@ def wait_until(check: Any, timeout_s: float = 30.0) -> None:
 
 
 def flow_control(stack: Stack, queued: float) -> None:
-    """The EPP with flow control on: each server holds 5 waiting, the rest waits in the router (the
-    servers' rates stay unknown, so the queue alone decides)."""
-    stack.fleet.set_fleet_load(PodLoad(waiting=10, running=10, kv_cache_usage=0.2))
-    stack.router.set_load(RouterLoad(queued=queued, saturation=1.0 if queued else 0.9))
+    """The EPP with flow control on: while the router holds requests each server holds 5 waiting (4
+    while it holds none), and the pool's saturation is what the EPP reads from them (the servers'
+    rates stay unknown, so the queue alone decides)."""
+    pod = PodLoad(waiting=5 if queued else 4, running=5, kv_cache_usage=0.2)
+    for name in stack.fleet.pods:
+        stack.fleet.set_pod_load(name, pod)
+    saturation = saturation_of([pod] * len(stack.fleet.pods))
+    stack.router.set_load(RouterLoad(queued=queued, saturation=saturation))
 
 
 def test_a_backlog_held_in_the_router_raises_the_target_within_two_refreshes(stack: Stack) -> None:
@@ -103,13 +107,15 @@ def test_a_backlog_held_in_the_router_raises_the_target_within_two_refreshes(sta
     source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window="5s"))
     routed = target(LLM_D)
     flow_control(stack, 0.0)
-    wait_until(lambda: stack.prometheus.query("sum(vllm:num_requests_waiting) == 10"))
+    wait_until(lambda: stack.prometheus.query("sum(vllm:num_requests_waiting) == 8"))
     wait_until(lambda: stack.prometheus.query("sum(llm_d_epp_flow_control_queue_size) == 0"))
     quiet = [refresh(source, routed) for _ in range(3)]
-    assert [d.replicas for d in quiet] == [2, 2, 2]  # 10 waiting at 10 a replica, under the floor
+    assert [d.replicas for d in quiet] == [2, 2, 2]  # 8 waiting at 10 a replica, under the floor
     assert quiet[-1].observation.router_queue_waiting == 0
+    assert quiet[-1].observation.router_saturation == pytest.approx(0.8)  # 4 / 5 on each server
     flow_control(stack, 400.0)
     wait_until(lambda: stack.prometheus.query("sum(llm_d_epp_flow_control_queue_size) == 400"))
+    wait_until(lambda: stack.prometheus.query("sum(vllm:num_requests_waiting) == 10"))
     first, second = refresh(source, routed), refresh(source, routed)
     assert first.observation.router_queue_waiting == 400  # both name generations, counted once
     assert first.observation.queue_waiting == 10  # the servers' own queue, as observed

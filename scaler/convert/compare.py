@@ -156,8 +156,7 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
         else:
             note = "no lower queue threshold lets the old object attain what the new one does"
     print(
-        f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.gpus_free} GPUs,"
-        f" {cluster.gpus_per_replica} per replica, cold start {cluster.cold_start_s:g}s",
+        f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.describe()}",
         file=report,
     )
     print(table(all_figures(results, objective), objective), file=report)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from scaler.doctor.objects import Cluster, RouterQueue, our_trigger, policy_of, so_key
 from scaler.doctor.stacks import engine_queue_only
-from scaler.matchers import SelectorError, parse_selector
 from scaler.presets import QUEUE_FIELD, ROUTERS, Kind, Preset, Select, preset_for
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
 
 
 def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | None]:
-    """Per ScaledObject of this scaler: pods with its engine's series for its labelSelector."""
+    """Per ScaledObject of this scaler: pods with its engine's series for its labelSelector (and role)."""
     from scaler.sources.prometheus import PrometheusClient
 
     out: dict[str, int | None] = {}
@@ -80,10 +79,7 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
         if prom is None:
             out[so_key(so)] = None
             continue
-        try:
-            matchers = parse_selector(policy.label_selector)
-        except SelectorError:
-            continue
+        matchers = policy.series_matchers  # the labelSelector's and, with a role, the role's
         by = tuple(sorted({m.name for m in matchers}))
         address = policy.prometheus_address
         client_ = PrometheusClient(address) if address else prom

@@ -7,6 +7,7 @@ Each metric name carries the upstream file that defines it, in the comment above
 from __future__ import annotations
 
 from scaler.presets.registry import Combine, Family, Preset, Removal, register
+from scaler.roles import LLM_D_ROLE_LABEL
 
 # vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
 # and docs/design/metrics.md. Labels model_name and engine (the EngineCore index). Counters are
@@ -60,6 +61,9 @@ VLLM = register(
         "vllm-project/vllm vllm/v1/metrics/loggers.py",
         image=r"vllm",
         labels={"engine": "0"},
+        # llm-d/llm-d-router pkg/epp/framework/plugins/scheduling/filter/bylabel/roles.go: the pod
+        # label llm-d.ai/role (prefill, decode; a pod without it is a decode pod)
+        role_label=LLM_D_ROLE_LABEL,
         removed={
             "vllm:time_per_output_token_seconds": Removal(
                 "vLLM PR #32661 (deprecated in 0.11 by PR #24110)", "vllm:inter_token_latency_seconds"
@@ -117,6 +121,9 @@ SGLANG = register(
         "sgl-project/sglang python/sglang/srt/observability/metrics_collector.py",
         image=r"sglang",
         labels={"engine_type": "unified", "tp_rank": "0", "pp_rank": "0"},
+        # python/sglang/srt/observability/metrics_collector.py: engine_type (prefill, decode,
+        # unified) from --disaggregation-mode
+        role_label="engine_type",
     )
 )
 

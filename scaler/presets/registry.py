@@ -138,6 +138,10 @@ class Family:
     le_scale: float = 1.0  # bucket bounds (or a histogram's _sum) times this give seconds (0.001 for _ms)
     select: Select = Select.TARGET
     model_label: str = "model_name"  # the label Select.MODEL keeps
+    # A router family whose series name the pool they wait for: with a role set, only the role's are
+    # read (Dynamo's KV router queue, by worker_type). The servers' own series (Select.TARGET) are
+    # read by the preset's role_label; a router's other families serve both pools (scaler.roles).
+    role_label: str | None = None
 
     def render(self, by: tuple[str, ...], window: str) -> str:
         """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""
@@ -196,6 +200,9 @@ class Preset:
     per_pod: bool = True  # each server pod exports its series (False: one frontend, the fleet's sums)
     both_generations: bool = False  # the upstream writes each older name beside the current one
     pool_label: str | None = None  # a router's label naming its pool (metadata inferencePool)
+    # The pod or series label its servers' series tell a prefill/decode pool's apart by: the
+    # default roleSelector (None: the servers label no role; scaler.roles).
+    role_label: str | None = None
     # Older names the upstream no longer writes at all, each with when and what replaced it.
     removed: Mapping[str, Removal] = field(default_factory=dict)
 

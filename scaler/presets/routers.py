@@ -6,6 +6,7 @@ Each metric name carries the upstream file that defines it, in the comment above
 from __future__ import annotations
 
 from scaler.presets.registry import Combine, Family, Kind, Preset, Select, register
+from scaler.roles import DYNAMO_WORKER_TYPE
 
 # llm-d's endpoint picker (EPP). Sources: llm-d/llm-d-router pkg/epp/metrics/llm_d_router_metrics.go
 # (llm_d_epp_*, v0.9+) and pkg/epp/metrics/metrics.go (the older inference_extension_* names,
@@ -76,6 +77,7 @@ DYNAMO_ROUTER = register(
                 "sum by ({by}) (dynamo_frontend_router_queue_pending_requests)",
                 select=Select.MODEL,
                 model_label="model",
+                role_label=DYNAMO_WORKER_TYPE,  # prefill or decode: the workers it routes to
             ),
             # lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs:
             # histogram dynamo_frontend_time_to_first_token_seconds

@@ -342,8 +342,7 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
     minutes = trace.duration_s / 60
     print(
         f"{trace.source}: {len(trace):,} requests over {minutes:,.0f} min from {start.isoformat()};"
-        f" cluster: {cluster.gpus_free} GPUs, {cluster.gpus_per_replica} per replica,"
-        f" cold start {cluster.cold_start_s:g}s"
+        f" cluster: {cluster.describe()}"
     )
     print(cold_start.said)
     if trace.note:

@@ -30,6 +30,12 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
   batch slot (vLLM's WAITING queue: not admitted for want of a sequence slot or KV
   blocks) and *running* from then to its last token, its prefill queue and prefill
   included (vLLM admits a request and computes its prompt in chunks among running ones).
+  The KV cache's usage is the share of batch slots in use times ``kv_cache_usage_full_batch``:
+  1 (default) where the KV cache is what bounds the batch, less where ``max_num_seqs`` does
+  and the cache keeps room.
+* **A router** (``router: llm-d``): llm-d's endpoint picker with flow control holds requests
+  while the Ready pods read saturated (``scaler/replay/router.py``); with ``none`` (default)
+  each request goes to a pod as it arrives.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from scaler.pods import Pod, PodLifecycle, PodState
 
 Physics = Literal["shared", "separate"]
 PHYSICS: tuple[Physics, ...] = ("shared", "separate")
+Router = Literal["none", "llm-d"]
+ROUTERS: tuple[Router, ...] = ("none", "llm-d")
 
 
 class ClusterError(ValueError):
@@ -68,11 +76,18 @@ class ClusterConfig:
     gpus_free: int = 16  # GPUs this workload may use in the pool
     busy_time_constant_s: float = 10.0  # window of the prefill busy fraction that slows decode
     physics: Physics = "shared"  # how prefill and decode share a replica's GPU (module docstring)
+    kv_cache_usage_full_batch: float = 1.0  # KV cache usage (0-1] with every batch slot busy
+    router: Router = "none"  # what sends requests to the pods (module docstring)
 
     def __post_init__(self) -> None:
         problems = []
         if self.physics not in PHYSICS:
             problems.append(f"physics must be one of {', '.join(PHYSICS)}, got {self.physics!r}")
+        if self.router not in ROUTERS:
+            problems.append(f"router must be one of {', '.join(ROUTERS)}, got {self.router!r}")
+        kv = self.kv_cache_usage_full_batch
+        if not (isinstance(kv, int | float) and 0 < kv <= 1):
+            problems.append(f"kv_cache_usage_full_batch must be a number in (0, 1], got {kv!r}")
         for name in (
             "prefill_tokens_per_s",
             "decode_tokens_per_s_per_seq",
@@ -100,6 +115,16 @@ class ClusterConfig:
     def max_replicas_on_gpus(self) -> int:
         """The most replicas the free GPUs hold."""
         return self.gpus_free // self.gpus_per_replica
+
+    def describe(self) -> str:
+        """The fleet in a few words, for reports: GPUs, cold start, and the router in front."""
+        router = ", behind llm-d's flow control (router: llm-d)" if self.router == "llm-d" else ""
+        gpus = f"{self.gpus_free} GPUs, {self.gpus_per_replica} per replica"
+        return f"{gpus}, cold start {self.cold_start_s:g}s{router}"
+
+    def kv_cache_usage(self, running: float) -> float:
+        """One pod's KV cache usage (0-1) while ``running`` sequences hold batch slots."""
+        return min(1.0, running / self.decode_slots * self.kv_cache_usage_full_batch)
 
     def busy_fraction(self, prompt_tokens_per_s: float, generation_tokens_per_s: float) -> float:
         """Replicas' worth of capacity these token rates use, under this physics.
@@ -289,6 +314,26 @@ class Cluster(PodLifecycle[ServingPod]):
             waiting=waiting,
             running=running,
         )
+
+    def endpoints(self, now: float) -> list[tuple[int, float]]:
+        """Each Ready pod's (waiting, KV cache usage) at ``now``: what a router's picker reads."""
+        kv = self.config.kv_cache_usage
+        out = []
+        for pod in self.ready:
+            waiting = pod.waiting(now)
+            out.append((waiting, kv(pod.outstanding(now) - waiting)))
+        return out
+
+    def next_change(self) -> float:
+        """The first instant after the last ``endpoints(now)`` at which what it returns can change:
+        a request gets its batch slot or ends on a Ready pod, a pod becomes Ready or goes (inf: never)."""
+        nxt = self._next_event
+        for pod in self.ready:
+            if pod.starts and pod.starts[0] < nxt:
+                nxt = pod.starts[0]
+            if pod.ends and pod.ends[0] < nxt:
+                nxt = pod.ends[0]
+        return nxt
 
     def ready_loads(self, now: float) -> list[int]:
         """Outstanding requests per Ready pod (for tests and max/avg queries)."""

@@ -128,9 +128,10 @@ class Measured:
 
 
 def describe(policy: TargetPolicy) -> str:
-    """The series a policy selects: its engine and labelSelector."""
+    """The series a policy selects: its engine, labelSelector and role."""
     selector = f"labelSelector {policy.label_selector}" if policy.label_selector else "no labelSelector"
-    return f"engine {policy.engine}, {selector}"
+    role = f", role {policy.role}" if policy.role != "both" else ""
+    return f"engine {policy.engine}, {selector}{role}"
 
 
 def from_prometheus(reader: HistoryReader, address: str, policy: TargetPolicy, span: Span) -> Measured:

@@ -29,11 +29,16 @@ from scaler.inventory.scaledobject import ScaledObject, ScaledObjectError, scale
 from scaler.inventory.scaledobject import Trigger as ScaledObjectTrigger
 from scaler.manifest import ManifestError, first_scaledobject
 
-Series = Literal["queue_waiting", "requests_running", "gpu_utilization", "kv_cache_usage"]
+Series = Literal["router_queue", "queue_waiting", "requests_running", "gpu_utilization", "kv_cache_usage"]
 Aggregation = Literal["sum", "avg", "max", "min"]
 
 # Query text -> simulated series, by the first keyword found (case-insensitive).
 SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
+    (
+        "router_queue",
+        ("flow_control_queue_size",),
+        "requests waiting in the router: llm-d's flow-control queue (cluster key router), 0 without one",
+    ),
     ("queue_waiting", ("num_requests_waiting", "queue_size", "waiting"), "requests waiting in a pod's queue"),
     ("requests_running", ("num_requests_running", "running"), "requests being prefilled or decoded in a pod"),
     (
@@ -45,7 +50,8 @@ SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
     (
         "kv_cache_usage",
         ("gpu_cache_usage", "kv_cache_usage", "cache_usage"),
-        "fraction of a pod's batch slots in use",
+        "a pod's KV cache usage: the fraction of its batch slots in use, times the cluster model's"
+        " kv_cache_usage_full_batch",
     ),
 )
 _PER_POD = re.compile(r"avg\s*by\s*\(\s*pod\s*\)", re.I)
@@ -237,15 +243,19 @@ class PodSeries:
     ready: int
     gpus_per_replica: int
     decode_slots: int
+    kv_cache_usage_full_batch: float = 1.0  # the cluster model's KV cache usage with every slot busy
+    router_queue: int = 0  # requests held in the router (llm-d's flow control), one sample
 
     def values(self, series: Series, per_pod: bool = False) -> list[float]:
         """The samples a query on ``series`` would return: one per pod, or per GPU for utilisation."""
+        if series == "router_queue":
+            return [float(self.router_queue)]
         if series == "queue_waiting":
             return [float(v) for v in self.waiting]
         if series == "requests_running":
             return [float(v) for v in self.running]
         if series == "kv_cache_usage":
-            return [min(1.0, v / self.decode_slots) for v in self.running]
+            return [min(1.0, v / self.decode_slots * self.kv_cache_usage_full_batch) for v in self.running]
         # GPU utilisation: the fleet's busy time spread evenly over the Ready pods' GPUs.
         if self.ready == 0:
             return []

@@ -19,7 +19,7 @@ from datetime import datetime
 from scaler.coldstart import NONE as NO_COLD_START
 from scaler.coldstart import ColdStart
 from scaler.engine import Engine
-from scaler.histogram import ttft_inputs
+from scaler.histogram import router_ttft_inputs, ttft_inputs
 from scaler.hpa import Hpa, MetricType
 from scaler.model import Decision, HpaStatus, Observation
 from scaler.replay.keda import (
@@ -54,8 +54,11 @@ class TickInputs:
     pods: PodSeries
     ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative rates)
     ttft_sum_per_s: float | None = None  # the rate of that histogram's _sum (seconds per second)
-    kv_cache_usage: float | None = None  # the fullest serving pod's share of batch slots in use
+    kv_cache_usage: float | None = None  # the serving pods' mean KV cache usage (cluster model)
     cold_start: ColdStart = NO_COLD_START  # measured from the pods that became Ready, as live
+    router_queue: int | None = None  # requests held in the router (None: the cluster has none)
+    router_saturation: float | None = None  # the router's pool saturation (llm-d flow control)
+    router_ttft_buckets: Mapping[float, float] | None = None  # the router's TTFT histogram, queue included
 
 
 class KedaPolicy:
@@ -100,6 +103,7 @@ class KedaPolicy:
         for name, value in ttft.items():
             if value is None:
                 missing[name] = "no requests in the rate window" if tick.ttft_buckets else "no TTFT histogram"
+        routed, saturation = self._router(tick, ttft, missing)
         return Observation(
             now=tick.now,
             queue_waiting=float(tick.waiting),
@@ -117,6 +121,8 @@ class KedaPolicy:
             ttft_mean_seconds=ttft["ttft_mean_seconds"],
             requests_per_s=ttft["requests_per_s"],
             kv_cache_usage=tick.kv_cache_usage,
+            router_queue_waiting=routed,
+            router_saturation=saturation,
             cold_start_seconds=tick.cold_start.lead_p90_s,
             cold_start_pending_seconds=tick.cold_start.pending_p90_s,
             cold_start_samples=tick.cold_start.samples,
@@ -125,6 +131,22 @@ class KedaPolicy:
             hpa_read=True,
             missing=missing,
         )
+
+    def _router(
+        self, tick: TickInputs, ttft: dict[str, float | None], missing: dict[str, str]
+    ) -> tuple[float | None, float | None]:
+        """The router's queue and saturation, and its TTFT in ``ttft``, as the live source reads a
+        router the metadata names (``scaler.sources.live``); absent where none is replayed."""
+        router = self.engine.policy.router if self.engine else "none"
+        if router == "none":
+            return None, None
+        if router != "llm-d" or tick.router_queue is None:
+            missing["router_queue_waiting"] = f"the replayed cluster has no {router} router"
+            return None, None
+        for name, value in router_ttft_inputs(self.objective_s, tick.router_ttft_buckets).items():
+            ttft[name] = value
+            missing.pop(name, None)
+        return float(tick.router_queue), tick.router_saturation
 
     def _hpa_status(self, tick: TickInputs) -> HpaStatus:
         """The replayed HPA as the landing monitor reads a real one."""

@@ -7,6 +7,10 @@ when a prefill completes, generated tokens spread over each request's decode), a
 rates are read as Prometheus' ``rate(counter[1m])`` would read them. Each first token is
 observed into a histogram with vLLM's ``time_to_first_token_seconds`` buckets, and its
 p95 and p99 are read as ``histogram_quantile`` over the last minute's bucket rates.
+
+With ``router: llm-d`` in the cluster model, requests go through llm-d's flow control
+(``scaler.replay.router``): the servers' histogram counts from the moment a request is sent,
+the router's from its arrival, and the TTFT scored is the router's, what users saw.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from scaler.coldstart import measure as measure_cold_start
 from scaler.replay.cluster import Cluster, ClusterConfig
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
+from scaler.replay.router import FlowControlRouter
 from scaler.replay.trace import Trace
 
 RATE_WINDOW_S = 60  # rate(...[1m])
@@ -109,6 +114,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     history_gen = sum(outputs[first_minute]) / RATE_WINDOW_S
     cluster = Cluster(cfg, max(policy.min_replicas, min(initial_ready, policy.max_replicas)))
     spec = len(cluster.active)
+    assign = cluster.assign
 
     # Per-second token counters (prompt tokens added when a prefill ends; generation as a
     # rate difference array spread over each decode). Bins past the horizon are dropped.
@@ -124,6 +130,33 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     ttft_sums = np.zeros(len(ttft_hist), dtype=np.float64)  # the histogram's _sum, per bin
     last_hist = len(ttft_hist) - 1
     bucket_of = bisect.bisect_left
+    ttft_all = np.full(len(sim_arrivals), math.inf, dtype=np.float64)  # inf: never served
+    last_bin = nbins - 1
+
+    def serve(i: int, sent: float) -> None:
+        """Request ``i`` goes to a pod at ``sent``: its first token, the histograms, the token counters."""
+        first, end = assign(sent, prompts[i], outputs[i])
+        ttft = first - sent  # as the server measures it
+        ttft_all[i] = first - sim_arrivals[i]  # as the user saw it (the same without a router)
+        hist_bin = min(int(first) // HIST_BIN_S, last_hist)
+        ttft_hist[hist_bin, bucket_of(TTFT_BUCKETS, ttft)] += 1
+        ttft_sums[hist_bin] += ttft
+        if router is not None:
+            router_hist[hist_bin, bucket_of(TTFT_BUCKETS, ttft_all[i])] += 1
+        b = int(first)
+        if b < last_bin:
+            prompt_bin[b] += prompts[i]
+            out = outputs[i] - 1
+            if out > 0 and end > first:
+                rate = out / (end - first)
+                gen_diff[b] += rate
+                e = int(end)
+                if e < last_bin:
+                    gen_diff[e] -= rate
+
+    # llm-d's endpoint picker with flow control in front of the pods, and its TTFT histogram.
+    router = FlowControlRouter(cluster, serve) if cfg.router == "llm-d" else None
+    router_hist = np.zeros_like(ttft_hist) if router is not None else ttft_hist
 
     ticks_t: list[float] = []
     ticks_spec: list[int] = []
@@ -167,7 +200,12 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         window_counts = ttft_hist[hist_start:hist_end].sum(axis=0)
         ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S)
         ttft_sum_rate = float(ttft_sums[hist_start:hist_end].sum()) / RATE_WINDOW_S
-        kv = sum(running) / (len(running) * cfg.decode_slots) if serving else None  # mean over pods
+        # The KV cache's usage, the mean over the serving pods (cluster model).
+        kv = (
+            min(1.0, sum(running) * cfg.kv_cache_usage_full_batch / (len(running) * cfg.decode_slots))
+            if serving
+            else None
+        )
         ready_times = cluster.ready_times
         key = (len(ready_times), ready_times[-1] if ready_times else None)
         if key != cold_start_key:
@@ -187,9 +225,25 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             generation_tokens_per_s=gen_rate,
             ttft_buckets=ttft_window,
             ttft_sum_per_s=ttft_sum_rate,
-            kv_cache_usage=None if kv is None else min(1.0, kv),
+            kv_cache_usage=kv,
             cold_start=cold_start,
-            pods=PodSeries(waiting, running, busy, view.ready, cfg.gpus_per_replica, cfg.decode_slots),
+            pods=PodSeries(
+                waiting,
+                running,
+                busy,
+                view.ready,
+                cfg.gpus_per_replica,
+                cfg.decode_slots,
+                cfg.kv_cache_usage_full_batch,
+                0 if router is None else router.queued,
+            ),
+            router_queue=None if router is None else router.queued,
+            router_saturation=None if router is None else router.saturation(t),
+            router_ttft_buckets=(
+                None
+                if router is None
+                else cumulative_buckets(router_hist[hist_start:hist_end].sum(axis=0), RATE_WINDOW_S)
+            ),
         )
         wanted = policy.tick(inputs)
         if wanted is not None and wanted != spec:
@@ -207,10 +261,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         ticks_pending.append(after.pending)
         ticks_gpus.append(after.gpus_bound)
 
-    ttft_all = np.empty(len(sim_arrivals), dtype=np.float64)
     next_tick = 0.0
-    assign = cluster.assign
-    last_bin = nbins - 1
     report_every = 10_000
     gpu_at_start = pending_at_start = 0.0
     for i in range(len(sim_arrivals)):
@@ -219,33 +270,28 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             if next_tick >= w > next_tick - tick_s:
                 cluster.advance(w)
                 gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
+            if router is not None:
+                router.release(next_tick)
             control(next_tick)
             next_tick += tick_s
-        first, end = assign(t, prompts[i], outputs[i])
-        ttft = first - t
-        ttft_all[i] = ttft
-        hist_bin = min(int(first) // HIST_BIN_S, last_hist)
-        ttft_hist[hist_bin, bucket_of(TTFT_BUCKETS, ttft)] += 1
-        ttft_sums[hist_bin] += ttft
-        b = int(first)
-        if b < last_bin:
-            prompt_bin[b] += prompts[i]
-            out = outputs[i] - 1
-            if out > 0 and end > first:
-                rate = out / (end - first)
-                gen_diff[b] += rate
-                e = int(end)
-                if e < last_bin:
-                    gen_diff[e] -= rate
+        if router is None:
+            serve(i, t)
+        else:
+            router.offer(i, t)
         if progress is not None and i % report_every == report_every - 1:
             progress(report_every)
     while next_tick <= horizon:
         if next_tick >= w > next_tick - tick_s:
             cluster.advance(w)
             gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
+        if router is not None:
+            router.release(next_tick)
         control(next_tick)
         next_tick += tick_s
     cluster.advance(horizon)
+    gpu_seconds, pending_pod_seconds = cluster.gpu_seconds, cluster.pending_pod_seconds
+    if router is not None:  # what the router still holds goes as the fleet left at the end frees
+        router.release(math.inf)
     if progress is not None:
         progress(len(sim_arrivals) % report_every)
     return RunResult(
@@ -253,8 +299,8 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         ttft=ttft_all[skip:],
         arrivals=trace.arrivals,
         horizon_s=horizon - w,
-        gpu_seconds=cluster.gpu_seconds - gpu_at_start,
-        pending_pod_seconds=cluster.pending_pod_seconds - pending_at_start,
+        gpu_seconds=gpu_seconds - gpu_at_start,
+        pending_pod_seconds=pending_pod_seconds - pending_at_start,
         scale_events=scale_events,
         peak_replicas=peak,
         wall_s=time.perf_counter() - began,

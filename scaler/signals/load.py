@@ -42,11 +42,40 @@ replica, and the last hour's errors were under 5% but for ten checks of +30%. Pr
 Erlangs of 0.24 s: 6 replicas leave it no late token to speak of. Slots: 9 replicas (216 slots)
 meet the 180 sequences of most checks, but not the ten at 234: 4% of the weight, all of it late,
 over budget; 10 replicas (240 slots) are late 0.4% in all: 10, slots binding.
+
+**Prefill and decode pools** (``role``, ``scaler.roles``). A disaggregated deployment runs each
+resource in its own pool, each scaled by its own ScaledObject from the same arrivals: each pool's
+demand is read from its own series, and its target is sized on its own resource only.
+
+* ``role: prefill`` sizes the prefill resource alone, exactly as above: the prompt work on the
+  pool's prefill rate, the wait it allows ``ttftObjectiveSeconds - prompt / P``. The pool's queue
+  is the prompts waiting (the queue signal reads it, at ``P / prompt`` per replica).
+* ``role: decode`` sizes the slots alone. The decode pool computes no prompt, so a request holds
+  its slot for its decode alone: generated tokens per request over what one sequence decodes per
+  second, which Little's law reads from the pool's own series as ``running / served``; prefill
+  does not slow that decode, so nothing is stretched. A request that waits for a decode slot has
+  its first token stalled (and, in a stream, every token after): the wait it may have is what is
+  left of the objective after its prefill. The decode pool's mean TTFT while nobody waits for a
+  slot is that prefill (the prefill pool's queue and compute, the KV transfer) and is read as
+  ``prompt / P`` exactly as the prefill rate is measured (``scaler.capacity``); while it is not
+  known the allowance is 0: every wait counts as late. The queue signal reads the pool's waiting,
+  at ``S / time in service`` per replica.
+* ``both`` is every replica doing both: the sum above, unchanged.
+
+*Example* (decode pool, the same objective and budget): 1.3 requests/s of 1,500 generated tokens
+at 25 tokens/s a sequence hold a slot 60 s each: 78 Erlangs. The pool's mean TTFT with nobody
+waiting for a slot is 0.6 s, so a request may wait 1.4 s for one. With 24 slots a replica, 4
+replicas (96 slots) leave 2.1% of first tokens late (3.1% if the allowance were unknown, 0), 5
+leave 0.0002%: 5, slots binding. A wait of 1.4 s is short beside a hold of 60 s, so the decode
+pool is sized almost by Erlang's delay probability alone: a slot frees when a sequence ends.
+The prefill pool of the same traffic, 1,300-token prompts at 5,000 tokens/s a replica, is 0.34
+Erlangs of 0.26 s each allowed 1.74 s: 1 replica leaves 0.40% late, within the budget.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -182,12 +211,14 @@ def resources(
     now: Observation | None = None,
 ) -> tuple[list[tuple[Resource, Forecast]], list[str]]:
     """The resources the demand can be sized on, each with its forecast, and why any other is left out."""
-    objective = policy.ttft_objective_seconds
+    objective, role = policy.ttft_objective_seconds, policy.role
     out: list[tuple[Resource, Forecast]] = []
     unknown: list[str] = []
     per_request, p = demand.prompt_tokens_per_request, capacity.prefill_tokens_per_s
     prefill_s = per_request / p if p and per_request else 0.0
-    if p is None:
+    if role == "decode":
+        unknown.append("prefill: the prefill pool's own (role: decode)")
+    elif p is None:
         unknown.append(
             "prefill: capacity unknown (promptTokensPerSecondPerReplica unset, no TTFT mean measured yet)"
         )
@@ -197,18 +228,24 @@ def resources(
         allowance = objective - prefill_s if prefill_s else 0.0
         resource = Resource("prefill", 1.0, prompt.planned / p, prompt.level / p, prefill_s, allowance)
         out.append((resource, prompt))
-    if capacity.slots is None:
+    if role == "prefill":
+        unknown.append("slots: the decode pool's own (role: prefill)")
+    elif capacity.slots is None:
         unknown.append("slots: capacity unknown (nobody has waited and no KV cache was half full yet)")
     elif concurrency is None:
         unknown.append(f"slots: demand unknown ({why})")
     else:
         hold = demand.time_in_service_s or 0.0
         allowance = objective - prefill_s if hold > 0 else 0.0
+        if role == "decode" and not prefill_s:  # what prefill leaves of the objective is unknown
+            allowance = 0.0
         # The slots the inter-token-latency objective allows, where one is set and learned.
         per = float(max(1, math.floor(min(capacity.slots, capacity.itl_slots or math.inf))))
         stretch = None
         beta = capacity.decode_slowdown
-        if beta and p and prompt is not None and now is not None and now.ready_replicas and hold > 0:
+        # A decode pool computes no prompt, so prefill does not slow its decoding.
+        both = role == "both"
+        if both and beta and p and prompt is not None and now is not None and now.ready_replicas and hold > 0:
             mean, rate = now.ttft_mean_seconds, now.prompt_tokens_per_s
             busy_now = rate / (now.ready_replicas * p) if rate is not None else 1.0
             # A fit that says decoding stops at today's prefill load is not one to stretch by.
@@ -239,10 +276,7 @@ def whole_percent(errors: Sequence[float]) -> tuple[tuple[float, int], ...]:
     """The errors rounded up to a whole percent (the safe side), each with how many checks had it,
     largest first; ``((0.0, 1),)`` with none. *Example*: ``(0.304, 0.3, 0.0)`` -> ``((0.31, 1),
     (0.3, 1), (0.0, 1))``."""
-    counted: dict[float, int] = {}
-    for e in errors:
-        rounded = math.ceil(e * 100 - 1e-9) / 100
-        counted[rounded] = counted.get(rounded, 0) + 1
+    counted = Counter([math.ceil(e * 100 - 1e-9) / 100 for e in errors])
     return tuple(sorted(counted.items(), reverse=True)) or ((0.0, 1),)
 
 

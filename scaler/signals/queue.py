@@ -2,8 +2,9 @@
 
 Requests already waiting are demand the load signal's forecast does not hold (it sizes what
 *arrives*). With ``mu`` what one replica completes per second at its limit (the tighter of
-its prefill, ``P / prompt``, and its slots, ``S / time in service``; ``scaler.capacity``; never
-less than what each Ready replica is seen completing now),
+its prefill, ``P / prompt``, and its slots, ``S / time in service``; ``scaler.capacity``; a
+prefill or decode pool, ``role``, only its own; never less than what each Ready replica is seen
+completing now),
 ``lead`` one cold start, and only the Ready replicas serving until then at the rate they serve
 now:
 
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from scaler.demand import Demand
 from scaler.model import Capacity, Observation, Proposal, Signal
+from scaler.roles import Role
 from scaler.signals import ceil_replicas
 
 if TYPE_CHECKING:
@@ -50,15 +52,18 @@ class ServiceRate:
     how: str
 
 
-def service_rate(capacity: Capacity, demand: Demand, obs: Observation) -> ServiceRate | None:
+def service_rate(
+    capacity: Capacity, demand: Demand, obs: Observation, role: Role = "both"
+) -> ServiceRate | None:
     """``mu`` of the module docstring: from the capacities (never below what each Ready replica is
-    seen completing now), else from a saturated fleet, else None."""
+    seen completing now), else from a saturated fleet, else None. A prefill or decode pool
+    (``role``) completes at its own resource's rate only."""
     ready, waiting, served = obs.ready_replicas, obs.queue_waiting, demand.served_per_s
     rates: list[tuple[float, str]] = []
     prompt, hold = demand.prompt_tokens_per_request, demand.time_in_service_s
-    if capacity.prefill_tokens_per_s and prompt:
+    if capacity.prefill_tokens_per_s and prompt and role != "decode":
         rates.append((capacity.prefill_tokens_per_s / prompt, "prefill"))
-    if capacity.slots and hold:
+    if capacity.slots and hold and role != "prefill":
         rates.append((capacity.slots / hold, "slots"))
     if rates:
         rate, resource = min(rates)
@@ -77,14 +82,15 @@ def propose(
     lead_s: float,
     target_per_replica: float,
     previous_waiting: float | None,
+    role: Role = "both",
 ) -> Proposal:
-    """The backlog's proposal (module docstring)."""
+    """The backlog's proposal (module docstring); ``role``: the pool's resource (``service_rate``)."""
     waiting = obs.queue_waiting
     if waiting is None:
         return Proposal(
             Signal.QUEUE, None, f"queue depth unknown ({obs.missing.get('queue_waiting', 'no data')})"
         )
-    rate = service_rate(capacity, demand, obs)
+    rate = service_rate(capacity, demand, obs, role)
     served = demand.served_per_s
     if rate is None or served is None or obs.ready_replicas is None:
         # With no Ready replica nothing serves a spike: what waits is the backlog at once.
@@ -127,4 +133,5 @@ def from_inputs(inputs: SignalInputs) -> Proposal:
         inputs.horizon_s,
         inputs.policy.target_queue_per_replica,
         inputs.previous_waiting,
+        inputs.policy.role,
     )

@@ -76,7 +76,8 @@ def write_preset(
 ) -> None:
     """Each family of ``preset`` with a value in ``values`` (by input), as the preset reads it.
 
-    ``labels`` are the source's own (a pod's namespace and name); a series two families read
+    ``labels`` are the source's own (a pod's namespace and name, and any label its scrape copies
+    from the pod, such as its prefill/decode role), over the preset's; a series two families read
     (vLLM's running gauge, also counted for the replicas) is written once.
     """
     done: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
@@ -85,7 +86,7 @@ def write_preset(
         if value is None:
             continue
         for selector in written(family, generations):
-            series = {**labels, **_select_labels(preset, family, model, pool)}
+            series = {**_select_labels(preset, family, model, pool), **labels}  # the source's own win
             series |= {m.name: m.value for m in selector.matchers}
             key = (selector.base, tuple(sorted(series.items())))
             if key in done:

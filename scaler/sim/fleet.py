@@ -118,6 +118,10 @@ class SimulatedFleet:
         self.generations = generations or default_generations(preset)
         self.clock = clock
         self._pods: dict[str, _PodState] = {}
+        # Labels the scrape's relabelling copies from each pod onto its series (a pod label such as
+        # llm-d's role, llm-d.ai/role, arrives as llm_d_ai_role), or a server's own that differs
+        # per pod (SGLang's engine_type): over the preset's.
+        self.pod_labels: dict[str, dict[str, str]] = {}
         self._last = clock()
         self._lock = threading.Lock()
         self._http = MetricsServer(self.render)
@@ -199,7 +203,7 @@ class SimulatedFleet:
             if not self.preset.per_pod:  # one frontend process, its series the fleet's sums
                 pods = {f"{self.engine}-frontend-0": self._fleet(list(pods.values()))}
             for pod, values in pods.items():
-                labels = {"namespace": self.namespace, "pod": pod}
+                labels = {"namespace": self.namespace, "pod": pod, **self.pod_labels.get(pod, {})}
                 write_preset(out, self.preset, values, labels, model=self.model, generations=self.generations)
             return out.text()
 

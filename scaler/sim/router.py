@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from scaler.flowcontrol import pool_saturation
 from scaler.presets import ROUTERS
 from scaler.sim.exposition import Exposition, MetricsServer, Simulated, default_generations, write_preset
-from scaler.sim.fleet import TTFT_BUCKETS
+from scaler.sim.fleet import TTFT_BUCKETS, PodLoad
+
+
+def saturation_of(pods: Iterable[PodLoad]) -> float:
+    """The saturation llm-d's EPP reads from these pods' loads (``scaler.flowcontrol``, the rule the
+    replay's router gates on too): what a test sets beside the queue it holds."""
+    return pool_saturation((pod.waiting, pod.kv_cache_usage) for pod in pods)
 
 
 @dataclass
@@ -26,7 +33,8 @@ class RouterLoad:
     """What the router holds and measures now."""
 
     queued: float = 0.0  # requests waiting in the router, not yet sent to a server
-    saturation: float = 0.0  # llm-d's pool saturation (1.0: it stops dispatching)
+    queued_prefill: float = 0.0  # where the queue is per worker type (Dynamo): those for a prefill one
+    saturation: float = 0.0  # llm-d's pool saturation (1.0: it stops dispatching; saturation_of)
     stale_endpoints: int = 0  # llm-d: endpoints whose metrics are stale
     requests_per_s: float = 0.0  # first tokens per second the router sees
     ttft_seconds: float = 0.05  # the TTFT users see: router queue included
@@ -97,9 +105,24 @@ class SimulatedRouter:
                 "router_ttft": ttft,
             }
             out = Exposition()
+            # A queue labelled by the workers it routes to (Dynamo's worker_type): queued waits for a
+            # decode worker, queued_prefill for a prefill one.
+            role = next((f.role_label for f in self.preset.families if f.role_label), None)
+            own = {role: "decode"} if role else {}
             write_preset(
-                out, self.preset, values, {}, model=self.model, pool=self.pool, generations=self.generations
+                out, self.preset, values, own, model=self.model, pool=self.pool, generations=self.generations
             )
+            if role:
+                prefill = {"router_queue_waiting": Simulated(load.queued_prefill)}
+                write_preset(
+                    out,
+                    self.preset,
+                    prefill,
+                    {role: "prefill"},
+                    model=self.model,
+                    pool=self.pool,
+                    generations=self.generations,
+                )
             return out.text()
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from scaler.histogram import itl_inputs, ttft_inputs
+from scaler.histogram import itl_inputs, router_ttft_inputs, ttft_inputs
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import INPUTS, InputSource, Observation
 from scaler.registry import Target, TargetKey
@@ -47,11 +47,11 @@ def _router_inputs(
             else f"stale endpoints unknown ({got.missing.get('router_stale_endpoints', 'no data')})"
         )
     if got.router_ttft_buckets:
-        seen = ttft_inputs(target.policy.ttft_objective_seconds, got.router_ttft_buckets)
-        for name in ("ttft_p95_seconds", "ttft_p99_seconds", "ttft_over_objective"):
-            if seen[name] is not None:
-                values[name] = seen[name]
-                missing.pop(name, None)
+        for name, value in router_ttft_inputs(
+            target.policy.ttft_objective_seconds, got.router_ttft_buckets
+        ).items():
+            values[name] = value
+            missing.pop(name, None)
 
 
 class LiveSource:

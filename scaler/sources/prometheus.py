@@ -32,6 +32,7 @@ from scaler.histogram import histogram_quantile, ttft_inputs
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import INPUTS, Observation
 from scaler.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
+from scaler.roles import RoleLabel, role_matcher
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
@@ -344,7 +345,7 @@ class PrometheusReader:
             preset = preset_for(engine)
             if preset is None:
                 continue
-            selectors = {t.key: t.policy.matchers for t in members}
+            selectors = {t.key: t.policy.series_matchers for t in members}
             by = group_labels(selectors.values())
             client = self.client(address)
             series: dict[str, dict[Any, dict[float, float]]] = {}
@@ -558,10 +559,11 @@ def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ..
     if family.select is Select.POOL:
         return policy.router_matchers
     if family.select is Select.MODEL:
-        return tuple(m for m in policy.matchers if m.name == family.model_label)
+        role = role_matcher(policy.role, RoleLabel(family.role_label)) if family.role_label else ()
+        return (*(m for m in policy.matchers if m.name == family.model_label), *role)
     if family.select is Select.ANY:
         return ()
-    return tuple(policy.matchers)
+    return policy.series_matchers
 
 
 def _fields_of(family: Family) -> tuple[str, ...]:
