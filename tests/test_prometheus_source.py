@@ -15,6 +15,7 @@ from scaler.config import parse_metadata
 from scaler.histogram import histogram_quantile, share_above
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
+from scaler.sources.history import History
 from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 from tests.conftest import require_prometheus
@@ -321,7 +322,7 @@ def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
     try:
         prom.import_openmetrics("\n".join(lines) + "\n")
         prom.start()
-        reader = PrometheusReader(prom.url, rate_window="1m", history_seconds=1800, history_step_s=15)
+        reader = History(PrometheusReader(prom.url, rate_window="1m"), history_seconds=1800, step_s=15)
         asked_at = datetime.now(UTC)  # noqa: TID251 - the samples above were placed relative to now
         history = reader.history([target("t", prom.url, labelSelector=SELECTORS["vllm"])], asked_at)["t"]
     finally:

@@ -1,6 +1,6 @@
 """Prometheus history -> a rate trace with request sizes as measured (``scaler replay --prometheus``).
 
-The reader (``scaler.sources.prometheus.read_history``, through the engine preset's queries
+The reader (``scaler.sources.history.read_history``, through the engine preset's queries
 and the ScaledObject's ``labelSelector``) returns a point every step at ``t_k = since + k *
 step``, k = 0..N, each rate taken over the step before it: point k describes window
 ``[t_(k-1), t_k)``. Per window:
@@ -60,7 +60,7 @@ class HistoryError(TraceError):
 
 
 class HistoryReader(Protocol):
-    """Reads one target's history (``scaler.sources.prometheus.read_history``): the points, and
+    """Reads one target's history (``scaler.sources.history.read_history``): the points, and
     what could not be read (input name -> why); RuntimeError when nothing can be read."""
 
     def __call__(

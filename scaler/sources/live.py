@@ -16,6 +16,7 @@ from scaler.histogram import itl_inputs, ttft_inputs
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import INPUTS, InputSource, Observation
 from scaler.registry import Target, TargetKey
+from scaler.sources.history import History
 from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
 
 # The inputs Prometheus answers (from the input table): unknown together when it cannot.
@@ -62,8 +63,10 @@ class LiveSource:
         prometheus: PrometheusReader,
         workloads: WorkloadProvider | None = None,
         log: Any = None,
+        history: History | None = None,
     ) -> None:
         self.prometheus = prometheus
+        self.history = history or History(prometheus)
         self.workloads = workloads
         self.log = log
         self.last_errors: dict[str, str] = {}
@@ -173,7 +176,7 @@ class LiveSource:
         queries, _ = self._queries(targets)
         if not queries:
             return
-        history = await asyncio.to_thread(self.prometheus.history, queries, now, step_s)
+        history = await asyncio.to_thread(self.history.history, queries, now, step_s)
         for t in targets:
             points = history.get(t.key)
             if points:

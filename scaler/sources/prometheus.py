@@ -3,7 +3,9 @@
 One refresh runs each query family of a preset once per Prometheus address and engine,
 aggregated by the label names the targets' ``labelSelector``s use; each target then sums
 (or maxes) the returned series its matchers select. The number of queries does not grow
-with the number of ScaledObjects that share an address and an engine.
+with the number of ScaledObjects that share an address and an engine. The answers at a
+refresh time are kept until the next, so the first decisions of new targets that arrive in
+between read them too. The warm-up's range reads are ``scaler.sources.history``'s.
 
 Named absences, never a silent zero:
 * the query failed (connection refused, timeout, HTTP error, invalid JSON): every field of
@@ -14,12 +16,12 @@ Named absences, never a silent zero:
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,9 +30,9 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from scaler.config import TargetPolicy
-from scaler.histogram import histogram_quantile, ttft_inputs
+from scaler.histogram import histogram_quantile
 from scaler.matchers import LabelMatcher, matches_all
-from scaler.model import INPUTS, Observation
+from scaler.model import INPUTS
 from scaler.sources.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
@@ -173,15 +175,16 @@ class PrometheusReader:
         default_address: str | None,
         rate_window: str = "1m",
         timeout_s: float = 5.0,
-        history_seconds: float = 3600.0,
-        history_step_s: float = 15.0,
     ) -> None:
         self.default_address = default_address.rstrip("/") if default_address else None
         self.rate_window = rate_window
         self.timeout_s = timeout_s
-        self.history_seconds = history_seconds
-        self.history_step_s = history_step_s
         self._clients: dict[str, PrometheusClient] = {}
+        # The latest answer per (address, query template) at a refresh time: (time, by, samples).
+        self._answered: dict[tuple[str, str], tuple[float, tuple[str, ...], list[Sample]]] = {}
+        # Reads run in worker threads (the refresh and new targets' first decisions at once): one
+        # read of a family at a time, so a second waits for the first's answer instead of asking too.
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
 
     @property
     def queries(self) -> int:
@@ -257,9 +260,8 @@ class PrometheusReader:
         client = self.client(address)
         for family in preset.families:
             selectors = {t.key: selector_for(t.policy, family) for t in members}
-            query = family.render(group_labels(selectors.values()), self.rate_window)
             try:
-                samples = client.instant(query, at)
+                samples = self._instant(client, family, group_labels(selectors.values()), at)
             except PrometheusQueryError as exc:
                 for t in members:
                     for name in _fields_of(family):
@@ -278,6 +280,30 @@ class PrometheusReader:
                 for histogram in ("ttft_buckets", "router_ttft_buckets", "itl_buckets"):
                     if getattr(part, histogram) is not None:
                         setattr(out[t.key], histogram, getattr(part, histogram))
+
+    def _instant(
+        self, client: PrometheusClient, family: Family, by: tuple[str, ...], at: datetime | None
+    ) -> list[Sample]:
+        """``family``'s samples grouped by (at least) ``by``, evaluated at ``at``.
+
+        At a refresh time (``at`` given) the answer is kept until the next one, and a later read at
+        the same time whose labels it covers is served from it: the refresh and the first decisions
+        of targets that arrive after it share one query per family. Grouped by more labels than a
+        read needs, the split per target sums the same series (a mean family averages the finer
+        groups' means, as a refresh of targets with other labels does).
+        """
+        if at is None:
+            return client.instant(family.render(by, self.rate_window), None)
+        key, when = (client.address, family.template), at.timestamp()
+        with self._locks.setdefault(key, threading.Lock()):
+            kept = self._answered.get(key)
+            if kept is not None and kept[0] == when:
+                if set(by) <= set(kept[1]):
+                    return kept[2]
+                by = tuple(sorted(set(by) | set(kept[1])))
+            samples = client.instant(family.render(by, self.rate_window), at)
+            self._answered[key] = (when, by, samples)
+            return samples
 
     def _read_custom(
         self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
@@ -305,252 +331,6 @@ class PrometheusReader:
                     out[t.key].missing[name] = "custom query returned only NaN"
                 else:
                     out[t.key].values[name] = max(0.0, sum(kept))
-
-    # ---- history ----------------------------------------------------------------------
-
-    def history(
-        self, targets: Sequence[TargetQuery], now: datetime, step_s: float | None = None
-    ) -> dict[Any, list[Observation]]:
-        """Past Observations per target (oldest first), from range queries over ``history_seconds``.
-
-        The range ends at ``now`` and steps back by ``step_s`` (default ``history_step_s``),
-        so with ``now`` on the refresh grid the points are the ones a running replica saw.
-        They carry what the engine learns from (``Engine.warm``): the token rates, the queue,
-        the running requests, the KV cache, the TTFT histogram (count, sum and buckets) and the
-        pods reporting, which stand for the Ready replicas Prometheus does not hold. A family
-        whose range query fails is left out of the points; only the token rates' failure fails
-        the warm-up.
-        """
-        step = step_s or self.history_step_s
-        start = now - timedelta(seconds=step * int(self.history_seconds // step))
-        return self.history_between(targets, start, now, step)
-
-    def history_between(
-        self,
-        targets: Sequence[TargetQuery],
-        start: datetime,
-        end: datetime,
-        step: float,
-        problems: dict[str, str] | None = None,
-    ) -> dict[Any, list[Observation]]:
-        """``history``'s points from ``start`` to ``end`` every ``step``; each family whose range
-        query failed is noted in ``problems`` (input name -> the error) when given."""
-        out: dict[Any, list[Observation]] = {t.key: [] for t in targets}
-        now = end
-        groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
-        for t in targets:
-            groups[(t.address, t.policy.engine)].append(t)
-        for (address, engine), members in groups.items():
-            preset = preset_for(engine)
-            if preset is None:
-                continue
-            selectors = {t.key: t.policy.matchers for t in members}
-            by = group_labels(selectors.values())
-            client = self.client(address)
-            series: dict[str, dict[Any, dict[float, float]]] = {}
-            for name in HISTORY_FIELDS:
-                family = preset.family(name)
-                if family is None:
-                    continue
-                try:
-                    rows = client.range(family.render(by, self.rate_window), start, now, step)
-                except PrometheusQueryError as exc:
-                    if name in ("prompt_tokens_per_s", "generation_tokens_per_s"):
-                        raise
-                    if problems is not None:
-                        problems[name] = str(exc)
-                    continue
-                mean = family.combine is Combine.MEAN
-                series[name] = _sum_per_target(rows, members, selectors, mean)
-                if family.le_scale != 1.0:
-                    for acc in series[name].values():
-                        for ts in acc:
-                            acc[ts] *= family.le_scale
-            ttft = preset.family("ttft")
-            buckets = self._bucket_history(client, ttft, by, start, now, step, members, selectors, problems)
-            for t in members:
-                out[t.key] = _points(t, series, buckets.get(t.key, {}))
-        return out
-
-    def _bucket_history(
-        self,
-        client: PrometheusClient,
-        family: Family | None,
-        by: tuple[str, ...],
-        start: datetime,
-        now: datetime,
-        step: float,
-        members: Sequence[TargetQuery],
-        selectors: Mapping[Any, Sequence[LabelMatcher]],
-        problems: dict[str, str] | None = None,
-    ) -> dict[Any, dict[float, dict[float, float]]]:
-        """Per target, per time, the TTFT histogram's summed bucket rates (empty if unavailable)."""
-        if family is None:
-            return {}
-        try:
-            rows = client.range(family.render(by, self.rate_window), start, now, step)
-        except PrometheusQueryError as exc:
-            if problems is not None:
-                problems["ttft"] = str(exc)
-            return {}
-        out: dict[Any, dict[float, dict[float, float]]] = {t.key: defaultdict(dict) for t in members}
-        for labels, values in rows:
-            try:
-                le = float(labels.get("le", "nan")) * family.le_scale
-            except ValueError:
-                continue
-            for t in members:
-                if matches_all(tuple(selectors[t.key]), labels):
-                    acc = out[t.key]
-                    for ts, v in values:
-                        if math.isfinite(v):
-                            acc[ts][le] = acc[ts].get(le, 0.0) + v
-        return out
-
-
-# What the warm-up reads, besides the TTFT histogram's buckets.
-HISTORY_FIELDS = (
-    "prompt_tokens_per_s",
-    "generation_tokens_per_s",
-    "queue_waiting",
-    "requests_running",
-    "kv_cache_usage",
-    "ttft_sum",
-    "replicas_reporting",
-)
-
-# Prometheus refuses a range query of more than 11,000 points per series; longer spans go in chunks.
-MAX_RANGE_POINTS = 10_000
-
-
-def read_history(
-    address: str,
-    policy: TargetPolicy,
-    start: datetime,
-    end: datetime,
-    step_s: float,
-    timeout_s: float = 30.0,
-) -> tuple[list[Observation], dict[str, str]]:
-    """One target's history from ``start`` to ``end``, a point every ``step_s`` (``scaler replay
-    --prometheus``): the warm-up's Observations (``history``), with every rate taken over one step,
-    so that each point counts what happened in the step before it. Read in chunks of at most
-    ``MAX_RANGE_POINTS`` points. With a ``router``, its queue too (``router_queue_waiting``: requests
-    that arrived and wait in front of the servers). Returns the points (oldest first) and what
-    could not be read (input name -> why); PrometheusQueryError when the token rates cannot be read
-    at all.
-    """
-    # A PromQL duration is a whole number of a unit: milliseconds take any step.
-    reader = PrometheusReader(address, rate_window=f"{round(step_s * 1000)}ms", timeout_s=timeout_s)
-    target = TargetQuery("history", policy, address.rstrip("/"))
-    problems: dict[str, str] = {}
-    preset = preset_for(policy.engine)
-    if preset is None:
-        problems["engine"] = f"engine {policy.engine} has no query preset"
-        return [], problems
-    for name in ("ttft", *HISTORY_FIELDS):
-        if preset.family(name) is None:
-            problems[name] = f"engine {policy.engine} exports no metric for it"
-    router = ROUTERS[policy.router].family("router_queue_waiting") if policy.router != "none" else None
-    points: dict[datetime, Observation] = {}
-    chunk_start = start
-    while chunk_start <= end:
-        chunk_end = min(end, chunk_start + timedelta(seconds=step_s * (MAX_RANGE_POINTS - 1)))
-        chunk = reader.history_between([target], chunk_start, chunk_end, step_s, problems)["history"]
-        if router is not None:
-            chunk = _with_router_queue(
-                reader, target, router, chunk, (chunk_start, chunk_end, step_s), problems
-            )
-        for point in chunk:
-            points[point.now] = point
-        chunk_start = chunk_end + timedelta(seconds=step_s)
-    return [points[t] for t in sorted(points)], problems
-
-
-def _with_router_queue(
-    reader: PrometheusReader,
-    target: TargetQuery,
-    family: Family,
-    points: list[Observation],
-    span: tuple[datetime, datetime, float],
-    problems: dict[str, str],
-) -> list[Observation]:
-    """``points`` with the router's queue at each (its pool's or model's series, as live)."""
-    selector = selector_for(target.policy, family)
-    start, end, step = span
-    try:
-        rows = reader.client(target.address).range(
-            family.render(group_labels([selector]), reader.rate_window), start, end, step
-        )
-    except PrometheusQueryError as exc:
-        problems["router_queue_waiting"] = str(exc)
-        return points
-    queue = {
-        round(t, 3): v for t, v in _sum_per_target(rows, [target], {target.key: selector})[target.key].items()
-    }
-    return [
-        dataclasses.replace(p, router_queue_waiting=queue.get(round(p.now.timestamp(), 3))) for p in points
-    ]
-
-
-def _sum_per_target(
-    rows: list[tuple[Labels, list[tuple[float, float]]]],
-    members: Sequence[TargetQuery],
-    selectors: Mapping[Any, Sequence[LabelMatcher]],
-    mean: bool = False,
-) -> dict[Any, dict[float, float]]:
-    """Per target, per time, the sum (or with ``mean``, the mean) of the series its selector picks."""
-    per_target: dict[Any, dict[float, float]] = {t.key: {} for t in members}
-    counts: dict[Any, dict[float, int]] = {t.key: defaultdict(int) for t in members}
-    for labels, values in rows:
-        for t in members:
-            if matches_all(tuple(selectors[t.key]), labels):
-                acc = per_target[t.key]
-                for ts, v in values:
-                    if math.isfinite(v):
-                        acc[ts] = acc.get(ts, 0.0) + v
-                        counts[t.key][ts] += 1
-    if mean:
-        for key, acc in per_target.items():
-            for ts in acc:
-                acc[ts] /= counts[key][ts]
-    return per_target
-
-
-def _points(
-    target: TargetQuery,
-    series: Mapping[str, Mapping[Any, Mapping[float, float]]],
-    buckets: Mapping[float, Mapping[float, float]],
-) -> list[Observation]:
-    def get(name: str) -> Mapping[float, float]:
-        return series.get(name, {}).get(target.key, {})
-
-    prompt, generation = get("prompt_tokens_per_s"), get("generation_tokens_per_s")
-    reporting, sums = get("replicas_reporting"), get("ttft_sum")
-    objective = target.policy.ttft_objective_seconds
-    points = []
-    for ts in sorted(set(prompt) | set(generation)):
-        ready = reporting.get(ts)
-        replicas = None if ready is None else round(ready)
-        hist = buckets.get(ts)
-        ttft = ttft_inputs(objective, hist, sums.get(ts)) if hist else {}
-        points.append(
-            Observation(
-                now=datetime.fromtimestamp(ts, tz=UTC),
-                queue_waiting=get("queue_waiting").get(ts),
-                requests_running=get("requests_running").get(ts),
-                prompt_tokens_per_s=prompt.get(ts),
-                generation_tokens_per_s=generation.get(ts),
-                kv_cache_usage=get("kv_cache_usage").get(ts),
-                current_replicas=replicas,
-                ready_replicas=replicas,
-                ttft_p95_seconds=ttft.get("ttft_p95_seconds"),
-                ttft_p99_seconds=ttft.get("ttft_p99_seconds"),
-                ttft_over_objective=ttft.get("ttft_over_objective"),
-                ttft_mean_seconds=ttft.get("ttft_mean_seconds"),
-                requests_per_s=ttft.get("requests_per_s"),
-            )
-        )
-    return points
 
 
 def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ...]:
