@@ -28,6 +28,7 @@ from pydantic import (
     field_validator,
 )
 
+from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
 
 # Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
@@ -42,15 +43,6 @@ MAX_WINDOWS = 16
 MAX_REPLICAS_LIMIT = 10_000
 MAX_COLD_START_SECONDS = 3600.0
 MAX_QUERY_LENGTH = 2048
-CUSTOM_QUERY_KEYS = (
-    "queueQuery",
-    "runningQuery",
-    "promptTokensQuery",
-    "generationTokensQuery",
-    "kvCacheQuery",
-    "ttftP95Query",
-    "ttftP99Query",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +364,12 @@ class TargetPolicy(BaseModel):
 
 # Metadata key -> field name, for every documented key.
 ALIASES: dict[str, str] = {(info.alias or name): name for name, info in TargetPolicy.model_fields.items()}
+# engine: custom's query keys: the metadata key of each TargetPolicy field the input table names.
+CUSTOM_QUERY_KEYS = tuple(
+    TargetPolicy.model_fields[i.spec.custom_query].alias or i.spec.custom_query
+    for i in Input
+    if i.spec.custom_query
+)
 
 _RULE_HINTS = {
     "minReplicas": "this scaler never scales to zero; use 1 or more",

@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scaler.config import TargetPolicy
+from scaler.inputs import Input
 from scaler.model import Observation
 from scaler.replay.span import Span
 from scaler.replay.trace import RateTrace, Trace, TraceError, expand_rates
@@ -210,13 +211,13 @@ def _unread(
     """The limits of what could not be read: the queue, the router's queue, the pods reporting."""
     limits = []
     if not queue:
-        why = problems.get("queue_waiting", "no queue series match")
+        why = problems.get(Input.QUEUE_WAITING, "no queue series match")
         limits.append(
             f"requests waiting could not be read ({why}): arrivals are counted at their first token,"
             " so demand the fleet could not serve at once shows up late, when it was served"
         )
     if policy.router != "none" and not router:
-        why = problems.get("router_queue_waiting", "no router queue series match")
+        why = problems.get(Input.ROUTER_QUEUE_WAITING, "no router queue series match")
         limits.append(
             f"the {policy.router} router's queue could not be read ({why}): requests waiting there are"
             " counted when a server takes them, so the demand it held back shows up late"
@@ -249,11 +250,11 @@ def measure(
         return _column([None if p is None else getattr(p, name) for p in window])
 
     served, prompt, generated = (
-        col("requests_per_s"),
-        col("prompt_tokens_per_s"),
-        col("generation_tokens_per_s"),
+        col(Input.REQUESTS_PER_S),
+        col(Input.PROMPT_TOKENS_PER_S),
+        col(Input.GENERATION_TOKENS_PER_S),
     )
-    pods, over, mean = col("ready_replicas"), col("ttft_over_objective"), col("ttft_mean_seconds")
+    pods, over, mean = col(Input.READY_REPLICAS), col(Input.TTFT_OVER_OBJECTIVE), col(Input.TTFT_MEAN_SECONDS)
     known = np.isfinite(served) & np.isfinite(prompt) & np.isfinite(generated)
     if not known.any():
         raise HistoryError(_no_rate(problems, points, span, policy))

@@ -12,16 +12,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from scaler.coldstart import NONE as NO_COLD_START
-from scaler.coldstart import ColdStart
 from scaler.engine import Engine
-from scaler.histogram import ttft_inputs
 from scaler.hpa import Hpa, MetricType
 from scaler.model import Decision, HpaStatus, Observation
+from scaler.readings import Readings
 from scaler.replay.keda import (
     CronTrigger,
     ExternalTrigger,
@@ -37,25 +35,15 @@ HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-pe
 
 @dataclass(frozen=True, slots=True)
 class TickInputs:
-    """Everything a policy may read at one control tick."""
+    """Everything a policy may read at one control tick: the simulated Deployment and pods, and what
+    Kubernetes and Prometheus would show of them (``readings``, as the live source reads them)."""
 
     now_s: float
     now: datetime
     spec_replicas: int
     status_replicas: int  # pods counted by the Deployment, Pending included
-    ready: int
-    pending: int
-    starting: int
-    gpu_schedulable_replicas: int
-    waiting: int
-    running: int
-    prompt_tokens_per_s: float | None
-    generation_tokens_per_s: float | None
     pods: PodSeries
-    ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative rates)
-    ttft_sum_per_s: float | None = None  # the rate of that histogram's _sum (seconds per second)
-    kv_cache_usage: float | None = None  # the fullest serving pod's share of batch slots in use
-    cold_start: ColdStart = NO_COLD_START  # measured from the pods that became Ready, as live
+    readings: Readings
 
 
 class KedaPolicy:
@@ -75,7 +63,6 @@ class KedaPolicy:
         self.hpa = Hpa(scaledobject.min_replicas, scaledobject.max_replicas, scaledobject.behavior)
         external = scaledobject.external
         self.engine = Engine.from_metadata(external.metadata) if external else None
-        self.objective_s = self.engine.policy.ttft_objective_seconds if self.engine else 2.0
         self.refresh_s = refresh_s
         self.hpa_sync_s = hpa_sync_s
         # Ticks may start before the trace's second 0 (the warm-up): the first one acts.
@@ -90,40 +77,9 @@ class KedaPolicy:
 
     def observation(self, tick: TickInputs) -> Observation:
         """The Observation the live source would build from this tick's simulated series."""
-        missing = {}
-        if tick.prompt_tokens_per_s is None:
-            missing = {
-                "prompt_tokens_per_s": "no rate() window yet",
-                "generation_tokens_per_s": "no rate() window yet",
-            }
-        ttft = ttft_inputs(self.objective_s, tick.ttft_buckets, tick.ttft_sum_per_s)
-        for name, value in ttft.items():
-            if value is None:
-                missing[name] = "no requests in the rate window" if tick.ttft_buckets else "no TTFT histogram"
-        return Observation(
-            now=tick.now,
-            queue_waiting=float(tick.waiting),
-            requests_running=float(tick.running),
-            prompt_tokens_per_s=tick.prompt_tokens_per_s,
-            generation_tokens_per_s=tick.generation_tokens_per_s,
-            current_replicas=tick.status_replicas,
-            ready_replicas=tick.ready,
-            gpu_schedulable_replicas=tick.gpu_schedulable_replicas,
-            pending_replicas=tick.pending,
-            starting_replicas=tick.starting,
-            ttft_p95_seconds=ttft["ttft_p95_seconds"],
-            ttft_p99_seconds=ttft["ttft_p99_seconds"],
-            ttft_over_objective=ttft["ttft_over_objective"],
-            ttft_mean_seconds=ttft["ttft_mean_seconds"],
-            requests_per_s=ttft["requests_per_s"],
-            kv_cache_usage=tick.kv_cache_usage,
-            cold_start_seconds=tick.cold_start.lead_p90_s,
-            cold_start_pending_seconds=tick.cold_start.pending_p90_s,
-            cold_start_samples=tick.cold_start.samples,
-            deployment_replicas=tick.spec_replicas,
-            hpa=self._hpa_status(tick),
-            hpa_read=True,
-            missing=missing,
+        assert self.engine is not None  # only this scaler's trigger observes
+        return tick.readings.observation(
+            tick.now, self.engine.policy, hpa=self._hpa_status(tick), hpa_read=True
         )
 
     def _hpa_status(self, tick: TickInputs) -> HpaStatus:

@@ -23,6 +23,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scaler.coldstart import measure as measure_cold_start
+from scaler.inputs import Input, Reading
+from scaler.readings import Readings
 from scaler.replay.cluster import Cluster, ClusterConfig
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
@@ -172,24 +174,35 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         key = (len(ready_times), ready_times[-1] if ready_times else None)
         if key != cold_start_key:
             cold_start_key, cold_start = key, measure_cold_start(ready_times)
+        # What Kubernetes and Prometheus would show: the Deployment's pods, the servers' series.
+        read: dict[str, float] = {
+            Input.QUEUE_WAITING: float(view.waiting),
+            Input.REQUESTS_RUNNING: float(view.running),
+            Input.PROMPT_TOKENS_PER_S: prompt_rate,
+            Input.GENERATION_TOKENS_PER_S: gen_rate,
+            Input.CURRENT_REPLICAS: view.replicas,
+            Input.READY_REPLICAS: view.ready,
+            Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
+            Input.PENDING_REPLICAS: view.pending,
+            Input.STARTING_REPLICAS: view.starting,
+            Input.COLD_START_SAMPLES: cold_start.samples,
+            Input.DEPLOYMENT_REPLICAS: spec,
+            Reading.TTFT_SUM: ttft_sum_rate,
+        }
+        for name, value in (
+            (Input.KV_CACHE_USAGE, None if kv is None else min(1.0, kv)),
+            (Input.COLD_START_SECONDS, cold_start.lead_p90_s),
+            (Input.COLD_START_PENDING_SECONDS, cold_start.pending_p90_s),
+        ):
+            if value is not None:
+                read[name] = value
         inputs = TickInputs(
             now_s=t - w,
             now=start + timedelta(seconds=t - w),
             spec_replicas=spec,
             status_replicas=view.replicas,
-            ready=view.ready,
-            pending=view.pending,
-            starting=view.starting,
-            gpu_schedulable_replicas=max(0, view.gpus_free) // cfg.gpus_per_replica,
-            waiting=view.waiting,
-            running=view.running,
-            prompt_tokens_per_s=prompt_rate,
-            generation_tokens_per_s=gen_rate,
-            ttft_buckets=ttft_window,
-            ttft_sum_per_s=ttft_sum_rate,
-            kv_cache_usage=None if kv is None else min(1.0, kv),
-            cold_start=cold_start,
             pods=PodSeries(waiting, running, busy, view.ready, cfg.gpus_per_replica, cfg.decode_slots),
+            readings=Readings(read, {Reading.TTFT: ttft_window}),
         )
         wanted = policy.tick(inputs)
         if wanted is not None and wanted != spec:

@@ -32,9 +32,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaler.config import TargetPolicy
-from scaler.histogram import itl_inputs, ttft_inputs
+from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import Observation
+from scaler.readings import Readings
 from scaler.sources.presets import ROUTERS, Combine, Family, Preset, preset_for
 from scaler.sources.prometheus import (
     Labels,
@@ -49,26 +50,27 @@ from scaler.sources.prometheus import (
 # The families the warm-up reads: what Engine.warm learns from (the token rates, the queue, the
 # running requests, the KV cache, the TTFT and inter-token latency histograms with their sums) and
 # the pods reporting, which stand for the Ready replicas Prometheus does not hold.
-WARM_FAMILIES = (
-    "prompt_tokens_per_s",
-    "generation_tokens_per_s",
-    "queue_waiting",
-    "requests_running",
-    "kv_cache_usage",
-    "ttft",
-    "ttft_sum",
-    "itl",
-    "itl_sum",
-    "replicas_reporting",
+WARM_FAMILIES: tuple[Key, ...] = (
+    Input.PROMPT_TOKENS_PER_S,
+    Input.GENERATION_TOKENS_PER_S,
+    Input.QUEUE_WAITING,
+    Input.REQUESTS_RUNNING,
+    Input.KV_CACHE_USAGE,
+    Reading.TTFT,
+    Reading.TTFT_SUM,
+    Reading.ITL,
+    Reading.ITL_SUM,
+    Reading.REPLICAS_REPORTING,
 )
 # The token rates: a point is made of them, so their failure fails the warm-up; any other family's
 # failure leaves it out of the points.
-REQUIRED = ("prompt_tokens_per_s", "generation_tokens_per_s")
+REQUIRED = (Input.PROMPT_TOKENS_PER_S, Input.GENERATION_TOKENS_PER_S)
 # How long the answers are kept after the refresh time a warm-up last read them at. A restart's
 # first calls arrive within KEDA's pollingInterval (30 s by default) and, for the HPA's own calls,
 # its 15 s sync: two minutes holds every first call of a restart with room to spare, and the answers
 # (an hour of a few hundred series) are not held for the process's lifetime.
 KEEP_S = 120.0
+ENGINE = "engine"  # read_history's problem when the engine has no preset
 # Prometheus refuses a range query of more than 11,000 points per series; longer spans go in chunks.
 MAX_RANGE_POINTS = 10_000
 
@@ -84,7 +86,7 @@ class _Answers:
     step: float
     start: float
     end: float
-    series: dict[str, dict[frozenset[tuple[str, str]], tuple[Labels, Points]]] = field(default_factory=dict)
+    series: dict[Key, dict[frozenset[tuple[str, str]], tuple[Labels, Points]]] = field(default_factory=dict)
 
     def covers(self, by: Sequence[str], step: float, start: float, end: float) -> bool:
         """Whether extending these answers to ``end`` gives the span ``start``..``end`` for ``by``."""
@@ -97,7 +99,7 @@ class _Answers:
             and abs(steps - round(steps)) < 1e-6
         )
 
-    def add(self, family: str, rows: Sequence[tuple[Labels, list[tuple[float, float]]]]) -> None:
+    def add(self, family: Key, rows: Sequence[tuple[Labels, list[tuple[float, float]]]]) -> None:
         """Merge one range answer of ``family`` (new series and new points)."""
         kept = self.series.setdefault(family, {})
         for labels, values in rows:
@@ -119,7 +121,7 @@ class _Answers:
                 for ts in [ts for ts in points if ts < start - 1e-6]:
                     del points[ts]
 
-    def rows(self, family: str) -> list[tuple[Labels, Points]]:
+    def rows(self, family: Key) -> list[tuple[Labels, Points]]:
         """``family``'s series, if it was read."""
         return list(self.series.get(family, {}).values())
 
@@ -289,8 +291,8 @@ def _points(
     for t in members:
         firsts.setdefault(tuple(selectors[t.key]), t)
     distinct = list(firsts.values())
-    values: dict[str, dict[Any, Points]] = {}
-    buckets: dict[str, dict[Any, Buckets]] = {}
+    values: dict[Key, dict[Any, Points]] = {}
+    buckets: dict[Key, dict[Any, Buckets]] = {}
     for name in answers.series:
         family = preset.family(name)
         assert family is not None
@@ -322,51 +324,22 @@ def _points(
 
 
 def _target_points(
-    policy: TargetPolicy, series: Mapping[str, Points], buckets: Mapping[str, Buckets]
+    policy: TargetPolicy, series: Mapping[Key, Points], buckets: Mapping[Key, Buckets]
 ) -> list[Observation]:
-    def get(name: str) -> Points:
-        return series.get(name, {})
-
-    prompt, generation = get("prompt_tokens_per_s"), get("generation_tokens_per_s")
-    reporting = get("replicas_reporting")
-    ttft_hist, itl_hist = buckets.get("ttft", {}), buckets.get("itl", {})
+    """One target's Observations, a point per time its token rates were read at."""
+    times = set(series.get(Input.PROMPT_TOKENS_PER_S, {})) | set(
+        series.get(Input.GENERATION_TOKENS_PER_S, {})
+    )
     points = []
-    for ts in sorted(set(prompt) | set(generation)):
-        ready = reporting.get(ts)
-        replicas = None if ready is None else round(ready)
-        hist = ttft_hist.get(ts)
-        ttft = ttft_inputs(policy.ttft_objective_seconds, hist, get("ttft_sum").get(ts)) if hist else {}
-        gaps = itl_hist.get(ts)
-        itl = (
-            itl_inputs(
-                policy.itl_objective_seconds,
-                policy.ttft_objective_percentile / 100.0,
-                gaps,
-                get("itl_sum").get(ts),
-            )
-            if gaps
-            else {}
-        )
-        points.append(
-            Observation(
-                now=datetime.fromtimestamp(ts, tz=UTC),
-                queue_waiting=get("queue_waiting").get(ts),
-                requests_running=get("requests_running").get(ts),
-                prompt_tokens_per_s=prompt.get(ts),
-                generation_tokens_per_s=generation.get(ts),
-                kv_cache_usage=get("kv_cache_usage").get(ts),
-                current_replicas=replicas,
-                ready_replicas=replicas,
-                ttft_p95_seconds=ttft.get("ttft_p95_seconds"),
-                ttft_p99_seconds=ttft.get("ttft_p99_seconds"),
-                ttft_over_objective=ttft.get("ttft_over_objective"),
-                ttft_mean_seconds=ttft.get("ttft_mean_seconds"),
-                requests_per_s=ttft.get("requests_per_s"),
-                itl_mean_seconds=itl.get("itl_mean_seconds"),
-                itl_tail_seconds=itl.get("itl_tail_seconds"),
-                itl_over_objective=itl.get("itl_over_objective"),
-            )
-        )
+    for ts in sorted(times):
+        read = Readings({name: points[ts] for name, points in series.items() if ts in points})
+        for name, per_time in buckets.items():
+            hist = per_time.get(ts)
+            if hist and isinstance(name, Reading):
+                read.histograms[name] = hist
+            else:
+                read.missing[name] = "no histogram in the history at this step"
+        points.append(read.observation(datetime.fromtimestamp(ts, tz=UTC), policy))
     return points
 
 
@@ -392,12 +365,12 @@ def read_history(
     problems: dict[str, str] = {}
     preset = preset_for(policy.engine)
     if preset is None:
-        problems["engine"] = f"engine {policy.engine} has no query preset"
+        problems[ENGINE] = f"engine {policy.engine} has no query preset"
         return [], problems
     for name in WARM_FAMILIES:
         if preset.family(name) is None:
             problems[name] = f"engine {policy.engine} exports no metric for it"
-    router = ROUTERS[policy.router].family("router_queue_waiting") if policy.router != "none" else None
+    router = ROUTERS[policy.router].family(Input.ROUTER_QUEUE_WAITING) if policy.router != "none" else None
     selectors = {target.key: policy.matchers}
     by = group_labels(selectors.values())
     points: dict[datetime, Observation] = {}
@@ -441,7 +414,7 @@ def _with_router_queue(
             family.render(group_labels([selector]), reader.rate_window), start, end, step
         )
     except PrometheusQueryError as exc:
-        problems["router_queue_waiting"] = str(exc)
+        problems[Input.ROUTER_QUEUE_WAITING] = str(exc)
         return points
     series = [(labels, dict(values)) for labels, values in rows]
     summed = _values(family, series, [target], {target.key: selector})[target.key]

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LABEL_NAME
 
 
@@ -40,7 +41,7 @@ class Select(StrEnum):
 class Family:
     """One input's query template, and how a target combines the series it returns."""
 
-    field: str
+    field: Key
     template: str
     combine: Combine = Combine.SUM
     le_scale: float = 1.0  # bucket bounds (or a histogram's _sum) times this give seconds (0.001 for _ms)
@@ -69,27 +70,10 @@ class Preset:
         return next((f for f in self.families if f.field == field), None)
 
 
-# Fields a preset can feed. `replicas_reporting` counts pods exporting metrics: used for
-# current/ready replicas when no Kubernetes source is configured. `ttft_sum` is the rate of the
-# TTFT histogram's _sum: over the count's rate, the mean TTFT. The KV cache's usage is the mean
-# over the pods (what measures a replica's batch slots, scaler.capacity).
-FIELDS = (
-    "queue_waiting",
-    "requests_running",
-    "prompt_tokens_per_s",
-    "generation_tokens_per_s",
-    "kv_cache_usage",
-    "ttft",
-    "ttft_sum",
-    "replicas_reporting",
-    "slots_per_replica",
-    "router_queue_waiting",
-    "router_saturation",
-    "router_stale_endpoints",
-    "router_ttft",
-    "itl",
-    "itl_sum",
-)
+# A family reads an input (``scaler.inputs.Input``) or what inputs are derived from
+# (``scaler.inputs.Reading``): a latency histogram's buckets and ``_sum``, the pods exporting
+# metrics (the replicas without Kubernetes). The KV cache's usage is the mean over the pods (what
+# measures a replica's batch slots, scaler.capacity).
 
 # vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
 # and docs/design/metrics.md: gauges vllm:num_requests_waiting / vllm:num_requests_running,
@@ -100,35 +84,35 @@ FIELDS = (
 VLLM = Preset(
     "vllm",
     (
-        Family("queue_waiting", "sum by ({by}) (vllm:num_requests_waiting)"),
-        Family("requests_running", "sum by ({by}) (vllm:num_requests_running)"),
-        Family("prompt_tokens_per_s", "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
-        Family("generation_tokens_per_s", "sum by ({by}) (rate(vllm:generation_tokens_total[{window}]))"),
+        Family(Input.QUEUE_WAITING, "sum by ({by}) (vllm:num_requests_waiting)"),
+        Family(Input.REQUESTS_RUNNING, "sum by ({by}) (vllm:num_requests_running)"),
+        Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
+        Family(Input.GENERATION_TOKENS_PER_S, "sum by ({by}) (rate(vllm:generation_tokens_total[{window}]))"),
         Family(
-            "kv_cache_usage",
+            Input.KV_CACHE_USAGE,
             "avg by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)",
             Combine.MEAN,
         ),
         Family(
-            "ttft",
+            Reading.TTFT,
             "sum by ({by}) (rate(vllm:time_to_first_token_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
-        Family("ttft_sum", "sum by ({by}) (rate(vllm:time_to_first_token_seconds_sum[{window}]))"),
+        Family(Reading.TTFT_SUM, "sum by ({by}) (rate(vllm:time_to_first_token_seconds_sum[{window}]))"),
         # Inter-token latency: vllm:inter_token_latency_seconds replaced vllm:time_per_output_token_seconds
         # (deprecated in 0.11, PR #24110; removed by PR #32661): the older name where the newer is absent.
         Family(
-            "itl",
+            Reading.ITL,
             "sum by ({by}) (rate(vllm:inter_token_latency_seconds_bucket[{window}]))"
             " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
         Family(
-            "itl_sum",
+            Reading.ITL_SUM,
             "sum by ({by}) (rate(vllm:inter_token_latency_seconds_sum[{window}]))"
             " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
         ),
-        Family("replicas_reporting", "count by ({by}) (vllm:num_requests_running)"),
+        Family(Reading.REPLICAS_REPORTING, "count by ({by}) (vllm:num_requests_running)"),
     ),
     "vllm-project/vllm vllm/v1/metrics/loggers.py",
 )
@@ -140,24 +124,27 @@ VLLM = Preset(
 SGLANG = Preset(
     "sglang",
     (
-        Family("queue_waiting", "sum by ({by}) (sglang:num_queue_reqs)"),
-        Family("requests_running", "sum by ({by}) (sglang:num_running_reqs)"),
-        Family("prompt_tokens_per_s", "sum by ({by}) (rate(sglang:prompt_tokens_total[{window}]))"),
-        Family("generation_tokens_per_s", "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))"),
-        Family("kv_cache_usage", "avg by ({by}) (sglang:token_usage)", Combine.MEAN),
+        Family(Input.QUEUE_WAITING, "sum by ({by}) (sglang:num_queue_reqs)"),
+        Family(Input.REQUESTS_RUNNING, "sum by ({by}) (sglang:num_running_reqs)"),
+        Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(sglang:prompt_tokens_total[{window}]))"),
         Family(
-            "ttft",
+            Input.GENERATION_TOKENS_PER_S,
+            "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))",
+        ),
+        Family(Input.KV_CACHE_USAGE, "avg by ({by}) (sglang:token_usage)", Combine.MEAN),
+        Family(
+            Reading.TTFT,
             "sum by ({by}) (rate(sglang:time_to_first_token_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
-        Family("ttft_sum", "sum by ({by}) (rate(sglang:time_to_first_token_seconds_sum[{window}]))"),
+        Family(Reading.TTFT_SUM, "sum by ({by}) (rate(sglang:time_to_first_token_seconds_sum[{window}]))"),
         Family(
-            "itl",
+            Reading.ITL,
             "sum by ({by}) (rate(sglang:inter_token_latency_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
-        Family("itl_sum", "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
-        Family("replicas_reporting", "count by ({by}) (sglang:num_running_reqs)"),
+        Family(Reading.ITL_SUM, "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
+        Family(Reading.REPLICAS_REPORTING, "count by ({by}) (sglang:num_running_reqs)"),
     ),
     "sgl-project/sglang python/sglang/srt/metrics/collector.py",
 )
@@ -170,11 +157,14 @@ SGLANG = Preset(
 TGI = Preset(
     "tgi",
     (
-        Family("queue_waiting", "sum by ({by}) (tgi_queue_size)"),
-        Family("requests_running", "sum by ({by}) (tgi_batch_current_size)"),
-        Family("prompt_tokens_per_s", "sum by ({by}) (rate(tgi_request_input_length_sum[{window}]))"),
-        Family("generation_tokens_per_s", "sum by ({by}) (rate(tgi_request_generated_tokens_sum[{window}]))"),
-        Family("replicas_reporting", "count by ({by}) (tgi_queue_size)"),
+        Family(Input.QUEUE_WAITING, "sum by ({by}) (tgi_queue_size)"),
+        Family(Input.REQUESTS_RUNNING, "sum by ({by}) (tgi_batch_current_size)"),
+        Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(tgi_request_input_length_sum[{window}]))"),
+        Family(
+            Input.GENERATION_TOKENS_PER_S,
+            "sum by ({by}) (rate(tgi_request_generated_tokens_sum[{window}]))",
+        ),
+        Family(Reading.REPLICAS_REPORTING, "count by ({by}) (tgi_queue_size)"),
     ),
     "huggingface/text-generation-inference docs/source/reference/metrics.md",
 )
@@ -188,27 +178,30 @@ TGI = Preset(
 TRITON = Preset(
     "triton",
     (
-        Family("queue_waiting", 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="waiting"}})'),
-        Family("requests_running", 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'),
-        Family("prompt_tokens_per_s", "sum by ({by}) (rate(nv_llm_input_token_len_sum[{window}]))"),
-        Family("generation_tokens_per_s", "sum by ({by}) (rate(nv_llm_output_token_len_sum[{window}]))"),
+        Family(Input.QUEUE_WAITING, 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="waiting"}})'),
+        Family(Input.REQUESTS_RUNNING, 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'),
+        Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(nv_llm_input_token_len_sum[{window}]))"),
+        Family(Input.GENERATION_TOKENS_PER_S, "sum by ({by}) (rate(nv_llm_output_token_len_sum[{window}]))"),
         Family(
-            "kv_cache_usage",
+            Input.KV_CACHE_USAGE,
             'avg by ({by}) (nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction"}})',
             Combine.MEAN,
         ),
         Family(
-            "ttft",
+            Reading.TTFT,
             "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_bucket[{window}]))",
             Combine.HISTOGRAM,
             le_scale=0.001,
         ),
         Family(
-            "ttft_sum",
+            Reading.TTFT_SUM,
             "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_sum[{window}]))",
             le_scale=0.001,
         ),
-        Family("replicas_reporting", 'count by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'),
+        Family(
+            Reading.REPLICAS_REPORTING,
+            'count by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})',
+        ),
     ),
     "triton-inference-server/tensorrtllm_backend custom_metrics_reporter.cc; Triton metrics guide",
 )
@@ -224,34 +217,42 @@ DYNAMO = Preset(
     "dynamo",
     (
         Family(
-            "queue_waiting",
+            Input.QUEUE_WAITING,
             "sum by ({by}) (dynamo_frontend_queued_requests)"
             " or sum by ({by}) (dynamo_frontend_queued_requests_total)",
         ),
         Family(
-            "requests_running",
+            Input.REQUESTS_RUNNING,
             "sum by ({by}) (dynamo_frontend_inflight_requests)"
             " or sum by ({by}) (dynamo_frontend_inflight_requests_total)",
         ),
         Family(
-            "prompt_tokens_per_s", "sum by ({by}) (rate(dynamo_frontend_input_sequence_tokens_sum[{window}]))"
+            Input.PROMPT_TOKENS_PER_S,
+            "sum by ({by}) (rate(dynamo_frontend_input_sequence_tokens_sum[{window}]))",
         ),
         Family(
-            "generation_tokens_per_s", "sum by ({by}) (rate(dynamo_frontend_output_tokens_total[{window}]))"
+            Input.GENERATION_TOKENS_PER_S,
+            "sum by ({by}) (rate(dynamo_frontend_output_tokens_total[{window}]))",
         ),
         Family(
-            "ttft",
+            Reading.TTFT,
             "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
-        Family("ttft_sum", "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_sum[{window}]))"),
         Family(
-            "itl",
+            Reading.TTFT_SUM,
+            "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_sum[{window}]))",
+        ),
+        Family(
+            Reading.ITL,
             "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
         ),
-        Family("itl_sum", "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_sum[{window}]))"),
-        Family("slots_per_replica", "max by ({by}) (dynamo_frontend_model_max_num_seqs)", Combine.MEAN),
+        Family(
+            Reading.ITL_SUM,
+            "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_sum[{window}]))",
+        ),
+        Family(Input.SLOTS_PER_REPLICA, "max by ({by}) (dynamo_frontend_model_max_num_seqs)", Combine.MEAN),
     ),
     "ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs",
 )
@@ -280,25 +281,25 @@ LLM_D = Preset(
     "llm-d",
     (
         Family(
-            "router_queue_waiting",
+            Input.ROUTER_QUEUE_WAITING,
             "sum by ({by}) (llm_d_epp_flow_control_queue_size)"
             " or sum by ({by}) (inference_extension_flow_control_queue_size)",
             select=Select.POOL,
         ),
         Family(
-            "router_saturation",
+            Input.ROUTER_SATURATION,
             "max by ({by}) (llm_d_epp_flow_control_pool_saturation)"
             " or max by ({by}) (inference_extension_flow_control_pool_saturation)",
             Combine.MEAN,
             select=Select.POOL,
         ),
         Family(
-            "router_stale_endpoints",
+            Reading.ROUTER_STALE_ENDPOINTS,
             "max by ({by}) (llm_d_epp_flow_control_stale_endpoints)",
             select=Select.ANY,
         ),
         Family(
-            "router_ttft",
+            Reading.ROUTER_TTFT,
             "sum by ({by}) (rate(llm_d_epp_request_ttft_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
             select=Select.MODEL,
@@ -315,13 +316,13 @@ DYNAMO_ROUTER = Preset(
     "dynamo",
     (
         Family(
-            "router_queue_waiting",
+            Input.ROUTER_QUEUE_WAITING,
             "sum by ({by}) (dynamo_frontend_router_queue_pending_requests)",
             select=Select.MODEL,
             model_label="model",
         ),
         Family(
-            "router_ttft",
+            Reading.ROUTER_TTFT,
             "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[{window}]))",
             Combine.HISTOGRAM,
             select=Select.MODEL,

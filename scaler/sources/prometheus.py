@@ -20,7 +20,7 @@ import math
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -30,13 +30,16 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from scaler.config import TargetPolicy
-from scaler.histogram import histogram_quantile
+from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import INPUTS
+from scaler.readings import Readings
 from scaler.sources.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
+# What a preset's engine may not export that a reader looks for: named as such when it does not.
+NAMED_WHEN_ABSENT: tuple[Key, ...] = (Input.KV_CACHE_USAGE, Reading.TTFT)
 
 
 def redact_url(url: str) -> str:
@@ -67,17 +70,6 @@ class Sample:
 
     labels: Labels
     value: float
-
-
-@dataclass
-class TargetInputs:
-    """What Prometheus said about one target: values, and reasons for the unknown ones."""
-
-    values: dict[str, float] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)
-    ttft_buckets: dict[float, float] | None = None  # summed per-bucket rates of the TTFT histogram
-    router_ttft_buckets: dict[float, float] | None = None  # the router's TTFT histogram, likewise
-    itl_buckets: dict[float, float] | None = None  # the inter-token latency histogram, likewise
 
 
 def group_labels(selectors: Iterable[Sequence[LabelMatcher]]) -> tuple[str, ...]:
@@ -203,13 +195,13 @@ class PrometheusReader:
 
     # ---- instant reads ----------------------------------------------------------------
 
-    def read(self, targets: Sequence[TargetQuery], at: datetime | None = None) -> dict[Any, TargetInputs]:
+    def read(self, targets: Sequence[TargetQuery], at: datetime | None = None) -> dict[Any, Readings]:
         """Instant reads evaluated at ``at`` (default: Prometheus' now).
 
         Replicas that evaluate at the same grid time get the same answers from the same
         Prometheus, which is how several scaler replicas decide alike.
         """
-        out: dict[Any, TargetInputs] = {t.key: TargetInputs() for t in targets}
+        out: dict[Any, Readings] = {t.key: Readings() for t in targets}
         groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             groups[(t.address, t.policy.engine)].append(t)
@@ -231,7 +223,7 @@ class PrometheusReader:
         address: str,
         engine: str,
         members: list[TargetQuery],
-        out: dict[Any, TargetInputs],
+        out: dict[Any, Readings],
         at: datetime | None,
     ) -> None:
         preset = preset_for(engine)
@@ -241,9 +233,8 @@ class PrometheusReader:
                     dict.fromkeys(CUSTOM_FIELDS, f"no query preset for engine {engine}")
                 )
             return
-        offered = {name for f in preset.families for name in _fields_of(f)}
-        for name in ("kv_cache_usage", "ttft_p95_seconds", "ttft_p99_seconds"):
-            if name not in offered:
+        for name in NAMED_WHEN_ABSENT:
+            if preset.family(name) is None:
                 for t in members:
                     out[t.key].missing[name] = f"engine {engine} exports no metric for it"
         self._read_families(address, preset, members, out, at)
@@ -253,7 +244,7 @@ class PrometheusReader:
         address: str,
         preset: Preset,
         members: list[TargetQuery],
-        out: dict[Any, TargetInputs],
+        out: dict[Any, Readings],
         at: datetime | None,
     ) -> None:
         """Each family of ``preset`` once for ``members``, split per target by its selector."""
@@ -264,22 +255,17 @@ class PrometheusReader:
                 samples = self._instant(client, family, group_labels(selectors.values()), at)
             except PrometheusQueryError as exc:
                 for t in members:
-                    for name in _fields_of(family):
-                        out[t.key].missing[name] = str(exc)
+                    out[t.key].missing[family.field] = str(exc)
                 continue
             # Targets with the same selector read the same series: split once per selector.
-            per_selector: dict[tuple[LabelMatcher, ...], TargetInputs] = {}
+            per_selector: dict[tuple[LabelMatcher, ...], Readings] = {}
             for t in members:
                 selector = selectors[t.key]
                 part = per_selector.get(selector)
                 if part is None:
-                    part = per_selector[selector] = TargetInputs()
+                    part = per_selector[selector] = Readings()
                     _apply(family, samples, selector, part)
-                out[t.key].values.update(part.values)
-                out[t.key].missing.update(part.missing)
-                for histogram in ("ttft_buckets", "router_ttft_buckets", "itl_buckets"):
-                    if getattr(part, histogram) is not None:
-                        setattr(out[t.key], histogram, getattr(part, histogram))
+                out[t.key].update(part)
 
     def _instant(
         self, client: PrometheusClient, family: Family, by: tuple[str, ...], at: datetime | None
@@ -306,7 +292,7 @@ class PrometheusReader:
             return samples
 
     def _read_custom(
-        self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
+        self, address: str, members: list[TargetQuery], out: dict[Any, Readings], at: datetime | None
     ) -> None:
         client = self.client(address)
         cache: dict[str, list[Sample] | PrometheusQueryError] = {}
@@ -344,19 +330,10 @@ def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ..
     return tuple(policy.matchers)
 
 
-def _fields_of(family: Family) -> tuple[str, ...]:
-    if family.combine is Combine.HISTOGRAM:
-        return ("ttft_p95_seconds", "ttft_p99_seconds") if family.field == "ttft" else (family.field,)
-    return (family.field,)
-
-
-def _apply(
-    family: Family, samples: list[Sample], selector: Sequence[LabelMatcher], into: TargetInputs
-) -> None:
+def _apply(family: Family, samples: list[Sample], selector: Sequence[LabelMatcher], into: Readings) -> None:
     selected = [s for s in samples if matches_all(tuple(selector), s.labels)]
     if not selected:
-        for name in _fields_of(family):
-            into.missing[name] = "no series match labelSelector"
+        into.missing[family.field] = "no series match labelSelector"
         return
     finite = [s for s in selected if math.isfinite(s.value)]
     if family.combine is Combine.HISTOGRAM:
@@ -366,16 +343,8 @@ def _apply(
                 buckets[float(s.labels.get("le", "nan")) * family.le_scale] += s.value
             except ValueError:
                 continue
-        if family.field != "ttft":
-            setattr(into, f"{family.field}_buckets", dict(buckets))
-            return
-        into.ttft_buckets = dict(buckets)
-        for name, q in (("ttft_p95_seconds", 0.95), ("ttft_p99_seconds", 0.99)):
-            value = histogram_quantile(q, buckets)
-            if value is None or not math.isfinite(value):
-                into.missing[name] = "no requests in the rate window"
-            else:
-                into.values[name] = value
+        assert isinstance(family.field, Reading)
+        into.histograms[family.field] = dict(buckets)
         return
     if not finite:
         into.missing[family.field] = "only NaN samples"
