@@ -290,10 +290,6 @@ class Input(StrEnum):
             ),
         ),
     )
-    PREFIX_CACHE_HIT_RATIO = (
-        "prefix_cache_hit_ratio",
-        InputSpec("llm_scaler_input_prefix_cache_hit_ratio", "Prefix cache hits over lookups, 0 to 1.", _P),
-    )
     COLD_START_SECONDS = (
         "cold_start_seconds",
         InputSpec(

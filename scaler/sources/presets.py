@@ -113,11 +113,6 @@ VLLM = Preset(
             " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
         ),
         Family(Reading.REPLICAS_REPORTING, "count by ({by}) (vllm:num_requests_running)"),
-        Family(
-            Input.PREFIX_CACHE_HIT_RATIO,
-            "sum by ({by}) (rate(vllm:prefix_cache_hits_total[{window}]))"
-            " / sum by ({by}) (rate(vllm:prefix_cache_queries_total[{window}]))",
-        ),
     ),
     "vllm-project/vllm vllm/v1/metrics/loggers.py",
 )
