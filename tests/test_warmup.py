@@ -15,7 +15,8 @@ import pytest
 
 from scaler.config import parse_metadata
 from scaler.sim.prometheus import LocalPrometheus
-from scaler.sources.history import WARM_FAMILIES, History
+from scaler.sources.history import KEEP_S, WARM_FAMILIES, History
+from scaler.sources.live import LiveSource
 from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
@@ -105,6 +106,18 @@ def test_targets_arriving_apart_share_the_answers(prometheus: LocalPrometheus) -
         assert [p.to_json() for p in got[t.key]] == [p.to_json() for p in fresh[t.key]], t.key
     # the hour before `after`, a point every step
     assert len(fresh[later[0].key]) == 3600 / STEP_S + 1
+
+
+def test_answers_are_dropped_once_new_targets_stop_coming(prometheus: LocalPrometheus) -> None:
+    """The live source's refresh drops answers no warm-up read for KEEP_S; a later target reads anew."""
+    reader = PrometheusReader(prometheus.url, rate_window="1m")
+    source = LiveSource(reader, history=History(reader, history_seconds=3600, step_s=STEP_S))
+    source.history.history(targets(prometheus.url, 2), END)
+    assert source.history.kept == 1
+    source._observe([], END + timedelta(seconds=KEEP_S))  # a refresh with no target: nothing to read
+    assert source.history.kept == 1
+    source._observe([], END + timedelta(seconds=KEEP_S + STEP_S))
+    assert source.history.kept == 0
 
 
 def test_the_warm_up_carries_the_inter_token_latency(prometheus: LocalPrometheus) -> None:

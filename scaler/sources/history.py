@@ -138,7 +138,7 @@ class History:
         self._answers: dict[tuple[str, str], _Answers] = {}
         # Warm-ups run in worker threads, several at once in a restart: one at a time per group, so
         # that a batch that arrives while another reads waits for its answers instead of reading too.
-        # (Eviction below runs outside them: it drops whole entries, which a reader holds on to.)
+        # (``forget`` runs outside them: it drops whole entries, which a reader holds on to.)
         self._locks: dict[tuple[str, str], threading.Lock] = {}
 
     def history(
@@ -153,8 +153,7 @@ class History:
         step = step_s or self.step_s
         end = now.timestamp()
         start = end - step * int(self.history_seconds // step)
-        for key in [k for k, a in self._answers.items() if a.end < end - KEEP_S]:
-            del self._answers[key]
+        self.forget(now)
         out: dict[Any, list[Observation]] = {t.key: [] for t in targets}
         for (address, engine), members in _groups(targets).items():
             preset = preset_for(engine)
@@ -167,6 +166,17 @@ class History:
                 answers = self._read(address, preset, by, start, end, step)
                 out.update(_points(preset, answers, members, selectors))
         return out
+
+    @property
+    def kept(self) -> int:
+        """How many (address, engine) groups' answers are kept."""
+        return len(self._answers)
+
+    def forget(self, now: datetime) -> None:
+        """Drop the answers no warm-up has read for ``KEEP_S`` before ``now`` (the live source calls it
+        at every refresh, so answers are not kept once new targets stop coming)."""
+        for key in [k for k, a in self._answers.items() if a.end < now.timestamp() - KEEP_S]:
+            del self._answers[key]
 
     def _read(
         self, address: str, preset: Preset, by: tuple[str, ...], start: float, end: float, step: float

@@ -77,6 +77,7 @@ class LiveSource:
 
     def _observe(self, targets: Sequence[Target], now: datetime) -> dict[TargetKey, Observation]:
         queries, unaddressed = self._queries(targets)
+        self.history.forget(now)
         read: dict[Any, Readings] = self.prometheus.read(queries, now) if queries else {}
         out: dict[TargetKey, Observation] = {}
         for t in targets:
