@@ -25,11 +25,13 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
 from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
+from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices
 
 # Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
 # Their values (addresses, certificate paths) are never logged.
@@ -190,9 +192,10 @@ class TargetPolicy(BaseModel):
         allow_inf_nan=False,
     )
 
-    engine: Literal["vllm", "sglang", "tgi", "triton", "dynamo", "custom"] = "vllm"
+    # A query preset's name (scaler.presets, the registry), or custom for queries of your own.
+    engine: str = DEFAULT_ENGINE
     # A router in front of the servers whose queue holds requests before any server has them.
-    router: Literal["none", "llm-d", "dynamo"] = "none"
+    router: str = NO_ROUTER
     inference_pool: str | None = Field(None, alias="inferencePool", min_length=1, max_length=253)
     label_selector: str = Field("", alias="labelSelector")
     prometheus_address: str | None = Field(None, alias="prometheusAddress")
@@ -251,6 +254,15 @@ class TargetPolicy(BaseModel):
             if len(parsed) > MAX_WINDOWS:
                 raise ValueError(f"at most {MAX_WINDOWS} windows")
             return parsed
+        return value
+
+    @field_validator("engine", "router")
+    @classmethod
+    def _preset(cls, value: str, info: ValidationInfo) -> str:
+        kind = Kind(str(info.field_name))
+        names = choices(kind)
+        if value not in names:
+            raise ValueError(f"must be one of {', '.join(names[:-1])} or {names[-1]}")
         return value
 
     @field_validator("cold_start_seconds", mode="before")
@@ -341,25 +353,30 @@ class TargetPolicy(BaseModel):
                     f"window {index}: replicas {window.replicas} exceed maxReplicas ({self.max_replicas})",
                 )
         custom_given = [k for k in CUSTOM_QUERY_KEYS if k in raw]
-        if self.engine == "custom" and "queueQuery" not in raw:
-            add("queueQuery", "required with engine: custom (the queue depth query)")
-        if self.engine != "custom":
+        if self.engine == CUSTOM_ENGINE and "queueQuery" not in raw:
+            add("queueQuery", f"required with engine: {CUSTOM_ENGINE} (the queue depth query)")
+        if self.engine != CUSTOM_ENGINE:
             for key in custom_given:
-                add(key, f"only used with engine: custom (engine is {self.engine})")
+                add(key, f"only used with engine: {CUSTOM_ENGINE} (engine is {self.engine})")
         if self.max_pending_replicas > self.max_replicas:
             add("maxPendingReplicas", f"must be <= maxReplicas ({self.max_replicas})")
-        if self.router == "llm-d" and self.inference_pool is None:
-            add("inferencePool", "required with router: llm-d (the InferencePool whose queue to read)")
-        if self.router != "llm-d" and self.inference_pool is not None:
-            add("inferencePool", f"only used with router: llm-d (router is {self.router})")
+        pooled = [name for name, router in REGISTRY.routers.items() if router.pool_label is not None]
+        if self.router in pooled and self.inference_pool is None:
+            add(
+                "inferencePool",
+                f"required with router: {self.router} (the InferencePool whose queue to read)",
+            )
+        if self.router not in pooled and self.inference_pool is not None:
+            add("inferencePool", f"only used with router: {' or '.join(pooled)} (router is {self.router})")
         return problems
 
     @cached_property
     def router_matchers(self) -> tuple[LabelMatcher, ...]:
         """The router pool's matcher (``inference_pool="<inferencePool>"``), built, never parsed."""
-        if self.inference_pool is None:
+        router = REGISTRY.routers.get(self.router)
+        if self.inference_pool is None or router is None or router.pool_label is None:
             return ()
-        return (LabelMatcher("inference_pool", MatchOp.EQ, self.inference_pool),)
+        return (LabelMatcher(router.pool_label, MatchOp.EQ, self.inference_pool),)
 
 
 # Metadata key -> field name, for every documented key.

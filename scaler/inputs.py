@@ -5,7 +5,7 @@ and its row (``Input.X.spec``, an ``InputSpec``): the ``llm_scaler_input_*`` gau
 it, its help, where it comes from, the ``TargetPolicy`` field with its PromQL under
 ``engine: custom``, whether it is a count, its default. Validation (``Observation``), the exported
 series (``scaler.outputs.series``), the custom queries (``scaler.config``, ``scaler.sources``),
-the Observation builder (``scaler.readings``), the engine presets (``scaler.sources.presets``: a
+the Observation builder (``scaler.readings``), the engine presets (``scaler.presets``: a
 query per input) and docs/metrics.md's input table (``./dev docs``) all read it from here.
 
 ``Reading`` names what a query reads that is not an input itself: a histogram whose buckets give
@@ -13,7 +13,7 @@ several inputs (``scaler.readings`` derives them, once), its ``_sum``, the pods 
 router's stale endpoints.
 
 Adding an input: a row here, its typed field in ``Observation`` (``scaler.model``: its name is the
-row's, which the model checks at import), and the query that reads it (``scaler.sources.presets``,
+row's, which the model checks at import), and the query that reads it (``scaler.presets``,
 or a Kubernetes read in ``scaler.sources.live``). ``tests/test_inputs.py`` fails when an input's
 name is written as a string anywhere else in ``scaler/``.
 """

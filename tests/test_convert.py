@@ -13,7 +13,9 @@ import yaml
 
 from scaler.cli import main
 from scaler.config import parse_metadata
-from scaler.convert import ConvertError, convert_text, queue_preset, retuned_queue_triggers
+from scaler.convert import ConvertError, convert_text
+from scaler.convert.compare import retuned_queue_triggers
+from scaler.convert.triggers import queue_conversion
 from tests.crd import crd_errors, crd_validator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -195,22 +197,30 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ('sum(vllm:num_requests_waiting{model_name="llama"})', ("vllm", 'model_name="llama"')),
+        (
+            'sum(vllm:num_requests_waiting{model_name="llama"})',
+            {"engine": "vllm", "labelSelector": 'model_name="llama"'},
+        ),
         (
             ' sum ( vllm:num_requests_waiting { model_name = "a", namespace=~"prod-.*" } ) ',
-            ("vllm", 'model_name = "a", namespace=~"prod-.*"'),
+            {"engine": "vllm", "labelSelector": 'model_name="a", namespace=~"prod-.*"'},
         ),
-        ("sum(sglang:num_queue_reqs)", ("sglang", "")),
-        ('sum(tgi_queue_size{namespace="llm"})', ("tgi", 'namespace="llm"')),
+        ("sum(sglang:num_queue_reqs)", {"engine": "sglang"}),
+        ('sum(tgi_queue_size{namespace="llm"})', {"engine": "tgi", "labelSelector": 'namespace="llm"'}),
         (
             'sum(nv_trt_llm_request_metrics{request_type="waiting", model="ensemble"})',
-            ("triton", 'model="ensemble"'),
+            {"engine": "triton", "labelSelector": 'model="ensemble"'},
+        ),
+        (
+            'sum(dynamo_frontend_queued_requests{model="llama"})',
+            {"engine": "dynamo", "labelSelector": 'model="llama"'},
         ),
         ('sum(nv_trt_llm_request_metrics{request_type="active"})', None),  # running, not waiting
         ("sum(rate(vllm:num_requests_waiting[1m]))", None),
         ('max(vllm:num_requests_waiting{model_name="llama"})', None),
         ("sum(vllm:num_requests_waiting) / 2", None),
         ("sum(my_queue_depth)", None),
+        ('sum(llm_d_epp_flow_control_queue_size{inference_pool=~"a|b"})', None),  # which pool is not said
     ],
     ids=[
         "vllm",
@@ -218,16 +228,19 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
         "sglang",
         "tgi",
         "triton-waiting",
+        "dynamo-frontend",
         "triton-active",
         "rate-of-queue",
         "max-not-sum",
         "arithmetic",
         "unknown-metric",
+        "epp-no-one-pool",
     ],
 )
-def test_which_queries_are_an_engine_s_queue(query: str, expected: tuple[str, str] | None) -> None:
-    """Only a plain sum of an engine's waiting-queue metric is recognised as its queue preset."""
-    assert queue_preset(query) == expected
+def test_which_queries_are_an_engine_s_queue(query: str, expected: dict[str, str] | None) -> None:
+    """Only a plain sum of a preset's waiting-queue metric is recognised as its queue preset."""
+    found = queue_conversion(query)
+    assert (found and found.metadata) == expected
 
 
 def test_another_query_becomes_a_custom_queue_query() -> None:
@@ -372,7 +385,7 @@ def test_equal_attainment_takes_the_cheapest_threshold_that_attains() -> None:
     """The search halves until a run attains, tries three factors above it, keeps the cheapest."""
     from types import SimpleNamespace
 
-    from scaler.convert import _cheapest_attaining
+    from scaler.convert.compare import cheapest_attaining
 
     tried: list[float] = []
 
@@ -382,7 +395,7 @@ def test_equal_attainment_takes_the_cheapest_threshold_that_attains() -> None:
         run = SimpleNamespace(name=f"x{factor:g}", gpu_seconds=6.0 if between else 10 - 10 * factor)
         return run, factor <= 0.125 or between, 50 * factor
 
-    found = _cheapest_attaining(attempt)
+    found = cheapest_attaining(attempt)
     assert tried[:3] == [0.5, 0.25, 0.125]
     assert tried[3:] == pytest.approx([0.125 * 2**0.75, 0.125 * 2**0.5, 0.125 * 2**0.25])
     assert found is not None
@@ -393,13 +406,13 @@ def test_equal_attainment_gives_up_at_a_threshold_of_one() -> None:
     """When no threshold down to one waiting request attains, there is no equal-attainment run."""
     from types import SimpleNamespace
 
-    from scaler.convert import _cheapest_attaining
+    from scaler.convert.compare import cheapest_attaining
 
     def attempt(factor: float) -> tuple[Any, bool, float]:
         return SimpleNamespace(name="x", gpu_seconds=1.0), False, max(1.0, 8 * factor)
 
-    assert _cheapest_attaining(attempt) is None
-    assert _cheapest_attaining(lambda factor: None) is None
+    assert cheapest_attaining(attempt) is None
+    assert cheapest_attaining(lambda factor: None) is None
 
 
 def _with_utilisation_threshold(*thresholds: str) -> str:
@@ -658,3 +671,92 @@ def test_the_issue_s_three_keys_through_the_installed_command(tmp_path: Path) ->
         ]
     ]
     assert "Traceback" not in done.stderr
+
+
+def queue_trigger(query: str) -> str:
+    """A prometheus trigger (YAML list item) on ``query`` over 10."""
+    return f'- type: prometheus\n  metadata:\n    query: {json.dumps(query)}\n    threshold: "10"\n'
+
+
+@pytest.mark.parametrize(
+    ("query", "metadata", "said"),
+    [
+        (
+            'sum(llm_d_epp_flow_control_queue_size{inference_pool="llama-pool", model_name="llama"})',
+            {
+                "engine": "vllm",
+                "router": "llm-d",
+                "inferencePool": "llama-pool",
+                "labelSelector": 'model_name="llama"',
+            },
+            "became engine: vllm, router: llm-d, inferencePool: llama-pool,"
+            ' labelSelector: model_name="llama": the query is the llm-d router\'s queue, which router: llm-d'
+            " reads beside the servers' own queue; engine: vllm (the default: set the engine the servers"
+            " behind it run)",
+        ),
+        (
+            'sum(inference_extension_flow_control_queue_size{inference_pool="llama-pool", priority="0"})',
+            {"engine": "vllm", "router": "llm-d", "inferencePool": "llama-pool"},
+            "the query is the llm-d router's queue under an older name"
+            " (llm_d_epp_flow_control_queue_size is read first)",
+        ),
+        (
+            'sum(dynamo_frontend_router_queue_pending_requests{model="llama"})',
+            {"engine": "dynamo", "router": "dynamo", "labelSelector": 'model="llama"'},
+            "the query is the dynamo router's queue, which router: dynamo reads beside the servers' own"
+            " queue; engine: dynamo",
+        ),
+    ],
+    ids=["epp", "epp-older-name", "dynamo-kv-router"],
+)
+def test_a_trigger_on_a_routers_queue_becomes_the_router_preset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str, metadata: dict[str, str], said: str
+) -> None:
+    """scaler convert turns a KEDA trigger on the EPP's queue (either name) or Dynamo's KV router
+    queue into router (and inferencePool from the query's pool) and says so; the result parses."""
+    code, out, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    assert code == 0
+    meta = external(yaml.safe_load(out))
+    assert {
+        k: meta[k] for k in ("engine", "router", "inferencePool", "labelSelector") if k in meta
+    } == metadata
+    assert said in err
+    policy = parse_metadata(meta)
+    assert policy.router == metadata["router"]
+
+
+def test_a_router_matcher_no_server_series_has_is_dropped_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A matcher on the router's own labels (priority) is not carried to labelSelector: reported dropped."""
+    query = 'sum(llm_d_epp_flow_control_queue_size{inference_pool="p", priority="0"})'
+    _, out, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    assert "labelSelector" not in external(yaml.safe_load(out))
+    assert (
+        'triggers[0] (prometheus): matcher priority="0" dropped: a label of the router\'s queue only' in err
+    )
+
+
+def test_the_epp_queue_without_one_pool_stays_a_custom_query_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No inference_pool="NAME" matcher: no inferencePool to write, so engine custom, and a warning
+    saying to write router and inferencePool by hand."""
+    query = "sum(llm_d_epp_flow_control_queue_size)"
+    _, out, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    meta = external(yaml.safe_load(out))
+    assert (meta["engine"], meta["queueQuery"]) == ("custom", query)
+    assert "warning: triggers[0] (prometheus): the query reads a router's queue but names no one pool" in err
+
+
+def test_a_removed_vllm_name_in_the_query_is_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query on vLLM's removed ITL name converts (to custom) with a warning naming the name to read."""
+    query = "histogram_quantile(0.9, sum by (le) (rate(vllm:time_per_output_token_seconds_bucket[1m])))"
+    _, _, err = convert_cli(tmp_path, capsys, scaledobject(queue_trigger(query)))
+    assert (
+        "warning: triggers[0] (prometheus): the query reads vllm:time_per_output_token_seconds, removed"
+        " by vLLM PR #32661 (deprecated in 0.11 by PR #24110): on a current server it returns nothing; read"
+        " vllm:inter_token_latency_seconds"
+    ) in err

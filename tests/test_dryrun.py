@@ -10,7 +10,7 @@ import pytest
 from scaler.engine import Engine
 from scaler.model import Decision, Observation
 from scaler.outputs.dryrun import CompactLines, format_json, format_line
-from scaler.sources.presets import PRESETS, Combine
+from scaler.presets import PRESETS, Combine
 
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 

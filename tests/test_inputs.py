@@ -14,9 +14,9 @@ from scaler.config import CUSTOM_QUERY_KEYS, TargetPolicy
 from scaler.inputs import Input, InputSource, InputSpec, Reading
 from scaler.model import INPUTS, Observation
 from scaler.outputs.series import INPUT_SERIES, REPLICA_STATE_SERIES, SERIES_BY_NAME
+from scaler.presets import PRESETS, ROUTERS, Combine
 from scaler.sources.files import OBSERVATION_FIELDS
 from scaler.sources.live import PROMETHEUS_FIELDS
-from scaler.sources.presets import PRESETS, ROUTERS, Combine
 from scaler.sources.prometheus import CUSTOM_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +136,7 @@ def test_presets_read_inputs_and_readings_only() -> None:
     """Every preset family reads an input or a reading the Observation builder derives inputs from."""
     for preset in (*PRESETS.values(), *ROUTERS.values()):
         for family in preset.families:
-            assert isinstance(family.field, Input | Reading), (preset.engine, family.field)
+            assert isinstance(family.field, Input | Reading), (preset.name, family.field)
             assert (family.combine is Combine.HISTOGRAM) == (
                 family.field in (Reading.TTFT, Reading.ITL, Reading.ROUTER_TTFT)
             )

@@ -13,11 +13,11 @@ import pytest
 
 from scaler.config import parse_metadata
 from scaler.histogram import histogram_quantile, share_above
+from scaler.presets import PRESETS
 from scaler.readings import Readings
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
 from scaler.sources.history import History
-from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
 from tests.fake_prometheus import FakePrometheus, vector

@@ -14,10 +14,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaler.config import parse_metadata
+from scaler.presets import PRESETS
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.history import KEEP_S, WARM_FAMILIES, History
 from scaler.sources.live import LiveSource
-from scaler.sources.presets import PRESETS
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
 from tests.fleet_history import ITL_P995_S, ITL_SHARES, SCRAPE_S, history, itl_mean

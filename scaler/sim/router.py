@@ -1,12 +1,12 @@
 """A simulated router in front of the servers (llm-d's EPP, Dynamo's frontend), serving ``/metrics``.
 
-It exports what the real router exports about the requests it holds: its queue, the pool's
-saturation and stale endpoints (llm-d), and the TTFT it measures from its own receipt of a
-request, so queue time included. llm-d-router v0.9 and v0.10 write every series under the
-current ``llm_d_epp_*`` name and the older ``inference_extension_*`` one: ``generations``
-chooses which it writes (both by default, as released versions do). The names are written
-out here independently of the scaler's presets (``scaler/sources/presets.py``), so a wrong
-preset fails the tests; each method names the upstream file its names come from.
+It exports what the router's preset reads about the requests it holds
+(``scaler.sim.exposition``): its queue, the pool's saturation and stale endpoints (llm-d),
+and the TTFT it measures from its own receipt of a request, so queue time included.
+llm-d-router v0.9 and v0.10 write every series under the current ``llm_d_epp_*`` name and
+the older ``inference_extension_*`` one: ``generations`` chooses which it writes (by default
+what the upstream writes: both for llm-d, as its preset says). Any router in the registry is
+served.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scaler.sim.fleet import TTFT_BUCKETS, MetricsServer, _Exposition
+from scaler.inputs import Input, Reading
+from scaler.presets import ROUTERS
+from scaler.sim.exposition import Exposition, MetricsServer, Simulated, default_generations, write_preset
+from scaler.sim.fleet import TTFT_BUCKETS
 
 
 @dataclass
@@ -38,22 +41,24 @@ class _Counters:
 
 
 class SimulatedRouter:
-    """llm-d's endpoint picker or Dynamo's frontend as a router, for one pool and model."""
+    """A router of the registry (llm-d's endpoint picker, Dynamo's frontend), for one pool and model."""
 
     def __init__(
         self,
-        kind: str = "llm-d",
+        kind: str,
         pool: str = "llama-pool",
         model: str = "meta-llama/Llama-3.1-8B-Instruct",
-        generations: tuple[str, ...] = ("current", "legacy"),
+        generations: tuple[str, ...] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if kind not in ("llm-d", "dynamo"):
-            raise ValueError(f"the simulated router is llm-d or dynamo, not {kind!r}")
+        preset = ROUTERS.get(kind)
+        if preset is None:
+            raise ValueError(f"the simulated router is {' or '.join(ROUTERS)}, not {kind!r}")
         self.kind = kind
+        self.preset = preset
         self.pool = pool
         self.model = model
-        self.generations = generations
+        self.generations = generations or default_generations(preset)
         self.clock = clock
         self.load = RouterLoad()
         self._counters = _Counters()
@@ -82,54 +87,21 @@ class SimulatedRouter:
         """The Prometheus text exposition, named as the router names it."""
         with self._lock:
             self._advance()
-            out = _Exposition()
-            if self.kind == "llm-d":
-                self._llm_d(out)
-            else:
-                self._dynamo(out)
+            c, load = self._counters, self.load
+            ttft = Simulated(
+                c.ttft_sum, c.requests_total, tuple(zip(TTFT_BUCKETS, c.ttft_buckets, strict=True))
+            )
+            values: dict[str, Simulated] = {
+                Input.ROUTER_QUEUE_WAITING: Simulated(load.queued),
+                Input.ROUTER_SATURATION: Simulated(load.saturation),
+                Reading.ROUTER_STALE_ENDPOINTS: Simulated(load.stale_endpoints),
+                Reading.ROUTER_TTFT: ttft,
+            }
+            out = Exposition()
+            write_preset(
+                out, self.preset, values, {}, model=self.model, pool=self.pool, generations=self.generations
+            )
             return out.text()
-
-    def _ttft(self, out: _Exposition, name: str, labels: dict[str, str]) -> None:
-        c = self._counters
-        out.histogram(
-            name, labels, list(zip(TTFT_BUCKETS, c.ttft_buckets, strict=True)), c.ttft_sum, c.requests_total
-        )
-
-    # llm-d-router pkg/epp/metrics/llm_d_router_metrics.go (current) and metrics.go (legacy names)
-    def _llm_d(self, out: _Exposition) -> None:
-        load = self.load
-        request = {"model_name": self.model, "target_model_name": self.model}
-        # The queue is split over two priority bands, as flow control keeps it.
-        bands = ((0.75, "0"), (0.25, "1"))
-        for generation, prefix in (("current", "llm_d_epp_"), ("legacy", "inference_extension_")):
-            if generation not in self.generations:
-                continue
-            for share, priority in bands:
-                labels = {
-                    "fairness_id": "default",
-                    "priority": priority,
-                    "inference_pool": self.pool,
-                    **request,
-                }
-                out.sample(f"{prefix}flow_control_queue_size", labels, load.queued * share)
-            out.sample(
-                f"{prefix}flow_control_pool_saturation", {"inference_pool": self.pool}, load.saturation
-            )
-        if "current" in self.generations:
-            out.sample(
-                "llm_d_epp_flow_control_stale_endpoints",
-                {"detector": "utilization-detector"},
-                load.stale_endpoints,
-            )
-            labels = {**request, "fairness_id": "default", "priority": "0", "streaming": "true"}
-            self._ttft(out, "llm_d_epp_request_ttft_seconds", labels)
-
-    # ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs (model lower-cased by the frontend)
-    def _dynamo(self, out: _Exposition) -> None:
-        model = self.model.lower()
-        labels = {"model": model, "worker_type": "decode", "policy_class": "default"}
-        out.sample("dynamo_frontend_router_queue_pending_requests", labels, self.load.queued)
-        self._ttft(out, "dynamo_frontend_time_to_first_token_seconds", {"model": model})
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve ``/metrics`` from a daemon thread; returns the ``host:port`` it listens on."""

@@ -35,8 +35,8 @@ from scaler.config import TargetPolicy
 from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import Observation
+from scaler.presets import ROUTERS, Combine, Family, Preset, preset_for
 from scaler.readings import Readings
-from scaler.sources.presets import ROUTERS, Combine, Family, Preset, preset_for
 from scaler.sources.prometheus import (
     Labels,
     PrometheusClient,
@@ -162,7 +162,7 @@ class History:
             selectors = {t.key: t.policy.matchers for t in members}
             by = group_labels(selectors.values())
             # One warm-up at a time per group; the split too, as a later one extends the answers.
-            with self._locks.setdefault((address, preset.engine), threading.Lock()):
+            with self._locks.setdefault((address, preset.name), threading.Lock()):
                 answers = self._read(address, preset, by, start, end, step)
                 out.update(_points(preset, answers, members, selectors))
         return out
@@ -182,7 +182,7 @@ class History:
         self, address: str, preset: Preset, by: tuple[str, ...], start: float, end: float, step: float
     ) -> _Answers:
         """The group's answers over ``start``..``end``: kept ones, extended, or read anew."""
-        key = (address, preset.engine)
+        key = (address, preset.name)
         kept = self._answers.get(key)
         if kept is not None and kept.covers(by, step, start, end):
             if end > kept.end + 1e-6:

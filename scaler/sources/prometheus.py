@@ -33,8 +33,8 @@ from scaler.config import TargetPolicy
 from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import INPUTS
+from scaler.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
 from scaler.readings import Readings
-from scaler.sources.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
@@ -320,7 +320,7 @@ class PrometheusReader:
 
 
 def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ...]:
-    """The matchers that pick ``policy``'s series of ``family`` (``scaler.sources.presets.Select``)."""
+    """The matchers that pick ``policy``'s series of ``family`` (``scaler.presets.Select``)."""
     if family.select is Select.POOL:
         return policy.router_matchers
     if family.select is Select.MODEL:

@@ -1,0 +1,76 @@
+"""``scaler convert``: a ScaledObject with plain KEDA triggers, rewritten for this scaler.
+
+The rewrite, trigger by trigger (``convert``; every change is reported, one line each):
+
+* ``prometheus`` on an engine's queue gauge, as ``sum(METRIC{matchers})``: the matching
+  ``engine`` preset, the matchers as ``labelSelector``, the threshold as
+  ``targetQueuePerReplica``, ``serverAddress`` as ``prometheusAddress``. The queue gauges
+  are each preset's queue family in the registry (``scaler.presets``, every name
+  generation): ``vllm:num_requests_waiting``, ``sglang:num_queue_reqs``, ``tgi_queue_size``,
+  ``nv_trt_llm_request_metrics{request_type="waiting"}``, ``dynamo_frontend_queued_requests``.
+* ``prometheus`` on a router's queue (llm-d's ``llm_d_epp_flow_control_queue_size`` or its
+  older ``inference_extension_*`` name, Dynamo's KV router
+  ``dynamo_frontend_router_queue_pending_requests``): that ``router``, ``inferencePool``
+  from the ``inference_pool="NAME"`` matcher (a pooled router's query without one stays
+  custom, with a warning), the engine of the router's name or the default one, and the
+  matchers on the model label as ``labelSelector`` (others dropped, and said).
+* any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
+  A query reading a name its upstream removed (``vllm:time_per_output_token_seconds``) is
+  warned of, with the name to read instead.
+* ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.
+  Utilisation lags the queue and cannot see requests waiting; the load signal replaces it.
+  Its threshold is not carried (the report says so): the load signal's headroom comes from the
+  TTFT objective at the forecast load, not from a utilisation target.
+* ``cron``: pre-warm windows (``prewarmStart``/``prewarmEnd``/``prewarmReplicas``/
+  ``timezone`` for one, ``prewarmWindows`` for several); KEDA's four keys are required.
+* anything else: kept, with a warning: the HPA takes the largest of its metrics, so while
+  another trigger asks for more, the GPU check cannot hold a scale-up.
+
+No key is lost silently: every key of a converted trigger is carried (a report line says
+where to), dropped with its reason, or refused with the key it most resembles, against the
+keys KEDA's scaler of that type accepts (``PROMETHEUS_KEYS``, ``CRON_KEYS``) and, for the
+ScaledObject's own fields, its CRD (``scaler.manifest``). A refused key raises
+``RefusedKeysError``; with ``force`` it is dropped and reported instead. An error names the
+key the user wrote (``desiredReplicas``), never one the conversion writes
+(``prewarmReplicas``).
+
+Then ``minReplicaCount``/``maxReplicaCount`` and the metadata's ``minReplicas``/``maxReplicas``
+are written equal (``minReplicaCount: 0`` becomes 1: a cold start on the next request is
+what this scaler exists to avoid); the example's ``fallback`` and HPA ``behavior`` are added
+where the object has none; every other field is kept as written, comments included.
+
+Worked example: the published configuration (``benchmarks/baseline-published.yaml``) has
+``sum(vllm:num_requests_waiting{model_name="llama-70b"})`` over 50, a DCGM utilisation
+trigger over 85 and a weekday 09:00-12:00 cron for 8 replicas. It becomes one external
+trigger with ``engine: vllm``, ``labelSelector: model_name="llama-70b"``,
+``targetQueuePerReplica: "50"``, ``prewarmStart: 0 9 * * 1-5``, ``prewarmEnd: 0 12 * * 1-5``,
+``prewarmReplicas: "8"``, ``timezone: Asia/Shanghai``, ``minReplicas: "2"``,
+and ``maxReplicas: "16"``; the utilisation trigger is gone, with a comment saying why. The
+per-replica capacities are not in the old object: the scaler measures them (``scaler.capacity``).
+
+The modules, each one step: ``report`` (the change lines and the errors), ``keys`` (the keys
+KEDA accepts, did-you-mean for the rest), ``triggers`` (the walk over the old triggers),
+``rewrite`` (the ScaledObject rewritten around them), ``compare`` (``--replay``) and
+``command`` (the CLI).
+"""
+
+from __future__ import annotations
+
+from scaler.convert.command import add_parser, run
+from scaler.convert.keys import CRON_KEYS, PROMETHEUS_KEYS
+from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
+from scaler.convert.rewrite import DEFAULT_SCALER_ADDRESS, convert, convert_text, dump
+
+__all__ = [
+    "CRON_KEYS",
+    "DEFAULT_SCALER_ADDRESS",
+    "PROMETHEUS_KEYS",
+    "Conversion",
+    "ConvertError",
+    "RefusedKeysError",
+    "add_parser",
+    "convert",
+    "convert_text",
+    "dump",
+    "run",
+]

@@ -1,0 +1,89 @@
+"""The ``scaler convert`` command: its options, and the run that writes the YAML and the report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from scaler.convert.compare import replay
+from scaler.convert.report import ConvertError, RefusedKeysError, print_report
+from scaler.convert.rewrite import DEFAULT_SCALER_ADDRESS, convert_text
+from scaler.replay import INSTALL_HINT, missing_extra
+from scaler.replay.cli import DEFAULT_START, add_history_options
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``scaler convert`` subcommand and its options."""
+    p = subparsers.add_parser(
+        "convert",
+        help="rewrite a ScaledObject with plain KEDA triggers for this scaler",
+        description="Rewrite a ScaledObject with plain KEDA triggers (prometheus, cron) as one external"
+        " trigger for this scaler, printing each change and why: every key is carried (the report says"
+        " where), or dropped with its reason. A key KEDA does not accept (a misspelled trigger key or"
+        " ScaledObject field) is an error naming the key meant, exit status 2, unless --force (README:"
+        " From a KEDA configuration).",
+    )
+    p.add_argument("scaledobject", help="the existing ScaledObject (YAML; other documents are kept)")
+    p.add_argument("-o", "--output", default=None, help="write the new ScaledObject here (default: stdout)")
+    p.add_argument(
+        "--scaler-address",
+        default=DEFAULT_SCALER_ADDRESS,
+        help=f"this scaler's gRPC address as KEDA reaches it (default {DEFAULT_SCALER_ADDRESS})",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="TRACE.csv",
+        nargs="?",
+        const="",
+        default=None,
+        help="also replay the old and the new ScaledObject on this trace (or, with no file, on --prometheus'"
+        " history): one table, a row each, with the clairvoyant reference",
+    )
+    add_history_options(p, "with --replay: replay")
+    p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
+    p.add_argument(
+        "--start",
+        help=f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="convert even when a key is not one KEDA accepts (a misspelled trigger key or"
+        " ScaledObject field): drop it and report it dropped; without it such a key is an error",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``scaler convert``: write the new ScaledObject, report each change, replay if asked."""
+    try:
+        text = Path(args.scaledobject).read_text()
+        converted, conversions = convert_text(text, args.scaler_address, args.force, args.scaledobject)
+    except OSError as exc:
+        print(f"scaler convert: error: cannot read {args.scaledobject}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except RefusedKeysError as exc:
+        for line in exc.lines:
+            print(f"scaler convert: error: {line} (--force drops it)", file=sys.stderr)
+        return 2
+    except ConvertError as exc:
+        print(f"scaler convert: error: {exc}", file=sys.stderr)
+        return 2
+    # The YAML goes to stdout unless -o names a file; the report goes wherever the YAML does not.
+    report = sys.stdout if args.output else sys.stderr
+    print_report(conversions, report)
+    if args.output:
+        Path(args.output).write_text(converted)
+        print(f"wrote {args.output}", file=report)
+    else:
+        sys.stdout.write(converted)
+        sys.stdout.flush()
+    if args.replay is not None or args.prometheus:
+        try:
+            return replay(args, text, converted, report)
+        except ModuleNotFoundError as exc:
+            if not missing_extra(exc):
+                raise
+            print(f"scaler convert: error: --replay: {INSTALL_HINT}", file=sys.stderr)
+            return 2
+    return 0

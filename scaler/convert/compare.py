@@ -1,0 +1,173 @@
+"""``scaler convert --replay``: the old and the new ScaledObject replayed on one trace, side by side.
+
+Where the old one attains less, it is replayed again with its queue threshold lowered until
+it attains what the new one does (``cheapest_attaining``): the comparison at equal attainment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from scaler.config import parse_metadata
+from scaler.manifest import ManifestError, first_scaledobject
+from scaler.presets import queue_read
+from scaler.replay.cli import DEFAULT_START, check_span_options, history_span
+
+if TYPE_CHECKING:
+    from scaler.config import TargetPolicy
+    from scaler.replay.history import Measured
+    from scaler.replay.replay import RunResult
+    from scaler.replay.trace import Trace
+
+
+def retuned_queue_triggers(doc: Mapping[str, Any], factor: float) -> tuple[dict[str, Any], list[float]]:
+    """A copy of ``doc`` whose queue-gauge ``prometheus`` triggers have ``threshold * factor``.
+
+    The comparison at equal attainment: a plain KEDA object buys attainment by asking for a
+    replica per fewer waiting requests. Returns the copy and the new thresholds (empty when
+    the object has no queue trigger to retune).
+    """
+    out = copy.deepcopy(dict(doc))
+    thresholds: list[float] = []
+    for trigger in (out.get("spec") or {}).get("triggers") or []:
+        meta = trigger.get("metadata") if isinstance(trigger, dict) else None
+        if trigger.get("type") != "prometheus" or not isinstance(meta, dict):
+            continue
+        if queue_read(str(meta.get("query", ""))) is None:
+            continue
+        try:
+            threshold = float(f"{max(1.0, float(meta['threshold']) * factor):.2g}")
+        except (KeyError, TypeError, ValueError):
+            continue
+        meta["threshold"] = f"{threshold:g}"
+        thresholds.append(threshold)
+    return out, thresholds
+
+
+Attempt = Callable[[float], "tuple[RunResult, bool, float] | None"]
+
+
+def cheapest_attaining(attempt: Attempt) -> RunResult | None:
+    """The least GPU time among runs that attain the goal, over threshold factors tried in turn.
+
+    ``attempt(factor)`` replays the old object with its queue thresholds times ``factor`` and
+    answers (run, attains, lowest threshold), or None when there is no queue trigger. Halving
+    (1/2, 1/4, ...) until a run attains or the threshold is down to 1, then three factors
+    between the first that attains and the one before it (geometric steps), since attainment
+    need not rise steadily as the threshold falls. *Example*: threshold 50 fails at 25, 12,
+    6.2 and 3.1 and attains at 1.6; 2.6, 2.2 and 1.9 are tried as well.
+    """
+    factor = 1.0
+    passing: list[RunResult] = []
+    while not passing:
+        factor /= 2
+        tried = attempt(factor)
+        if tried is None:
+            return None
+        run, attains, lowest = tried
+        if attains:
+            passing.append(run)
+        elif lowest <= 1.0:
+            return None
+    for step in (0.75, 0.5, 0.25):
+        between = attempt(factor * 2**step)
+        if between is not None and between[1]:
+            passing.append(between[0])
+    return min(passing, key=lambda r: r.gpu_seconds)
+
+
+def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trace, datetime, Measured | None]:
+    """The trace to replay on, the wall time of its second 0, and what Prometheus measured (with
+    --prometheus, whose limits go to stderr)."""
+    from scaler.replay.history import from_prometheus
+    from scaler.replay.trace import load_trace
+    from scaler.sources.history import read_history
+
+    if bool(args.replay) == bool(args.prometheus):
+        raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")
+    check_span_options(args)
+    if not args.prometheus:
+        start = datetime.fromisoformat((args.start or DEFAULT_START).replace("Z", "+00:00"))
+        return load_trace(args.replay, None, 0, 1.0), start, None
+    if args.start:
+        raise ValueError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
+    measured = from_prometheus(read_history, args.prometheus, policy, history_span(args))
+    for line in measured.limits:
+        print(f"scaler convert: limit: {line}", file=sys.stderr)
+    return measured.trace(0), measured.start, measured
+
+
+def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) -> int:
+    """Replay the old and the new object (and the old at equal attainment); print the table."""
+    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.compare import compare, initial_ready, run_keda
+    from scaler.replay.keda import ScaledObjectError, scaledobject_model
+    from scaler.replay.report import all_figures, figures, table
+    from scaler.replay.trace import TraceError
+
+    try:
+        old_doc = first_scaledobject(old_text, args.scaledobject, check_fields=not args.force)
+        old, new = (
+            scaledobject_model(old_doc),
+            scaledobject_model(first_scaledobject(new_text, "the new object")),
+        )
+        assert new.external is not None
+        policy = parse_metadata(new.external.metadata)
+        cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
+        trace, start, measured = _replay_source(args, policy)
+    except (OSError, ManifestError, ScaledObjectError, TraceError, ValueError) as exc:
+        print(f"scaler convert: error: --replay: {exc}", file=sys.stderr)
+        return 2
+    objective = policy.ttft_objective_seconds
+    comparison = compare(
+        trace,
+        cluster,
+        start,
+        [("new (this scaler)", new), ("old (as written)", old)],
+        objective,
+        (new.min_replicas, new.max_replicas),
+    )
+    results = comparison.results
+    attained = {r.name: figures(r, objective, None).within_objective for r in results}
+    # At equal attainment: the old object with its queue threshold lowered until it attains
+    # what the new one does (the cheapest such run of those tried), shown beside the others.
+    note = ""
+    goal = attained["new (this scaler)"]
+    if attained["old (as written)"] < goal:
+        initial = initial_ready(comparison.search, cluster.cold_start_s)
+
+        def attempt(factor: float) -> tuple[RunResult, bool, float] | None:
+            doc, thresholds = retuned_queue_triggers(old_doc, factor)
+            if not thresholds:
+                return None
+            name = f"old, threshold {'/'.join(f'{t:g}' for t in thresholds)}"
+            run = run_keda(name, scaledobject_model(doc), trace, cluster, start, initial)
+            return run, figures(run, objective, None).within_objective >= goal, min(thresholds)
+
+        found = cheapest_attaining(attempt)
+        if found is not None:
+            results = [*results[:2], found, *results[2:]]
+        else:
+            note = "no lower queue threshold lets the old object attain what the new one does"
+    print(
+        f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.gpus_free} GPUs,"
+        f" {cluster.gpus_per_replica} per replica, cold start {cluster.cold_start_s:g}s",
+        file=report,
+    )
+    print(table(all_figures(results, objective), objective), file=report)
+    if measured is not None:
+        print(measured.line(cluster.gpus_per_replica), file=report)
+    if len(results) > len(comparison.results):
+        print(
+            "the third row is the old object at equal attainment: its queue threshold lowered until it"
+            " attains at least what the new one does (the cheapest of the thresholds tried)",
+            file=report,
+        )
+    if note:
+        print(note, file=report)
+    return 0

@@ -1,0 +1,232 @@
+"""The ScaledObject rewritten: triggers folded into one external trigger, bounds and safety set.
+
+``convert`` rewrites one ScaledObject (a copy; comments kept), ``convert_text`` every one of
+a multi-document YAML text, and ``dump`` writes a document back as YAML.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import textwrap
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from scaler.config import MetadataError, parse_metadata
+from scaler.convert.keys import unknown_keys
+from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
+from scaler.convert.triggers import Triggers
+from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
+from scaler.manifest import yaml_problem
+
+DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
+
+
+def example_document() -> CommentedMap:
+    """The packaged example ScaledObject (``scaler/examples/scaledobject.yaml``), parsed."""
+    yaml = YAML()
+    text = (resources.files("scaler") / "examples" / "scaledobject.yaml").read_text()
+    doc: CommentedMap = yaml.load(text)
+    return doc
+
+
+def convert(
+    source: CommentedMap, scaler_address: str = DEFAULT_SCALER_ADDRESS, force: bool = False
+) -> Conversion:
+    """The ScaledObject ``source`` rewritten for this scaler (``source`` is not changed).
+
+    A key KEDA does not accept raises ``RefusedKeysError``, or with ``force`` is dropped and reported.
+    """
+    if not isinstance(source, Mapping) or source.get("kind") != "ScaledObject":
+        raise ConvertError("not a ScaledObject (kind: ScaledObject)")
+    doc: CommentedMap = copy.deepcopy(source)
+    out = Conversion(doc)
+    refused = unknown_keys(doc, force, out)
+    if refused:
+        raise RefusedKeysError(refused)
+    forced = [line.split(" dropped (--force)")[0] for line in out.changes]
+    try:
+        _convert(doc, scaler_address, out)
+    except ConvertError as exc:
+        if not forced:
+            raise
+        raise ConvertError(f"{exc} (--force dropped {'; '.join(forced)})") from None
+    return out
+
+
+def _convert(doc: CommentedMap, scaler_address: str, out: Conversion) -> None:
+    spec = doc.get("spec")
+    if not isinstance(spec, CommentedMap):
+        raise ConvertError("the ScaledObject has no spec")
+    triggers = spec.get("triggers")
+    if not isinstance(triggers, list) or not triggers:
+        raise ConvertError("the ScaledObject has no triggers")
+    walk = Triggers(out, {"scalerAddress": scaler_address})
+    walk.walk(triggers)
+    metadata = walk.metadata
+    _replica_bounds(spec, metadata, out, walk.origin)
+    high = int(metadata["maxReplicas"])
+    for where, window, written in walk.windows:
+        if window["replicas"] > high:
+            raise ConvertError(
+                f"{where}: desiredReplicas={written!r} is above maxReplicaCount ({high}), which"
+                " the HPA never exceeds: lower it, or raise maxReplicaCount"
+            )
+    try:
+        parse_metadata(metadata)
+    except MetadataError as exc:
+        raise ConvertError("; ".join(walk.explain(p) for p in exc.problems)) from None
+
+    external = CommentedMap()
+    external["type"] = "external"
+    external.update(walk.external)
+    external["metadata"] = CommentedMap(metadata)
+    new_triggers = CommentedSeq([external, *walk.kept])
+    spec["triggers"] = new_triggers
+    if walk.dropped:
+        note = (
+            "Converted by `scaler convert`. Dropped: " + "; ".join(walk.dropped) + ": utilisation lags the"
+            " queue and cannot see requests waiting; the load signal replaces it."
+        )
+        spec.yaml_set_comment_before_after_key(
+            "triggers", before="\n".join(textwrap.wrap(note, 86)), indent=2
+        )
+    _add_example_safety(spec, out)
+
+
+def _int(value: Any, what: str) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise ConvertError(f"{what}={value!r} is not an integer") from None
+
+
+def _replica_bounds(
+    spec: CommentedMap, metadata: dict[str, str], out: Conversion, origin: dict[str, tuple[str, Any]]
+) -> None:
+    for key, written in (("minReplicas", "minReplicaCount"), ("maxReplicas", "maxReplicaCount")):
+        if written in spec:
+            origin[key] = (f"spec.{written}", spec[written])
+    low = _int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT), "minReplicaCount")
+    high = _int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT), "maxReplicaCount")
+    if low < 1:
+        was = f"Was {low}" if "minReplicaCount" in spec else "Not set (KEDA's default is 0)"
+        spec["minReplicaCount"] = 1
+        spec.yaml_set_comment_before_after_key(
+            "minReplicaCount",
+            before=f"{was}: scaling an inference workload to zero means a cold start (minutes) on\n"
+            "the next request; this scaler keeps a floor of at least one replica.",
+            indent=2,
+        )
+        out.changes.append(
+            f"spec.minReplicaCount: {was[0].lower() + was[1:]}, became 1: a cold start on the next request"
+            " is avoided"
+        )
+        low = 1
+    if high < low:
+        raise ConvertError(f"spec.maxReplicaCount={high} is below minReplicaCount ({low})")
+    if "maxReplicaCount" not in spec:
+        spec["maxReplicaCount"] = high
+        out.changes.append(
+            f"spec.maxReplicaCount: written as {high} (KEDA's default), so the trigger can match it"
+        )
+    if "idleReplicaCount" in spec:
+        del spec["idleReplicaCount"]
+        out.changes.append(
+            "spec.idleReplicaCount dropped: this scaler is always active, its floor is minReplicas"
+        )
+    metadata["minReplicas"] = str(low)
+    metadata["maxReplicas"] = str(high)
+    out.changes.append(
+        f"metadata minReplicas/maxReplicas: {low}/{high}, equal to minReplicaCount/maxReplicaCount:"
+        " the HPA keeps replicas within the latter, the scaler decides within the former"
+    )
+
+
+def _add_example_safety(spec: CommentedMap, out: Conversion) -> None:
+    """The example's ``fallback`` and HPA ``behavior``, where the object has none."""
+    example = example_document()["spec"]
+    if "fallback" in spec:
+        out.warnings.append(
+            "spec.fallback kept as written; the example uses failureThreshold 4 and"
+            " behavior: currentReplicasIfHigher (KEDA 2.17+)"
+        )
+    else:
+        fallback = copy.deepcopy(example["fallback"])
+        fallback["replicas"] = max(int(spec.get("minReplicaCount", 1)), 1)
+        spec["fallback"] = fallback
+        out.changes.append(
+            "spec.fallback added: after 4 failed polls KEDA keeps the current replicas (or"
+            f" {fallback['replicas']}, if higher) until the scaler answers again"
+        )
+    advanced = spec.get("advanced")
+    hpa_config = advanced.get("horizontalPodAutoscalerConfig") if isinstance(advanced, Mapping) else None
+    if isinstance(hpa_config, Mapping) and "behavior" in hpa_config:
+        out.warnings.append(
+            "advanced.horizontalPodAutoscalerConfig.behavior kept as written; the example's (scale-down"
+            " window 0, 2 pods/min; scale-up at once) lets the scaler's hold do the holding (docs/deploy.md)"
+        )
+        return
+    behavior = copy.deepcopy(example["advanced"]["horizontalPodAutoscalerConfig"]["behavior"])
+    for policy in behavior["scaleUp"]["policies"]:
+        if policy["type"] == "Pods":
+            policy["value"] = int(spec["maxReplicaCount"])
+    if not isinstance(advanced, CommentedMap):
+        advanced = CommentedMap()
+        spec["advanced"] = advanced
+    if not isinstance(hpa_config, CommentedMap):
+        hpa_config = CommentedMap()
+        advanced["horizontalPodAutoscalerConfig"] = hpa_config
+    hpa_config["behavior"] = behavior
+    out.changes.append(
+        "advanced.horizontalPodAutoscalerConfig.behavior added (the example's): scale-down window 0"
+        " and 2 pods a minute, scale-up at once, scaleUp tolerance 0 (KEDA 2.18+, Kubernetes 1.35;"
+        " delete that line on older ones)"
+    )
+
+
+def dump(doc: Any) -> str:
+    """One document as YAML text: 2-space mappings, indented sequences, no line wrapping."""
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    buffer = io.StringIO()
+    yaml.dump(doc, buffer)
+    return buffer.getvalue()
+
+
+def convert_text(
+    text: str, scaler_address: str = DEFAULT_SCALER_ADDRESS, force: bool = False, where: str = "the input"
+) -> tuple[str, list[Conversion]]:
+    """Every ScaledObject in a (multi-document) YAML text converted; other documents kept.
+
+    An error names the ScaledObject (``metadata.name``); ``where`` names the text in YAML errors.
+    """
+    yaml = YAML()
+    try:
+        docs = list(yaml.load_all(text))
+    except Exception as exc:  # noqa: BLE001 - ruamel raises several unrelated error types
+        raise ConvertError(yaml_problem(exc, where)) from None
+    conversions = []
+    result = []
+    for doc in docs:
+        if isinstance(doc, Mapping) and doc.get("kind") == "ScaledObject":
+            meta = doc.get("metadata")
+            name = str(meta.get("name", "?")) if isinstance(meta, Mapping) else "?"
+            try:
+                conversion = convert(doc, scaler_address, force)  # type: ignore[arg-type]
+            except RefusedKeysError as exc:
+                raise RefusedKeysError([f"{name}: {line}" for line in exc.lines]) from None
+            except ConvertError as exc:
+                raise ConvertError(f"{name}: {exc}") from None
+            conversions.append(conversion)
+            result.append(conversion.document)
+        elif doc is not None:
+            result.append(doc)
+    if not conversions:
+        raise ConvertError(f"{where} holds no object of kind ScaledObject")
+    return "---\n".join(dump(d) for d in result), conversions

@@ -1,0 +1,338 @@
+"""The old triggers, walked once: the queue trigger, utilisation triggers, cron windows, the rest.
+
+Each trigger becomes part of the one external trigger's metadata, is dropped with why, or
+is kept with a warning (module ``scaler.convert``'s docstring has the rules).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from scaler.config import FieldProblem, PrewarmWindow
+from scaler.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
+from scaler.convert.report import Conversion, ConvertError, joined, where_of
+from scaler.hpa import SEVERAL_TRIGGERS
+from scaler.matchers import MatchOp
+from scaler.presets import (
+    CUSTOM_ENGINE,
+    DEFAULT_ENGINE,
+    GPU_UTILISATION,
+    PRESETS,
+    QUEUE_FIELD,
+    ROUTERS,
+    Kind,
+    Select,
+    queue_read,
+    removed_in,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConversion:
+    """A KEDA query on a preset's queue, as this scaler's metadata: what it becomes and why."""
+
+    metadata: dict[str, str]  # engine, labelSelector; router and inferencePool for a router's queue
+    why: str  # the report's reason
+    dropped: tuple[str, ...] = ()  # matchers on the router's own labels, which no server series has
+
+
+def queue_conversion(query: str) -> QueueConversion | None:
+    """What ``query`` becomes when it is ``sum(QUEUE{matchers})`` on a preset's queue, else None.
+
+    An engine's queue gives ``engine`` and the matchers as ``labelSelector``. A router's
+    gives ``router`` (``inferencePool`` from its pool label, which a pooled router needs), the
+    engine of the same name or else the default one, and the matchers on the model label as
+    ``labelSelector``. *Example*: ``sum(llm_d_epp_flow_control_queue_size{inference_pool="p",
+    model_name="m"})`` gives ``router: llm-d``, ``inferencePool: p``, ``engine: vllm`` and
+    ``labelSelector: model_name="m"``.
+    """
+    read = queue_read(query)
+    if read is None:
+        return None
+    preset = read.preset
+    if preset.kind is Kind.ENGINE:
+        metadata = {"engine": preset.name}
+        if read.matchers:
+            metadata["labelSelector"] = ", ".join(str(m) for m in read.matchers)
+        return QueueConversion(
+            metadata, f"the query is that engine's queue gauge, which the {preset.name} preset reads"
+        )
+    family = preset.family(QUEUE_FIELD[Kind.ROUTER])
+    model_label = (
+        family.model_label if family is not None and family.select is Select.MODEL else preset.model_label
+    )
+    pools = [m for m in read.matchers if m.name == preset.pool_label]
+    if preset.pool_label is not None and (len(pools) != 1 or pools[0].op is not MatchOp.EQ):
+        return None  # which pool's queue is not said: no inferencePool to write
+    engine = preset.name if preset.name in PRESETS else DEFAULT_ENGINE
+    metadata = {"engine": engine, "router": preset.name}
+    if pools:
+        metadata["inferencePool"] = pools[0].value
+    kept = [m for m in read.matchers if m.name == model_label]
+    if kept:
+        metadata["labelSelector"] = ", ".join(str(m) for m in kept)
+    dropped = tuple(str(m) for m in read.matchers if m not in kept and m not in pools)
+    older = (
+        f" under an older name ({family.selectors()[0].metric} is read first)"
+        if read.older and family
+        else ""
+    )
+    default = "" if engine == preset.name else " (the default: set the engine the servers behind it run)"
+    why = (
+        f"the query is the {preset.name} router's queue{older}, which router: {preset.name} reads beside"
+        f" the servers' own queue; engine: {engine}{default}"
+    )
+    return QueueConversion(metadata, why, dropped)
+
+
+def _reads_a_pooled_queue(query: str) -> bool:
+    """Whether ``query`` names the queue of a router that is read per pool (llm-d's EPP)."""
+    return any(
+        re.search(rf"(?<![\w:]){re.escape(selector.metric)}(?![\w:])", query)
+        for router in ROUTERS.values()
+        if router.pool_label is not None
+        for family in [router.family(QUEUE_FIELD[Kind.ROUTER])]
+        if family is not None
+        for selector in family.selectors()
+    )
+
+
+@dataclass
+class Triggers:
+    """The old triggers, walked once: what becomes the external trigger's metadata, what stays.
+
+    ``origin`` maps each metadata key written to what the user wrote it from (``triggers[0]
+    (prometheus): threshold`` and its value), so that an error names the user's key.
+    """
+
+    out: Conversion
+    metadata: dict[str, str]
+    crons: int = 0
+    # Each cron trigger's window: where it was, the window, and desiredReplicas as written.
+    windows: list[tuple[str, dict[str, Any], Any]] = field(default_factory=list)
+    kept: list[Any] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    queue_from: str | None = None
+    external: dict[str, Any] = field(default_factory=dict)
+    origin: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+    def walk(self, triggers: list[Any]) -> None:
+        """Walk every trigger once; ConvertError when none gives the queue."""
+        self.crons = sum(isinstance(t, Mapping) and t.get("type") == "cron" for t in triggers)
+        for index, trigger in enumerate(triggers):
+            if not isinstance(trigger, Mapping):
+                raise ConvertError(f"triggers[{index}] is not a mapping with type and metadata")
+            where = where_of(index, trigger)
+            kind = trigger.get("type")
+            meta = trigger.get("metadata") or {}
+            if not isinstance(meta, Mapping):
+                raise ConvertError(f"{where}: metadata is not a mapping of keys to strings")
+            if kind == "external" and any(
+                k in meta for k in ("engine", "labelSelector", "targetQueuePerReplica")
+            ):
+                raise ConvertError(f"{where} is already this scaler's trigger: nothing to convert")
+            if kind == "prometheus":
+                self.prometheus(where, trigger, meta)
+            elif kind == "cron":
+                self.cron(where, trigger, meta)
+            else:
+                self.kept.append(trigger)
+                self.out.warnings.append(f"{where}: kept as it is; {SEVERAL_TRIGGERS}")
+        if self.queue_from is None:
+            raise ConvertError(
+                "no prometheus trigger to take the queue from: write the external trigger by hand"
+                " (README, trigger metadata)"
+            )
+        if len(self.windows) == 1:
+            _, w, _ = self.windows[0]
+            self.metadata |= {
+                "prewarmStart": w["start"],
+                "prewarmEnd": w["end"],
+                "prewarmReplicas": str(w["replicas"]),
+                "timezone": w["timezone"],
+            }
+        elif self.windows:
+            self.metadata["prewarmWindows"] = json.dumps([w for _, w, _ in self.windows])
+            self.origin["prewarmWindows"] = ("the cron triggers", None)
+
+    def explain(self, problem: FieldProblem) -> str:
+        """A problem with the converted metadata, in the words of the key the user wrote."""
+        if problem.key not in self.origin:
+            return f"the converted metadata is invalid: {problem}"
+        written, value = self.origin[problem.key]
+        return f"{written}{'' if value is None else f'={value!r}'}: {problem.rule}"
+
+    def utilisation(self, where: str, threshold: Any) -> None:
+        """Say what became of a utilisation trigger's threshold: nothing carries it.
+
+        *Example*: a DCGM trigger over 85 reports ``threshold 85 not carried: ...``.
+        """
+        self.out.changes.append(
+            f"{where}: threshold {threshold} not carried: the load signal's headroom comes from"
+            " ttftObjectiveSeconds and ttftObjectivePercentile at the forecast load, not from a"
+            " utilisation target"
+        )
+
+    def prometheus(self, where: str, trigger: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        """A prometheus trigger: dropped (utilisation), the queue (the first other), or kept."""
+        out = self.out
+        if GPU_UTILISATION.search(str(meta.get("query") or "")):
+            self.dropped.append(f"{where} on GPU utilisation")
+            others = [str(k) for k in meta if k != "threshold"]
+            others += [str(k) for k in trigger if k not in ("type", "metadata", "name")]
+            out.changes.append(
+                f"{where}: dropped{', with its ' + joined(others) if others else ''}: GPU utilisation"
+                " lags the queue and cannot see requests waiting; the load signal replaces it"
+            )
+            if "threshold" in meta:
+                self.utilisation(where, meta["threshold"])
+        elif self.queue_from is not None:
+            self.kept.append(trigger)
+            out.warnings.append(
+                f"{where}: kept as it is (the queue already comes from {self.queue_from}); {SEVERAL_TRIGGERS}"
+            )
+        else:
+            self.queue_from = where
+            self.queue(where, meta)
+            self.threshold(where, meta["threshold"])
+            self.unconverted(where, trigger, meta)
+
+    def queue(self, where: str, meta: Mapping[str, Any]) -> None:
+        """The queue trigger's query as an engine preset (and labelSelector) or a custom queueQuery."""
+        required = ("serverAddress", "query", "threshold")
+        for key in ("query", "threshold"):
+            if not str(meta.get(key) or "").strip():
+                raise ConvertError(
+                    f"{where}: {key} {'is empty' if key in meta else 'is missing'}: KEDA's prometheus"
+                    f" scaler requires {joined(required)}"
+                )
+        query = str(meta["query"])
+        conversion = queue_conversion(query)
+        origin = (f"{where}: query", query)
+        if conversion is not None:
+            self.metadata |= conversion.metadata
+            self.origin |= dict.fromkeys(conversion.metadata, origin)
+            written = ", ".join(f"{k}: {v}" for k, v in conversion.metadata.items())
+            self.out.changes.append(f"{where}: became {written}: {conversion.why}")
+            if conversion.dropped:
+                self.out.changes.append(
+                    f"{where}: matcher {', '.join(conversion.dropped)} dropped: a label of the router's"
+                    " queue only; the router's queue is read for the whole pool"
+                )
+        else:
+            self.metadata["engine"] = CUSTOM_ENGINE
+            self.metadata["queueQuery"] = query
+            self.origin["engine"] = self.origin["queueQuery"] = origin
+            self.out.changes.append(
+                f"{where}: became engine: {CUSTOM_ENGINE} with queueQuery: the query is not a known engine's"
+                " queue gauge; add runningQuery and promptTokensQuery to turn the load signal on"
+            )
+            if _reads_a_pooled_queue(query):
+                self.out.warnings.append(
+                    f"{where}: the query reads a router's queue but names no one pool: write router and"
+                    " inferencePool by hand to read it as the router's queue (README, A router in front)"
+                )
+        for name, removal in removed_in(query):
+            self.out.warnings.append(
+                f"{where}: the query reads {name}, removed by {removal.by}: on a current server it"
+                f" returns nothing; read {removal.instead}"
+            )
+        if meta.get("serverAddress"):
+            self.metadata["prometheusAddress"] = str(meta["serverAddress"])
+            self.origin["prometheusAddress"] = (f"{where}: serverAddress", meta["serverAddress"])
+
+    def threshold(self, where: str, threshold: Any) -> None:
+        """The queue trigger's threshold as targetQueuePerReplica, when it is a count above 0."""
+        try:
+            number = float(str(threshold))
+        except ValueError:
+            raise ConvertError(f"{where}: threshold={threshold!r} is not a number") from None
+        if not number > 0:
+            raise ConvertError(f"{where}: threshold={threshold!r} must be more than 0 waiting requests")
+        self.metadata["targetQueuePerReplica"] = str(threshold)
+        self.origin["targetQueuePerReplica"] = (f"{where}: threshold", threshold)
+        self.out.changes.append(
+            f"{where}: threshold {threshold} became targetQueuePerReplica: the same waiting"
+            " requests per replica the HPA divided the query by (AverageValue)"
+        )
+
+    def unconverted(self, where: str, trigger: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        """What became of the queue trigger's other keys: each carried or dropped, with why."""
+        out = self.out
+        if "prometheusAddress" in self.metadata:
+            out.changes.append(
+                f"{where}: serverAddress became prometheusAddress: the scaler reads that Prometheus"
+            )
+        if str(trigger.get("metricType") or "AverageValue") != "AverageValue":
+            out.warnings.append(
+                f"{where}: metricType {trigger['metricType']}: its threshold was a total, not a"
+                " count per replica; check targetQueuePerReplica"
+            )
+        for key, why in PROMETHEUS_KEYS.items():
+            if why is not None and key in meta:
+                out.changes.append(f"{where}: {key} dropped: {why}")
+        if trigger.get("authenticationRef") is not None:
+            out.changes.append(f"{where}: authenticationRef dropped: {AUTH_DROPPED}")
+        if "useCachedMetrics" in trigger:
+            self.external["useCachedMetrics"] = trigger["useCachedMetrics"]
+            out.changes.append(
+                f"{where}: useCachedMetrics carried to the external trigger: KEDA answers the HPA from"
+                " its cache of the scaler's answer between polls"
+            )
+        if trigger.get("name"):
+            out.changes.append(
+                f"{where}: name dropped: its triggers become one external trigger, which KEDA names"
+            )
+
+    def cron(self, where: str, trigger: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        """A cron trigger: a pre-warm window, checked as the metadata checks one."""
+        missing = [k for k in CRON_KEYS if k not in meta]
+        if missing:
+            raise ConvertError(
+                f"{where}: {joined(missing)} {'is' if len(missing) == 1 else 'are'} missing:"
+                f" KEDA's cron scaler requires {joined(CRON_KEYS)}"
+            )
+        written = {name: meta[key] for name, key in WINDOW_FIELDS.items()}
+        try:
+            checked = PrewarmWindow(**{name: str(value) for name, value in written.items()})
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors():
+                name = str(error["loc"][0]) if error["loc"] else "replicas"
+                message = str(error["msg"]).removeprefix("Value error, ")
+                problems.append(f"{where}: {WINDOW_FIELDS.get(name, name)}={written.get(name)!r}: {message}")
+            raise ConvertError("; ".join(problems)) from None
+        if checked.start == checked.end:
+            raise ConvertError(
+                f"{where}: start and end are the same schedule ({checked.start}), so the window never opens"
+            )
+        window = {
+            "start": str(written["start"]),
+            "end": str(written["end"]),
+            "replicas": checked.replicas,
+            "timezone": str(written["timezone"]),
+        }
+        self.windows.append((where, window, written["replicas"]))
+        if self.crons == 1:
+            target = "prewarmStart, prewarmEnd, prewarmReplicas and timezone"
+            for name, key in (("prewarmStart", "start"), ("prewarmEnd", "end"), ("timezone", "timezone")):
+                self.origin[name] = (f"{where}: {key}", meta[key])
+            self.origin["prewarmReplicas"] = (f"{where}: desiredReplicas", meta["desiredReplicas"])
+        else:
+            target = f"prewarmWindows[{len(self.windows) - 1}]"
+        self.out.changes.append(
+            f"{where}: became a pre-warm window ({window['start']} -> {window['end']},"
+            f" {window['timezone']}, {window['replicas']} replicas) as {target}: the scaler keeps it as"
+            " a floor and starts it one cold start early"
+        )
+        extras = [str(k) for k in trigger if k not in ("type", "metadata")]
+        if extras:
+            self.out.changes.append(
+                f"{where}: {joined(extras)} dropped: the window is part of the external trigger now"
+            )

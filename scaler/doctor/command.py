@@ -1,0 +1,79 @@
+"""The ``scaler doctor`` command: its options, the table or JSON it prints, and its exit status."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from scaler.doctor.diagnose import diagnose
+from scaler.doctor.objects import DEFAULT_MAX_GENERATION_S, Finding, Options
+from scaler.doctor.read import read_cluster, router_queues, scraped_pods
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``scaler doctor`` subcommand and its options."""
+    p = subparsers.add_parser(
+        "doctor",
+        help="check a cluster, read-only, for what makes LLM latency bad",
+        description="Read Nodes, Deployments, ScaledObjects, HPAs and Ingresses (read-only) and print"
+        " one row per pitfall found: severity, object, what is wrong, the fix. Exit 1 on an error.",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
+    )
+    p.add_argument("--namespace", default=None, help="only this namespace (Nodes are always read)")
+    p.add_argument("--output", choices=["text", "json"], default="text", help="a table, or one JSON array")
+    p.add_argument(
+        "--prometheus",
+        default=None,
+        help="also check that Prometheus scrapes each workload, and whether a router holds requests"
+        " a ScaledObject does not read",
+    )
+    p.add_argument(
+        "--max-generation-seconds",
+        type=float,
+        default=DEFAULT_MAX_GENERATION_S,
+        help="the longest generation you serve, in seconds, for grace periods and timeouts"
+        f" (default {DEFAULT_MAX_GENERATION_S:g})",
+    )
+
+
+def format_text(findings: Sequence[Finding]) -> str:
+    """The findings as an aligned table with a count line, or ``no findings``."""
+    if not findings:
+        return "no findings"
+    rows = [(f.severity, f.object, f.problem, f.fix) for f in findings]
+    width = max(len(r[1]) for r in rows)
+    lines = [f"{'SEVERITY':<8}  {'OBJECT':<{width}}  PROBLEM -> FIX"]
+    lines += [f"{s:<8}  {o:<{width}}  {p} -> {x}" for s, o, p, x in rows]
+    errors = sum(f.severity == "error" for f in findings)
+    lines.append(f"{len(findings)} findings, {errors} errors")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``scaler doctor``: print the findings; exit 1 on an error, 2 when the cluster is unreadable."""
+    try:
+        cluster = read_cluster(args.kubeconfig, args.namespace)
+        scraped = scraped_pods(cluster, args.prometheus)
+        queues = router_queues(cluster, args.prometheus)
+    except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say what failed
+        from scaler.sources.kubernetes import KubernetesConfigError
+
+        # A kubeconfig that cannot be used says so itself (the file, or what is wrong in it).
+        what = str(exc) if isinstance(exc, KubernetesConfigError) else f"{type(exc).__name__}: {exc}"
+        print(f"scaler doctor: error: cannot read the cluster: {what}", file=sys.stderr)
+        return 2
+    cluster = dataclasses.replace(cluster, scraped=scraped, router_queues=queues)
+    findings = diagnose(cluster, Options(max_generation_s=args.max_generation_seconds))
+    if args.output == "json":
+        print(json.dumps([asdict(f) for f in findings], indent=2))
+    else:
+        print(format_text(findings))
+    return 1 if any(f.severity == "error" for f in findings) else 0

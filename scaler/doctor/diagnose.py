@@ -1,0 +1,32 @@
+"""Every check, in one table, and the findings they give, errors first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from scaler.doctor.objects import Cluster, Finding, Options
+from scaler.doctor.scaling import check_bounds, check_hpas, check_scraped, check_tolerance, check_triggers
+from scaler.doctor.stacks import check_pd_roles, check_removed_metrics, check_router_queue
+from scaler.doctor.workloads import check_ingresses, check_nodes, check_pods
+
+CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
+    check_triggers,
+    check_bounds,
+    check_hpas,
+    check_pods,
+    check_nodes,
+    check_ingresses,
+    check_tolerance,
+    check_scraped,
+    check_router_queue,
+    check_pd_roles,
+    check_removed_metrics,
+)
+_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def diagnose(cluster: Cluster, options: Options | None = None) -> list[Finding]:
+    """Every finding, errors first."""
+    chosen = options or Options()
+    found = [f for check in CHECKS for f in check(cluster, chosen)]
+    return sorted(found, key=lambda f: (_ORDER[f.severity], f.check, f.object))

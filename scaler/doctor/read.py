@@ -1,0 +1,124 @@
+"""The I/O: the cluster through the real Kubernetes client, and Prometheus for the pods it scrapes.
+
+Read-only: ``get``/``list`` of Nodes, Deployments, ScaledObjects, HPAs and Ingresses, and
+``/version``; with ``--prometheus``, one instant query per ScaledObject of this scaler (the
+pods scraped) and one per router and Prometheus address (the routers' queue series).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scaler.doctor.objects import Cluster, RouterQueue, key_of, our_trigger, policy_of
+from scaler.doctor.stacks import engine_queue_only
+from scaler.matchers import SelectorError, parse_selector
+from scaler.presets import QUEUE_FIELD, ROUTERS, Kind, Preset, Select, preset_for
+
+if TYPE_CHECKING:
+    from scaler.sources.prometheus import PrometheusClient
+
+
+def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
+    """List what the checks read, through the real client (raw JSON, no models)."""
+    from kubernetes import client
+
+    from scaler.sources.kubernetes import api_client
+
+    api = api_client(kubeconfig)
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    autoscaling, networking = client.AutoscalingV2Api(api), client.NetworkingV1Api(api)
+    custom = client.CustomObjectsApi(api)
+
+    def raw(call: Callable[..., Any], *args: Any) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads(call(*args, _preload_content=False).data)
+        return body
+
+    def items(namespaced: Callable[..., Any], everywhere: Callable[..., Any], *args: Any) -> list[Any]:
+        body = raw(namespaced, *args, namespace) if namespace else raw(everywhere, *args)
+        return list(body.get("items") or [])
+
+    version = raw(client.VersionApi(api).get_code)
+    major = int(re.sub(r"\D", "", str(version.get("major", ""))) or 0)
+    minor = int(re.sub(r"\D", "", str(version.get("minor", ""))) or 0)
+    keda = ("keda.sh", "v1alpha1")
+    return Cluster(
+        nodes=list(raw(core.list_node).get("items") or []),
+        deployments=items(apps.list_namespaced_deployment, apps.list_deployment_for_all_namespaces),
+        scaledobjects=items(
+            lambda ns, **kw: custom.list_namespaced_custom_object(*keda, ns, "scaledobjects", **kw),
+            lambda **kw: custom.list_cluster_custom_object(*keda, "scaledobjects", **kw),
+        ),
+        hpas=items(
+            autoscaling.list_namespaced_horizontal_pod_autoscaler,
+            autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces,
+        ),
+        ingresses=items(networking.list_namespaced_ingress, networking.list_ingress_for_all_namespaces),
+        version=(major, minor),
+    )
+
+
+def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | None]:
+    """Per ScaledObject of this scaler: pods with its engine's series for its labelSelector."""
+    from scaler.sources.prometheus import PrometheusClient
+
+    out: dict[str, int | None] = {}
+    prom = PrometheusClient(prometheus) if prometheus else None
+    for so in cluster.scaledobjects:
+        ours = our_trigger(so)
+        policy = policy_of(ours[1]) if ours is not None else None
+        preset = preset_for(policy.engine) if policy is not None else None
+        family = preset.family("replicas_reporting") if preset is not None else None
+        if policy is None or family is None:
+            continue  # engine: custom (or invalid metadata): nothing to count by
+        if prom is None:
+            out[key_of(so)] = None
+            continue
+        try:
+            matchers = parse_selector(policy.label_selector)
+        except SelectorError:
+            continue
+        by = tuple(sorted({m.name for m in matchers}))
+        address = policy.prometheus_address
+        client_ = PrometheusClient(address) if address else prom
+        samples = client_.instant(family.render(by, "1m"))
+        out[key_of(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
+    return out
+
+
+def router_queues(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[RouterQueue, ...]]:
+    """Per ScaledObject that reads only its servers' queue: the routers' queue series at its
+    Prometheus (one query per router and Prometheus address), when ``prometheus`` is given."""
+    from scaler.sources.prometheus import PrometheusClient
+
+    if prometheus is None:
+        return {}
+    found: dict[str, tuple[RouterQueue, ...]] = {}
+    out = {}
+    for so in cluster.scaledobjects:
+        read = engine_queue_only(so)
+        if read is None:
+            continue
+        address = read.address or prometheus
+        if address not in found:
+            client_ = PrometheusClient(address)
+            found[address] = tuple(q for router in ROUTERS.values() for q in _queues(client_, router))
+        out[key_of(so)] = found[address]
+    return out
+
+
+def _queues(client_: PrometheusClient, router: Preset) -> list[RouterQueue]:
+    """The queue series of ``router`` at one Prometheus, one a pool and model (either name generation)."""
+    family = router.family(QUEUE_FIELD[Kind.ROUTER])
+    if family is None:
+        return []
+    model_label = family.model_label if family.select is Select.MODEL else router.model_label or ""
+    by = tuple(label for label in (router.pool_label, model_label) if label)
+    return [
+        RouterQueue(
+            router.name, s.labels.get(router.pool_label or "", ""), model_label, s.labels.get(model_label, "")
+        )
+        for s in client_.instant(family.render(by, "1m"))
+    ]

@@ -1,0 +1,293 @@
+"""The inference engines' presets: vLLM, SGLang, TGI, Triton (TensorRT-LLM) and Dynamo's frontend.
+
+Each metric name carries the upstream file that defines it, in the comment above its family
+(``tests/test_presets.py`` checks that every family has one).
+"""
+
+from __future__ import annotations
+
+from scaler.inputs import Input, Reading
+from scaler.presets.registry import Combine, Family, Preset, Removal, register
+
+# vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
+# and docs/design/metrics.md. Labels model_name and engine (the EngineCore index). Counters are
+# defined without _total (vllm:prompt_tokens) and exposed with it.
+VLLM = register(
+    Preset(
+        "vllm",
+        (
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_waiting
+            Family(Input.QUEUE_WAITING, "sum by ({by}) (vllm:num_requests_waiting)"),
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running
+            Family(Input.REQUESTS_RUNNING, "sum by ({by}) (vllm:num_requests_running)"),
+            # vllm/v1/metrics/loggers.py: counter vllm:prompt_tokens_total
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
+            # vllm/v1/metrics/loggers.py: counter vllm:generation_tokens_total
+            Family(
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(vllm:generation_tokens_total[{window}]))",
+            ),
+            # vllm/v1/metrics/loggers.py: gauge vllm:kv_cache_usage_perc (a fraction); the older
+            # vllm:gpu_cache_usage_perc, same file before PR #29330 removed it (0.12)
+            Family(
+                Input.KV_CACHE_USAGE,
+                "avg by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)",
+                Combine.MEAN,
+            ),
+            # vllm/v1/metrics/loggers.py: histogram vllm:time_to_first_token_seconds
+            Family(
+                Reading.TTFT,
+                "sum by ({by}) (rate(vllm:time_to_first_token_seconds_bucket[{window}]))",
+                Combine.HISTOGRAM,
+            ),
+            # vllm/v1/metrics/loggers.py: histogram vllm:time_to_first_token_seconds (_sum)
+            Family(Reading.TTFT_SUM, "sum by ({by}) (rate(vllm:time_to_first_token_seconds_sum[{window}]))"),
+            # vllm/v1/metrics/loggers.py: histogram vllm:inter_token_latency_seconds; the older
+            # vllm:time_per_output_token_seconds, same file (deprecated in 0.11 by PR #24110,
+            # removed by PR #32661), read where the newer is absent
+            Family(
+                Reading.ITL,
+                "sum by ({by}) (rate(vllm:inter_token_latency_seconds_bucket[{window}]))"
+                " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_bucket[{window}]))",
+                Combine.HISTOGRAM,
+            ),
+            # vllm/v1/metrics/loggers.py: histograms vllm:inter_token_latency_seconds and (older)
+            # vllm:time_per_output_token_seconds, their _sum
+            Family(
+                Reading.ITL_SUM,
+                "sum by ({by}) (rate(vllm:inter_token_latency_seconds_sum[{window}]))"
+                " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
+            ),
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running, one series a pod
+            Family(Reading.REPLICAS_REPORTING, "count by ({by}) (vllm:num_requests_running)"),
+        ),
+        "vllm-project/vllm vllm/v1/metrics/loggers.py",
+        image=r"vllm",
+        labels={"engine": "0"},
+        removed={
+            "vllm:time_per_output_token_seconds": Removal(
+                "vLLM PR #32661 (deprecated in 0.11 by PR #24110)", "vllm:inter_token_latency_seconds"
+            ),
+            "vllm:gpu_cache_usage_perc": Removal("vLLM PR #29330 (0.12)", "vllm:kv_cache_usage_perc"),
+        },
+    )
+)
+
+# SGLang (needs --enable-metrics). Source: sgl-project/sglang
+# python/sglang/srt/observability/metrics_collector.py (python/sglang/srt/metrics/collector.py
+# before the move): SchedulerMetricsCollector (gauges, labelled model_name, engine_type,
+# tp_rank, pp_rank; hence sums by the selector's labels) and TokenizerMetricsCollector
+# (counters and histograms). The token counters advance when a request finishes, so their
+# rate lags long requests.
+SGLANG = register(
+    Preset(
+        "sglang",
+        (
+            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_queue_reqs
+            Family(Input.QUEUE_WAITING, "sum by ({by}) (sglang:num_queue_reqs)"),
+            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_running_reqs
+            Family(Input.REQUESTS_RUNNING, "sum by ({by}) (sglang:num_running_reqs)"),
+            # python/sglang/srt/observability/metrics_collector.py: counter sglang:prompt_tokens_total
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(sglang:prompt_tokens_total[{window}]))"),
+            # python/sglang/srt/observability/metrics_collector.py: counter sglang:generation_tokens_total
+            Family(
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))",
+            ),
+            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:token_usage (0-1)
+            Family(Input.KV_CACHE_USAGE, "avg by ({by}) (sglang:token_usage)", Combine.MEAN),
+            # python/sglang/srt/observability/metrics_collector.py: histogram
+            # sglang:time_to_first_token_seconds
+            Family(
+                Reading.TTFT,
+                "sum by ({by}) (rate(sglang:time_to_first_token_seconds_bucket[{window}]))",
+                Combine.HISTOGRAM,
+            ),
+            # python/sglang/srt/observability/metrics_collector.py: histogram
+            # sglang:time_to_first_token_seconds, its _sum
+            Family(
+                Reading.TTFT_SUM,
+                "sum by ({by}) (rate(sglang:time_to_first_token_seconds_sum[{window}]))",
+            ),
+            # python/sglang/srt/observability/metrics_collector.py: histogram
+            # sglang:inter_token_latency_seconds
+            Family(
+                Reading.ITL,
+                "sum by ({by}) (rate(sglang:inter_token_latency_seconds_bucket[{window}]))",
+                Combine.HISTOGRAM,
+            ),
+            # python/sglang/srt/observability/metrics_collector.py: histogram
+            # sglang:inter_token_latency_seconds, its _sum
+            Family(Reading.ITL_SUM, "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
+            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_running_reqs
+            Family(Reading.REPLICAS_REPORTING, "count by ({by}) (sglang:num_running_reqs)"),
+        ),
+        "sgl-project/sglang python/sglang/srt/observability/metrics_collector.py",
+        image=r"sglang",
+        labels={"engine_type": "unified", "tp_rank": "0", "pp_rank": "0"},
+    )
+)
+
+# Hugging Face TGI. Source: huggingface/text-generation-inference docs/source/reference/metrics.md.
+# TGI series carry no model label: select on the labels service discovery adds (namespace, pod,
+# job). Token rates come from the per-request histograms' _sum (input length at admission,
+# generated tokens at completion). TGI exports no time-to-first-token histogram and no KV-cache
+# gauge, so those inputs are unknown for this engine.
+TGI = register(
+    Preset(
+        "tgi",
+        (
+            # docs/source/reference/metrics.md: gauge tgi_queue_size
+            Family(Input.QUEUE_WAITING, "sum by ({by}) (tgi_queue_size)"),
+            # docs/source/reference/metrics.md: gauge tgi_batch_current_size
+            Family(Input.REQUESTS_RUNNING, "sum by ({by}) (tgi_batch_current_size)"),
+            # docs/source/reference/metrics.md: histogram tgi_request_input_length (_sum)
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(tgi_request_input_length_sum[{window}]))"),
+            # docs/source/reference/metrics.md: histogram tgi_request_generated_tokens (_sum)
+            Family(
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(tgi_request_generated_tokens_sum[{window}]))",
+            ),
+            # docs/source/reference/metrics.md: gauge tgi_queue_size, one series a pod
+            Family(Reading.REPLICAS_REPORTING, "count by ({by}) (tgi_queue_size)"),
+        ),
+        "huggingface/text-generation-inference docs/source/reference/metrics.md",
+        image=r"text-generation-inference",
+        model_label=None,
+    )
+)
+
+# NVIDIA Triton with the TensorRT-LLM backend. Sources: triton-inference-server/tensorrtllm_backend
+# inflight_batcher_llm/src/custom_metrics_reporter/custom_metrics_reporter.cc and Triton's
+# metrics guide, triton-inference-server/server docs/user_guide/metrics.md. Labels: model,
+# version. The "waiting" request type and the KV "fraction" exist in newer backends only.
+TRITON = register(
+    Preset(
+        "triton",
+        (
+            # inflight_batcher_llm/src/custom_metrics_reporter/custom_metrics_reporter.cc:
+            # gauge nv_trt_llm_request_metrics, request_type="waiting"
+            Family(
+                Input.QUEUE_WAITING,
+                'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="waiting"}})',
+            ),
+            # custom_metrics_reporter.cc: gauge nv_trt_llm_request_metrics, request_type="active"
+            Family(
+                Input.REQUESTS_RUNNING,
+                'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})',
+            ),
+            # custom_metrics_reporter.cc: histogram nv_llm_input_token_len (_sum; newer builds)
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(nv_llm_input_token_len_sum[{window}]))"),
+            # custom_metrics_reporter.cc: histogram nv_llm_output_token_len (_sum; newer builds)
+            Family(
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(nv_llm_output_token_len_sum[{window}]))",
+            ),
+            # custom_metrics_reporter.cc: gauge nv_trt_llm_kv_cache_block_metrics,
+            # kv_cache_block_type="fraction"
+            Family(
+                Input.KV_CACHE_USAGE,
+                'avg by ({by}) (nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction"}})',
+                Combine.MEAN,
+            ),
+            # docs/user_guide/metrics.md (server): histogram nv_inference_first_response_histogram_ms,
+            # milliseconds, with --metrics-config histogram_latencies=true; a decoupled model's
+            # first *response*
+            Family(
+                Reading.TTFT,
+                "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_bucket[{window}]))",
+                Combine.HISTOGRAM,
+                le_scale=0.001,
+            ),
+            # docs/user_guide/metrics.md (server): histogram nv_inference_first_response_histogram_ms,
+            # its _sum in milliseconds
+            Family(
+                Reading.TTFT_SUM,
+                "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_sum[{window}]))",
+                le_scale=0.001,
+            ),
+            # custom_metrics_reporter.cc: gauge nv_trt_llm_request_metrics, one series a pod
+            Family(
+                Reading.REPLICAS_REPORTING,
+                'count by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})',
+            ),
+        ),
+        "triton-inference-server/tensorrtllm_backend custom_metrics_reporter.cc;"
+        " triton-inference-server/server docs/user_guide/metrics.md",
+        image=r"tritonserver|tensorrt",
+        model_label="model",
+        labels={"version": "1"},
+    )
+)
+
+# NVIDIA Dynamo's frontend, read as the engine: one HTTP frontend in front of its workers, whose
+# series sum the model's traffic. Source: ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs
+# (names) and lib/llm/src/http/service/metrics.rs (definitions). Label: model, lower-cased by the
+# frontend. queued_requests counts requests with no first response yet; the older names ended in
+# _total (gauges despite it) and are read where the current ones are absent, never both. Prompt
+# tokens come from the input-sequence histogram's _sum. Unlike vLLM, Dynamo exports max_num_seqs.
+# No per-worker series carries the model label, so replicas come from Kubernetes only.
+DYNAMO = register(
+    Preset(
+        "dynamo",
+        (
+            # lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs:
+            # gauge dynamo_frontend_queued_requests (older: dynamo_frontend_queued_requests_total)
+            Family(
+                Input.QUEUE_WAITING,
+                "sum by ({by}) (dynamo_frontend_queued_requests)"
+                " or sum by ({by}) (dynamo_frontend_queued_requests_total)",
+            ),
+            # prometheus_names.rs, metrics.rs: gauge dynamo_frontend_inflight_requests
+            # (older: dynamo_frontend_inflight_requests_total)
+            Family(
+                Input.REQUESTS_RUNNING,
+                "sum by ({by}) (dynamo_frontend_inflight_requests)"
+                " or sum by ({by}) (dynamo_frontend_inflight_requests_total)",
+            ),
+            # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_input_sequence_tokens (_sum)
+            Family(
+                Input.PROMPT_TOKENS_PER_S,
+                "sum by ({by}) (rate(dynamo_frontend_input_sequence_tokens_sum[{window}]))",
+            ),
+            # prometheus_names.rs, metrics.rs: counter dynamo_frontend_output_tokens_total
+            Family(
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(dynamo_frontend_output_tokens_total[{window}]))",
+            ),
+            # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_time_to_first_token_seconds
+            Family(
+                Reading.TTFT,
+                "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[{window}]))",
+                Combine.HISTOGRAM,
+            ),
+            # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_time_to_first_token_seconds, its _sum
+            Family(
+                Reading.TTFT_SUM,
+                "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_sum[{window}]))",
+            ),
+            # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_inter_token_latency_seconds
+            Family(
+                Reading.ITL,
+                "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_bucket[{window}]))",
+                Combine.HISTOGRAM,
+            ),
+            # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_inter_token_latency_seconds, its _sum
+            Family(
+                Reading.ITL_SUM,
+                "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_sum[{window}]))",
+            ),
+            # prometheus_names.rs, metrics.rs: gauge dynamo_frontend_model_max_num_seqs
+            Family(
+                Input.SLOTS_PER_REPLICA,
+                "max by ({by}) (dynamo_frontend_model_max_num_seqs)",
+                Combine.MEAN,
+            ),
+        ),
+        "ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs",
+        image=r"ai-dynamo",
+        model_label="model",
+        lowercases_model=True,
+        per_pod=False,
+    )
+)

@@ -1,0 +1,75 @@
+"""What a user's query reads, as the registry knows it: a preset's queue, a removed metric name.
+
+``scaler convert`` turns a KEDA trigger on a preset's queue into that preset; ``scaler
+doctor`` flags a ScaledObject that reads only the engine's queue, and a removed name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from scaler.matchers import LabelMatcher, SelectorError, parse_selector
+from scaler.presets.registry import QUEUE_FIELD, REGISTRY, Preset, Removal
+
+_SUM_OF_ONE_SELECTOR = re.compile(
+    r"^\s*sum\s*\(\s*(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*\)\s*$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    """A query recognised as a preset's queue: the preset, the metric, and the user's other matchers."""
+
+    preset: Preset
+    metric: str
+    matchers: tuple[LabelMatcher, ...]  # those the query adds to the preset's own
+
+    @property
+    def older(self) -> bool:
+        """Whether the query reads an older name of the queue (the preset reads the current first)."""
+        family = self.preset.family(QUEUE_FIELD[self.preset.kind])
+        return family is not None and family.selectors()[0].metric != self.metric
+
+
+def queue_read(query: str) -> QueueRead | None:
+    """The preset whose queue ``query`` reads, when it is ``sum(QUEUE{matchers})``; else None.
+
+    The matchers the preset writes itself (Triton's ``request_type="waiting"``) must be
+    there and are left out. *Example*: ``sum(llm_d_epp_flow_control_queue_size{inference_pool="p"})``
+    is the llm-d router's queue, with the matcher ``inference_pool="p"``.
+    """
+    match = _SUM_OF_ONE_SELECTOR.match(query)
+    if match is None:
+        return None
+    try:
+        written = parse_selector(match["matchers"] or "")
+    except SelectorError:
+        return None
+    for preset in REGISTRY.all():
+        family = preset.family(QUEUE_FIELD[preset.kind])
+        for selector in family.selectors() if family is not None else ():
+            if selector.metric == match["metric"] and set(selector.matchers) <= set(written):
+                rest = tuple(m for m in written if m not in selector.matchers)
+                return QueueRead(preset, selector.metric, rest)
+    return None
+
+
+def removed_in(query: str) -> list[tuple[str, Removal]]:
+    """Each metric name in ``query`` that its upstream removed, with its removal (``Preset.removed``).
+
+    A histogram's name is found in its series too: ``vllm:time_per_output_token_seconds_bucket``
+    is ``vllm:time_per_output_token_seconds``.
+    """
+    return [
+        (name, removal)
+        for preset in REGISTRY.all()
+        for name, removal in preset.removed.items()
+        if re.search(rf"(?<![\w:]){re.escape(name)}(?:_bucket|_sum|_count)?(?![\w:])", query)
+    ]
+
+
+# GPU utilisation series, as KEDA triggers and HPAs name them: DCGM's exporter, the older
+# nvidia_gpu_exporter, and the usual recording-rule names. scaler convert drops a trigger on
+# one; scaler doctor reports an inference workload scaled on one.
+GPU_UTILISATION = re.compile(r"dcgm_fi_dev_gpu_util|nvidia_gpu_duty_cycle|gpu_util|gpu_busy", re.I)

@@ -1,0 +1,284 @@
+"""The preset registry's types and the registry itself: families, presets, register and look up.
+
+A family reads one metric: the template names its current name first and, joined by
+``or``, older names read only where the current one is absent (never summed). Every
+template aggregates *by* a set of label names (``{by}``) that the scaler chooses from the
+``labelSelector``s of the targets sharing a Prometheus and an engine; the selectors
+themselves are applied to the returned series in Python (``scaler.matchers``). So one query
+per family serves every ScaledObject, and no user-written text reaches PromQL.
+``{window}`` is the rate window (default ``1m``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from scaler.inputs import Input, InputSource, Reading
+from scaler.matchers import LABEL_NAME, LabelMatcher, SelectorError, parse_selector
+
+
+class Kind(StrEnum):
+    """What a preset reads: the inference servers, or a router in front of them."""
+
+    ENGINE = "engine"  # metadata `engine:`
+    ROUTER = "router"  # metadata `router:`
+
+
+class Combine(StrEnum):
+    """How series from several groups are combined for one target."""
+
+    SUM = "sum"
+    MEAN = "mean"  # each group's value is already a mean over its pods: averaged over the groups
+    HISTOGRAM = "histogram"  # per-bucket rates, summed, then a quantile in Python
+
+
+class Select(StrEnum):
+    """Which of a target's matchers pick its series of a family."""
+
+    TARGET = "target"  # the labelSelector (the servers' own series)
+    POOL = "pool"  # the router's pool: <pool_label>="<inferencePool>"
+    MODEL = "model"  # the labelSelector's matchers on the family's model label, if any
+    ANY = "any"  # every series at the address (a router gauge that names no pool)
+
+
+# What a family can read: an input Prometheus answers (``scaler.inputs.Input``), or what inputs are
+# derived from (``scaler.inputs.Reading``: a latency histogram's buckets and ``_sum``, the pods
+# exporting metrics, which stand for the replicas without Kubernetes). The KV cache's usage is the
+# mean over the pods (what measures a replica's batch slots, scaler.capacity).
+FIELDS: tuple[str, ...] = (*(i for i in Input if i.spec.source is InputSource.PROMETHEUS), *Reading)
+# The family whose metric is each kind's queue: what `scaler convert` recognises in a KEDA query.
+QUEUE_FIELD = {Kind.ENGINE: Input.QUEUE_WAITING, Kind.ROUTER: Input.ROUTER_QUEUE_WAITING}
+# Metadata values that name no preset: your own queries, no router.
+CUSTOM_ENGINE = "custom"
+NO_ROUTER = "none"
+RESERVED = {Kind.ENGINE: CUSTOM_ENGINE, Kind.ROUTER: NO_ROUTER}
+DEFAULT_ENGINE = "vllm"  # metadata `engine` when unset; also the EPP's default engine
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # a preset's name, as metadata spells it
+
+# A series selector in a template's text (its placeholders taken out): a metric name, its
+# matchers, and what follows ("(" after a function, "[" after a range-vector selector).
+_SELECTOR = re.compile(
+    r"(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*(?P<after>[(\[]?)"
+)
+_GROUPING = re.compile(r"\b(?:by|without)\s*\([^()]*\)")
+_PROMQL_WORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"})
+_SET_OPERATORS = frozenset({"or", "and", "unless"})
+# Templates whose parsed selectors are kept: every family of every preset, with room to spare.
+_TEMPLATES_KEPT = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """One series selector a family reads: its metric, the matchers the template writes, and how."""
+
+    metric: str
+    matchers: tuple[LabelMatcher, ...] = ()
+    ranged: bool = False  # inside a rate(): a counter, or a histogram's _bucket/_sum/_count
+
+    @property
+    def base(self) -> str:
+        """The histogram a ``_bucket``/``_sum``/``_count`` series belongs to; else the metric."""
+        if self.ranged:
+            for suffix in ("_bucket", "_sum", "_count"):
+                if self.metric.endswith(suffix):
+                    return self.metric.removesuffix(suffix)
+        return self.metric
+
+    @property
+    def type(self) -> str:
+        """The Prometheus type of the metric read: ``histogram``, ``counter`` or ``gauge``."""
+        if self.base != self.metric:
+            return "histogram"
+        return "counter" if self.ranged else "gauge"
+
+
+@functools.lru_cache(maxsize=_TEMPLATES_KEPT)
+def _selectors(template: str) -> tuple[Selector, ...]:
+    """The series selectors in a template's text (its placeholders taken out), in order; cached,
+    as the simulated exporters ask at every scrape."""
+    text = "".join(literal for literal, _, _, _ in string.Formatter().parse(template))
+    out = []
+    for found in _SELECTOR.finditer(_GROUPING.sub(" ", text)):
+        name, after = found["name"], found["after"]
+        if after == "(" or name in _PROMQL_WORDS or name in _SET_OPERATORS:
+            continue  # a function, a keyword or a set operator
+        out.append(Selector(name, parse_selector(found["matchers"] or ""), ranged=after == "["))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One input's query template, and how a target combines the series it returns."""
+
+    field: str
+    template: str
+    combine: Combine = Combine.SUM
+    le_scale: float = 1.0  # bucket bounds (or a histogram's _sum) times this give seconds (0.001 for _ms)
+    select: Select = Select.TARGET
+    model_label: str = "model_name"  # the label Select.MODEL keeps
+
+    def render(self, by: tuple[str, ...], window: str) -> str:
+        """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""
+        for label in by:
+            if not LABEL_NAME.fullmatch(label):
+                raise ValueError(f"invalid label name {label!r}")
+        labels = ("le", *by) if self.combine is Combine.HISTOGRAM else by
+        return self.template.format(by=", ".join(labels), window=window)
+
+    def selectors(self) -> tuple[Selector, ...]:
+        """The series the template reads, the current name first, then the older ones (``or``).
+
+        *Example*: ``avg by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)``
+        gives ``vllm:kv_cache_usage_perc``, then ``vllm:gpu_cache_usage_perc``.
+        """
+        return _selectors(self.template)
+
+    def problems(self) -> list[str]:
+        """What is wrong with this family (empty when nothing): its field, its template."""
+        out = []
+        if self.field not in FIELDS:
+            out.append(f"field {self.field!r} is not an input a preset can feed ({', '.join(FIELDS)})")
+        try:
+            found = self.selectors()
+        except SelectorError as exc:
+            return [*out, f"{self.field}: a matcher in the template cannot be read: {exc}"]
+        if not found:
+            out.append(f"{self.field}: the template reads no metric")
+        elif len(found) > 1 and " or " not in self.template:
+            out.append(
+                f"{self.field}: a family reads one metric; older names follow the current one, joined by `or`"
+            )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """A metric name its upstream removed: by what change, and the name to read instead."""
+
+    by: str  # e.g. "vLLM PR #32661 (deprecated in 0.11)"
+    instead: str
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """An engine's (or a router's) query families, the facts about its servers, and its sources."""
+
+    name: str
+    families: tuple[Family, ...]
+    source: str  # the upstream repository and files the metric names were checked against
+    kind: Kind = Kind.ENGINE
+    image: str | None = None  # a regex on container images (case ignored): its servers' pods
+    model_label: str | None = "model_name"  # the label its series name the model by (None: none)
+    lowercases_model: bool = False  # it writes the model label lower-cased
+    labels: Mapping[str, str] = field(default_factory=dict)  # other labels on each of its series
+    per_pod: bool = True  # each server pod exports its series (False: one frontend, the fleet's sums)
+    both_generations: bool = False  # the upstream writes each older name beside the current one
+    pool_label: str | None = None  # a router's label naming its pool (metadata inferencePool)
+    # Older names the upstream no longer writes at all, each with when and what replaced it.
+    removed: Mapping[str, Removal] = field(default_factory=dict)
+
+    def family(self, field: str) -> Family | None:
+        """The family that gives ``field``, or None when the preset has none."""
+        return next((f for f in self.families if f.field == field), None)
+
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric name the preset reads, current and older, in order, each once."""
+        return tuple(dict.fromkeys(s.metric for f in self.families for s in f.selectors()))
+
+    def reads_image(self, image: str) -> bool:
+        """Whether a container ``image`` runs this preset's servers."""
+        return self.image is not None and re.search(self.image, image, re.IGNORECASE) is not None
+
+    def problems(self) -> list[str]:
+        """What is wrong with this preset (empty when nothing), each family's problems included."""
+        out = []
+        if not _NAME.fullmatch(self.name):
+            out.append(f"name {self.name!r} must be lower-case letters, digits and '-' (a metadata value)")
+        if self.name == RESERVED[self.kind]:
+            out.append(f"{self.kind} {self.name!r} is reserved (it names no preset)")
+        if not self.families:
+            out.append("it has no family")
+        fields = [f.field for f in self.families]
+        out += [f"field {f} has two families" for f in sorted({f for f in fields if fields.count(f) > 1})]
+        for family in self.families:
+            out += family.problems()
+        if self.image is not None:
+            try:
+                re.compile(self.image)
+            except re.error as exc:
+                out.append(f"image {self.image!r} is not a regex: {exc}")
+        if self.pool_label is None and any(f.select is Select.POOL for f in self.families):
+            out.append("a family selects by pool but pool_label is not set")
+        return out
+
+
+class PresetError(ValueError):
+    """A preset that cannot be registered; the message names every problem."""
+
+
+class Registry:
+    """The presets by kind and name. ``engines`` and ``routers`` are read-only views that follow it."""
+
+    def __init__(self) -> None:
+        self._by_kind: dict[Kind, dict[str, Preset]] = {kind: {} for kind in Kind}
+        self.engines: Mapping[str, Preset] = MappingProxyType(self._by_kind[Kind.ENGINE])
+        self.routers: Mapping[str, Preset] = MappingProxyType(self._by_kind[Kind.ROUTER])
+
+    def register(self, preset: Preset) -> Preset:
+        """Add ``preset``; PresetError naming every problem (its name taken, a bad family, ...)."""
+        problems = preset.problems()
+        if preset.name in self._by_kind[preset.kind]:
+            problems.append(f"{preset.kind} {preset.name!r} is registered already")
+        if problems:
+            raise PresetError(f"preset {preset.name!r}: " + "; ".join(problems))
+        self._by_kind[preset.kind][preset.name] = preset
+        return preset
+
+    def unregister(self, preset: Preset) -> None:
+        """Remove ``preset``; KeyError when it is not the one registered under its name."""
+        taken = self._by_kind[preset.kind]
+        if taken.get(preset.name) is not preset:
+            raise KeyError(f"{preset.kind} {preset.name!r} is not registered")
+        del taken[preset.name]
+
+    @contextmanager
+    def registered(self, preset: Preset) -> Iterator[Preset]:
+        """``preset`` registered for the ``with`` block, unregistered after it."""
+        self.register(preset)
+        try:
+            yield preset
+        finally:
+            self.unregister(preset)
+
+    def of(self, kind: Kind) -> Mapping[str, Preset]:
+        """The presets of ``kind`` by name (a read-only view)."""
+        return self.engines if kind is Kind.ENGINE else self.routers
+
+    def all(self) -> tuple[Preset, ...]:
+        """Every preset, the engines first."""
+        return (*self.engines.values(), *self.routers.values())
+
+
+REGISTRY = Registry()
+register = REGISTRY.register
+unregister = REGISTRY.unregister
+registered = REGISTRY.registered
+PRESETS = REGISTRY.engines
+ROUTERS = REGISTRY.routers
+
+
+def preset_for(engine: str) -> Preset | None:
+    """The query preset of ``engine``, or None when it has none (``custom``)."""
+    return PRESETS.get(engine)
+
+
+def choices(kind: Kind) -> tuple[str, ...]:
+    """The metadata values of ``kind``: every preset's name, then ``custom`` (or ``none``)."""
+    return (*REGISTRY.of(kind), RESERVED[kind])

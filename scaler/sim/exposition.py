@@ -1,0 +1,207 @@
+"""The simulated exporters' /metrics: a preset's families, named and labelled as its servers write them.
+
+``write_preset`` writes, for each family of a preset (``scaler.presets``), the series it reads:
+its metric name (the current one, the older one, or both: ``generations``), the labels its
+select needs (the pod's, the model's, the router's pool) and those the template writes
+(Triton's ``request_type="waiting"``), with the value the simulation gives the family's
+input (``Simulated``). So every engine and router in the registry is served, a throwaway
+one registered in a test included, and the tests check the served names against the
+preset's (``tests/test_sim.py``). The text is Prometheus' format 0.0.4, written by hand.
+
+*Example*: vLLM's ``queue_waiting`` family and a pod holding 3 give
+``vllm:num_requests_waiting{namespace="inference",pod="vllm-0",model_name="llama",engine="0"} 3``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from scaler.presets import Family, Preset, Select, Selector
+
+# The two generations of metric names: the current ones, and the older ones a family reads where
+# the current are absent (llm-d-router v0.9-v0.10 write both; vLLM before 0.11, only the older).
+GENERATIONS = ("current", "legacy")
+
+
+@dataclass(frozen=True, slots=True)
+class Simulated:
+    """What a simulation reports for one input: a gauge's value, a counter's total, or a histogram."""
+
+    value: float  # a gauge's value, a counter's total, or a histogram's _sum (seconds)
+    count: float = 0.0  # a histogram's observations (_count)
+    buckets: tuple[tuple[float, float], ...] = ()  # a histogram's (upper bound in s, cumulative count)
+
+
+def default_generations(preset: Preset) -> tuple[str, ...]:
+    """The names the upstream writes: both generations where it writes both, else the current."""
+    return GENERATIONS if preset.both_generations else GENERATIONS[:1]
+
+
+def written(family: Family, generations: tuple[str, ...]) -> tuple[Selector, ...]:
+    """The selectors of ``family`` served in ``generations``: the current name, the older ones
+    (or, for a family with one name, that name in either generation)."""
+    found = family.selectors()
+    out = list(found[:1]) if "current" in generations else []
+    if "legacy" in generations:
+        out += found[1:] or found[:1]
+    return tuple(dict.fromkeys(out))
+
+
+def _select_labels(preset: Preset, family: Family, model: str, pool: str | None) -> dict[str, str]:
+    model_value = model.lower() if preset.lowercases_model else model
+    if family.select is Select.ANY:
+        return {}
+    if family.select is Select.MODEL:
+        return {family.model_label: model_value}
+    out = {**preset.labels}
+    if preset.model_label is not None:
+        out[preset.model_label] = model_value
+    if family.select is Select.POOL and preset.pool_label is not None and pool is not None:
+        out[preset.pool_label] = pool
+    return out
+
+
+def write_preset(
+    out: Exposition,
+    preset: Preset,
+    values: Mapping[str, Simulated],
+    labels: Mapping[str, str],
+    *,
+    model: str,
+    pool: str | None = None,
+    generations: tuple[str, ...] = GENERATIONS[:1],
+) -> None:
+    """Each family of ``preset`` with a value in ``values`` (by input), as the preset reads it.
+
+    ``labels`` are the source's own (a pod's namespace and name); a series two families read
+    (vLLM's running gauge, also counted for the replicas) is written once.
+    """
+    done: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for family in preset.families:
+        value = values.get(family.field)
+        if value is None:
+            continue
+        for selector in written(family, generations):
+            series = {**labels, **_select_labels(preset, family, model, pool)}
+            series |= {m.name: m.value for m in selector.matchers}
+            key = (selector.base, tuple(sorted(series.items())))
+            if key in done:
+                continue
+            done.add(key)
+            if selector.type == "histogram":
+                scale = 1.0 / family.le_scale  # back to the unit the server writes (ms for Triton)
+                buckets = [(bound * scale, count) for bound, count in value.buckets]
+                out.histogram(selector.base, series, buckets, value.value * scale, value.count, preset.source)
+            else:
+                out.family(selector.metric, selector.type, f"{selector.metric} ({preset.source})")
+                out.sample(selector.metric, series, value.value)
+
+
+def _labels(pairs: dict[str, str]) -> str:
+    inner = ",".join(f'{k}="{v}"' for k, v in pairs.items())
+    return "{" + inner + "}"
+
+
+class Exposition:
+    """Prometheus text format 0.0.4, written by hand so the names are exactly the server's.
+
+    Samples are grouped by family, as the format requires, whatever order they come in.
+    """
+
+    def __init__(self) -> None:
+        self._families: dict[str, tuple[str, str, list[str]]] = {}
+
+    def family(self, name: str, kind: str, help_text: str = "") -> None:
+        """Declare a family (its TYPE and HELP), once; later declarations keep the first."""
+        self._families.setdefault(name, (kind, help_text or name, []))
+
+    def _family_of(self, name: str) -> list[str]:
+        if name in self._families:
+            return self._families[name][2]
+        for suffix in ("_bucket", "_sum", "_count"):
+            base = name.removesuffix(suffix)
+            if base != name and base in self._families:
+                return self._families[base][2]
+        self.family(name, "counter" if name.endswith("_total") else "gauge")
+        return self._families[name][2]
+
+    def sample(self, name: str, labels: dict[str, str], value: float) -> None:
+        """One sample, filed under its family (a histogram's _bucket/_sum/_count under the histogram)."""
+        self._family_of(name).append(f"{name}{_labels(labels)} {value:.6f}")
+
+    def histogram(
+        self,
+        name: str,
+        labels: dict[str, str],
+        buckets: list[tuple[float, float]],
+        total: float,
+        count: float,
+        help_text: str = "",
+    ) -> None:
+        """One histogram's series: each cumulative bucket, +Inf, _sum and _count."""
+        self.family(name, "histogram", help_text)
+        for bound, cumulative in buckets:
+            self.sample(f"{name}_bucket", {**labels, "le": f"{bound:g}"}, cumulative)
+        self.sample(f"{name}_bucket", {**labels, "le": "+Inf"}, count)
+        self.sample(f"{name}_sum", labels, total)
+        self.sample(f"{name}_count", labels, count)
+
+    def text(self) -> str:
+        """The exposition: each family's HELP and TYPE, then its samples."""
+        lines: list[str] = []
+        for name, (kind, help_text, samples) in self._families.items():
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            lines.extend(samples)
+        return "\n".join(lines) + "\n"
+
+
+class MetricsServer:
+    """``/metrics`` over HTTP from a daemon thread, with the text ``render`` returns at each scrape."""
+
+    def __init__(self, render: Callable[[], str]) -> None:
+        self.render = render
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Start serving; returns the ``host:port`` it listens on."""
+        render = self.render
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.split("?")[0] != "/metrics":
+                    self.send_error(404)
+                    return
+                body = render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self.address
+
+    @property
+    def address(self) -> str:
+        """The ``host:port`` the server listens on; RuntimeError before ``start``."""
+        if self._server is None:
+            raise RuntimeError("not started")
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def stop(self) -> None:
+        """Shut the server down, if it runs."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
