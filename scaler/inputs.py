@@ -348,3 +348,10 @@ class Reading(StrEnum):
 
 
 Key = Input | Reading  # what a query reads: an input, or what inputs are derived from
+
+
+def key_of(name: str) -> str:
+    """The Input or Reading whose name is ``name`` (a preset written with plain strings reads as one
+    written with the members); ``name`` itself when it is neither."""
+    found = Input._value2member_map_.get(name) or Reading._value2member_map_.get(name)
+    return str(name) if found is None else found  # type: ignore[return-value]

@@ -14,7 +14,7 @@ from scaler.config import CUSTOM_QUERY_KEYS, TargetPolicy
 from scaler.inputs import Input, InputSource, InputSpec, Reading
 from scaler.model import INPUTS, Observation
 from scaler.outputs.series import INPUT_SERIES, REPLICA_STATE_SERIES, SERIES_BY_NAME
-from scaler.presets import PRESETS, ROUTERS, Combine
+from scaler.presets import PRESETS, ROUTERS, Combine, Family
 from scaler.sources.files import OBSERVATION_FIELDS
 from scaler.sources.live import PROMETHEUS_FIELDS
 from scaler.sources.prometheus import CUSTOM_FIELDS
@@ -140,3 +140,11 @@ def test_presets_read_inputs_and_readings_only() -> None:
             assert (family.combine is Combine.HISTOGRAM) == (
                 family.field in (Reading.TTFT, Reading.ITL, Reading.ROUTER_TTFT)
             )
+
+
+def test_a_family_written_with_plain_strings_reads_the_members() -> None:
+    """A preset written as the README's example does (``Family("ttft", ...)``) keys its families by
+    the enum all the same, so the Observation builder finds its histogram."""
+    assert Family("ttft", "sum by ({by}) (rate(x_bucket[{window}]))", Combine.HISTOGRAM).field is Reading.TTFT
+    assert Family("queue_waiting", "sum by ({by}) (x)").field is Input.QUEUE_WAITING
+    assert Family("no_such_input", "sum by ({by}) (x)").problems()[0].startswith("field 'no_such_input'")

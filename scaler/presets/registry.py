@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from scaler.inputs import Input, InputSource, Reading
+from scaler.inputs import Input, InputSource, Reading, key_of
 from scaler.matchers import LABEL_NAME, LabelMatcher, SelectorError, parse_selector
 
 
@@ -123,6 +123,9 @@ class Family:
     le_scale: float = 1.0  # bucket bounds (or a histogram's _sum) times this give seconds (0.001 for _ms)
     select: Select = Select.TARGET
     model_label: str = "model_name"  # the label Select.MODEL keeps
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "field", key_of(self.field))
 
     def render(self, by: tuple[str, ...], window: str) -> str:
         """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""
