@@ -240,7 +240,7 @@ def _converted(text: str) -> tuple[str, list[str]]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from scaler.sources.prometheus import read_history
+    from scaler.sources.history import read_history
 
     return replay_cli.run(args, replay_cli.Upstream(read_history, _converted))
 
