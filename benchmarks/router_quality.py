@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
+from scaler.inputs import Input  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import clairvoyant, initial_ready  # noqa: E402
 from scaler.replay.keda import ExternalTrigger, ScaledObjectModel, load_scaledobject_model  # noqa: E402
@@ -99,8 +100,11 @@ class Watched(KedaPolicy):
 
     def tick(self, tick: TickInputs) -> int | None:
         """KedaPolicy.tick, noting the engine's queue and KV cache while the router holds requests."""
-        if tick.router_queue and tick.ready:
-            self.held.append((tick.router_queue, tick.waiting / tick.ready, tick.kv_cache_usage or 0.0))
+        read = tick.readings.values
+        queued, ready = read.get(Input.ROUTER_QUEUE_WAITING), read.get(Input.READY_REPLICAS)
+        if queued and ready:
+            waiting, kv = read.get(Input.QUEUE_WAITING, 0.0), read.get(Input.KV_CACHE_USAGE, 0.0)
+            self.held.append((queued, waiting / ready, kv))
         return super().tick(tick)
 
     def gate(self) -> dict[str, float]:

@@ -21,6 +21,7 @@ from scaler.outputs.trace import serve_metrics
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.settings import Settings
+from scaler.sources.history import History
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider
 from scaler.sources.prometheus import PrometheusReader, redact_url
@@ -46,14 +47,8 @@ def live_source(
     ``scaler serve`` (``build_source``), ``scaler dry-run`` and the demo all build theirs here;
     ``step_s`` is the refresh interval, which the history warm-up is read on.
     """
-    reader = PrometheusReader(
-        prometheus_address,
-        rate_window=rate_window,
-        timeout_s=timeout_s,
-        history_seconds=history_seconds,
-        history_step_s=step_s,
-    )
-    return LiveSource(reader, workloads, log)
+    reader = PrometheusReader(prometheus_address, rate_window=rate_window, timeout_s=timeout_s)
+    return LiveSource(reader, workloads, log, History(reader, history_seconds, step_s))
 
 
 def build_source(

@@ -10,6 +10,9 @@ many as its KV cache holds at the traffic's sequence lengths). The KV cache's us
 over the replicas, says how full they are:
 
     S = running / ready / kv_cache_usage     while the cache is at least kv_min_usage used
+                                             (times 0.8 behind llm-d's flow control: its
+                                             router sends a replica nothing more once its
+                                             cache is 80% used, ``scaler.flowcontrol``)
     S = running / ready                      without a KV gauge, while requests wait on every
                                              replica (waiting >= ready): each is full; or while
                                              a router (llm-d) reads its pool saturated
@@ -76,6 +79,7 @@ import math
 
 from scaler.config import TargetPolicy
 from scaler.demand import Demand
+from scaler.flowcontrol import KV_CACHE_UTIL_THRESHOLD
 from scaler.model import Capacity, CapacitySource, Observation
 from scaler.params import DEFAULT, DeciderParams
 from scaler.queueing import erlang_c
@@ -242,9 +246,12 @@ class CapacityModel:
             # will be given.
             readings.append(running / ready)
         elif kv is not None:
-            # The KV cache's mean usage over the replicas says how full they are.
+            # The KV cache's mean usage over the replicas says how full they are. Behind llm-d's
+            # flow control (its saturation is read) a replica is sent requests only while its
+            # cache is below the router's threshold: it holds that share of what the cache does.
+            gate = KV_CACHE_UTIL_THRESHOLD if saturation is not None else 1.0
             if kv >= self.params.kv_min_usage:
-                readings.append(running / ready / kv)
+                readings.append(running / ready / kv * gate)
         elif waiting >= ready:
             # Without it, requests waiting on every replica say they are full. (With it, that
             # reading would be fooled by queues left on a few replicas after a scale-up.)

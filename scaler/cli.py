@@ -237,7 +237,7 @@ def _converted(text: str) -> tuple[str, list[str]]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from scaler.sources.prometheus import read_history
+    from scaler.sources.history import read_history
 
     def read_pods(kubeconfig: str | None, namespace: str, deployment: str) -> tuple[str, list[PodTimes]]:
         from scaler.sources.kubernetes import KubernetesConfigError, read_pod_times

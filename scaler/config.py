@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
 )
 
+from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
 from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices
 from scaler.roles import Role, parse_role_label, role_matcher, role_problems
@@ -45,15 +46,6 @@ MAX_WINDOWS = 16
 MAX_REPLICAS_LIMIT = 10_000
 MAX_COLD_START_SECONDS = 3600.0
 MAX_QUERY_LENGTH = 2048
-CUSTOM_QUERY_KEYS = (
-    "queueQuery",
-    "runningQuery",
-    "promptTokensQuery",
-    "generationTokensQuery",
-    "kvCacheQuery",
-    "ttftP95Query",
-    "ttftP99Query",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,6 +412,12 @@ class TargetPolicy(BaseModel):
 
 # Metadata key -> field name, for every documented key.
 ALIASES: dict[str, str] = {(info.alias or name): name for name, info in TargetPolicy.model_fields.items()}
+# engine: custom's query keys: the metadata key of each TargetPolicy field the input table names.
+CUSTOM_QUERY_KEYS = tuple(
+    TargetPolicy.model_fields[i.spec.custom_query].alias or i.spec.custom_query
+    for i in Input
+    if i.spec.custom_query
+)
 
 _RULE_HINTS = {
     "minReplicas": "this scaler never scales to zero; use 1 or more",

@@ -37,6 +37,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, replace
 
+from scaler.inputs import Input
 from scaler.model import Observation
 from scaler.params import DEFAULT
 
@@ -71,7 +72,7 @@ def with_router_queue(obs: Observation) -> Observation:
         own = 0.0
     if own is None:
         return obs
-    missing = {k: v for k, v in obs.missing.items() if k != "queue_waiting"}
+    missing = {k: v for k, v in obs.missing.items() if k != Input.QUEUE_WAITING}
     return replace(obs, queue_waiting=own + routed, missing=missing)
 
 

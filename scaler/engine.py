@@ -30,6 +30,7 @@ from scaler.capacity import CapacityModel
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.demand import Demand, DemandReader, with_router_queue
 from scaler.forecast import Forecast, Forecaster
+from scaler.inputs import Input
 from scaler.landing import LandingMonitor
 from scaler.model import Capacity, Decision, Lead, Note, NoteKind, Observation, Signal
 from scaler.params import DEFAULT, DeciderParams
@@ -46,7 +47,7 @@ _DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD)
 # says the engine reads them); any of them counts once it has been seen for this target (an
 # engine that never exports one does not depend on it). While one that counts is missing the
 # load abstains and last_known holds the target.
-DEMAND_INPUTS = ("queue_waiting", "prompt_tokens_per_s", "requests_running", "requests_per_s")
+DEMAND_INPUTS = (Input.QUEUE_WAITING, Input.PROMPT_TOKENS_PER_S, Input.REQUESTS_RUNNING, Input.REQUESTS_PER_S)
 
 
 class Engine:
@@ -59,7 +60,7 @@ class Engine:
         self.capacity = CapacityModel(policy, params)
         self._prompt = Forecaster(params)  # offered prompt tokens per second (scaler.demand)
         self._concurrency = Forecaster(params)  # offered sequences in service
-        self._seen: set[str] = {"queue_waiting"}
+        self._seen: set[str] = {Input.QUEUE_WAITING}
         self._last_demand: int | None = None
         self._last_fresh: float | None = None
         self._previous_waiting: float | None = None
@@ -112,9 +113,9 @@ class Engine:
                 self._seen.add(name)
         expected = set(self._seen)
         if self._policy.prompt_tokens_per_second_per_replica is not None:
-            expected.add("prompt_tokens_per_s")
+            expected.add(Input.PROMPT_TOKENS_PER_S)
         if self._policy.generation_tokens_per_second_per_replica is not None:
-            expected.add("requests_running")
+            expected.add(Input.REQUESTS_RUNNING)
         return [name for name in DEMAND_INPUTS if name in expected and getattr(obs, name) is None]
 
     def _learn(self, obs: Observation) -> Demand:
@@ -181,7 +182,7 @@ class Engine:
         # A stale forecast is not a proposal: while a demand input is missing the load
         # abstains and last_known holds the last complete demand instead.
         load, bias = None, None
-        if not any(m != "queue_waiting" for m in missing):
+        if not any(m != Input.QUEUE_WAITING for m in missing):
             bias = self._learn_bias(obs, capacity, demand, prompt_f, concurrency_f)
             load = load_signal.need(
                 policy,
@@ -219,7 +220,7 @@ class Engine:
         forecast: dict[str, float] = {}
         if demand.arrivals_per_s is not None:
             forecast["arrivals_per_s"] = demand.arrivals_per_s
-        for key, f in (("prompt_tokens_per_s", prompt_f), ("concurrency", concurrency_f)):
+        for key, f in ((Input.PROMPT_TOKENS_PER_S, prompt_f), ("concurrency", concurrency_f)):
             if f is not None:
                 forecast[key] = f.planned
                 forecast[f"{key}_margin"] = f.margin

@@ -2,7 +2,8 @@
 
 ``histogram_quantile`` is Prometheus' own function of that name over cumulative bucket
 counts keyed by upper bound (``le``). The live source uses it on summed per-bucket rates,
-the replay on the simulated TTFT histogram, so both see the quantiles a dashboard shows.
+the replay on the simulated TTFT histogram, so both see the quantiles a dashboard shows
+(the inputs derived from them: ``scaler.readings``).
 """
 
 from __future__ import annotations
@@ -80,61 +81,3 @@ def share_above(value: float, buckets: Mapping[float, float]) -> float | None:  
             return float(survive_lower ** (1.0 - w) * survive**w)
         lower, survive_lower = bound, survive
     return survive_lower
-
-
-def ttft_inputs(
-    objective_s: float, buckets: Mapping[float, float] | None, sum_rate: float | None = None
-) -> dict[str, float | None]:
-    """The Observation's TTFT inputs from one rate window of the TTFT histogram, written once.
-
-    ``buckets``: the summed per-bucket rates (cumulative, keyed by ``le``); ``sum_rate``: the
-    rate of the histogram's ``_sum``. Returns ``ttft_p95_seconds``, ``ttft_p99_seconds``,
-    ``ttft_over_objective`` (``share_above`` the objective), ``requests_per_s`` (the count's
-    rate: requests whose first token came in the window) and ``ttft_mean_seconds`` (sum over
-    count), each None where the window cannot say (no requests: the quantiles, the share and
-    the mean; no histogram: everything). *Example*: 2 first tokens/s whose TTFTs sum to 0.8
-    s/s: ``requests_per_s`` 2, ``ttft_mean_seconds`` 0.4.
-    """
-    count = total(buckets) if buckets else None
-    has = count is not None and count > 0
-    return {
-        "ttft_p95_seconds": histogram_quantile(0.95, buckets) if has and buckets else None,
-        "ttft_p99_seconds": histogram_quantile(0.99, buckets) if has and buckets else None,
-        "ttft_over_objective": share_above(objective_s, buckets) if has and buckets else None,
-        "requests_per_s": count,
-        "ttft_mean_seconds": sum_rate / count if has and count and sum_rate is not None else None,
-    }
-
-
-# What a router's TTFT histogram (queue time included) replaces among the TTFT inputs: the tail
-# and the share over the objective, what users saw. The servers' own histogram keeps the mean and
-# the count, which measure prefill and the requests served.
-ROUTER_TTFT_INPUTS = ("ttft_p95_seconds", "ttft_p99_seconds", "ttft_over_objective")
-
-
-def router_ttft_inputs(objective_s: float, buckets: Mapping[float, float] | None) -> dict[str, float]:
-    """The ``ROUTER_TTFT_INPUTS`` a router's TTFT histogram gives over one rate window (those it can
-    say: none without requests). *Example*: every request of the window waited 9 s in the router
-    for a 2 s objective: ``ttft_over_objective`` 1.0, whatever the servers' own histogram says."""
-    seen = ttft_inputs(objective_s, buckets)
-    return {name: value for name in ROUTER_TTFT_INPUTS if (value := seen[name]) is not None}
-
-
-def itl_inputs(
-    objective_s: float | None, quantile: float, buckets: Mapping[float, float] | None, sum_rate: float | None
-) -> dict[str, float | None]:
-    """The Observation's inter-token latency inputs from one rate window of its histogram.
-
-    ``itl_mean_seconds`` (sum over count), ``itl_tail_seconds`` (at ``quantile``, the objective's
-    percentile) and ``itl_over_objective`` (``share_above`` ``objective_s``; None without one),
-    each None where the window had no gap. *Example*: 500 gaps/s summing to 15 s/s: a mean of 30 ms.
-    """
-    count = total(buckets) if buckets else None
-    has = bool(buckets) and count is not None and count > 0
-    return {
-        "itl_mean_seconds": sum_rate / count if has and count and sum_rate is not None else None,
-        "itl_tail_seconds": histogram_quantile(quantile, buckets) if has and buckets else None,
-        "itl_over_objective": (
-            share_above(objective_s, buckets) if has and buckets and objective_s is not None else None
-        ),
-    }

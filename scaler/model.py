@@ -14,6 +14,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
+from scaler.inputs import Input, InputSpec
+
 
 class Signal(StrEnum):
     """The signals that propose a replica count. Ties go to the earliest here."""
@@ -196,50 +198,9 @@ def _frozen(mapping: Mapping[K, V] | None) -> Mapping[K, V]:
     return MappingProxyType(dict(mapping or {}))
 
 
-class InputSource(StrEnum):
-    """Where an observation input comes from."""
-
-    PROMETHEUS = "prometheus"  # the engine's metrics, through the preset's (or custom) queries
-    KUBERNETES = "kubernetes"  # the workload's pods, Deployment and HPA, through the API
-
-
-@dataclass(frozen=True, slots=True)
-class InputSpec:
-    """One observation input, as every layer needs to know it.
-
-    ``series``: the ``llm_scaler_input_*`` gauge that exports it (None: not exported as an
-    input); ``help``: that gauge's help, which doubles as the input's description;
-    ``custom_query``: the ``TargetPolicy`` field holding its PromQL under ``engine: custom``;
-    ``count``: a whole number (validated ``>= 0``) rather than a finite float ``>= 0``;
-    ``replica_state``: defaults to 0 and is exported only with the replica counts;
-    ``doc``: what docs/metrics.md says after the help (generated from this table).
-    """
-
-    series: str | None
-    help: str
-    source: InputSource
-    custom_query: str | None = None
-    count: bool = False
-    replica_state: bool = False
-    doc: str = ""
-
-
-def _input(
-    series: str | None,
-    help: str,
-    source: InputSource,
-    custom_query: str | None = None,
-    count: bool = False,
-    replica_state: bool = False,
-    default: Any = None,
-    doc: str = "",
-) -> Any:
-    """An Observation field that is an input: its row of the input table (``INPUTS``)."""
-    spec = InputSpec(series, help, source, custom_query, count, replica_state, doc)
-    return field(default=default, metadata={"input": spec})
-
-
-_P, _K = InputSource.PROMETHEUS, InputSource.KUBERNETES
+def _input(name: Input) -> Any:
+    """An Observation field that is the input ``name``: its default and row come from the table."""
+    return field(default=name.spec.default, metadata={"input": name})
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,162 +208,39 @@ class Observation:
     """What is known about one target at one instant.
 
     ``None`` means unknown (the source had no data); it is never read as zero.
-    ``missing`` says why a field is unknown, keyed by field name. Each input field carries
-    its row of the input table (``INPUTS``): the series that exports it, its help, where it
-    comes from, its custom query key and whether it is a count. Adding an input is adding a
-    field here and reading it in its source (``sources/``); validation, the exported series,
-    the custom queries, the observation file's fields and docs/metrics.md's input table
-    (``./dev docs`` writes it) follow from the row.
+    ``missing`` says why a field is unknown, keyed by field name. Each input field is a row of
+    the input table (``scaler.inputs.Input``), whose name it must have (checked below, at
+    import): the row says how it is validated, exported, queried under ``engine: custom`` and
+    documented. Observations are built from what the sources read in one place
+    (``scaler.readings``).
     """
 
     now: datetime
-    queue_waiting: float | None = _input(
-        "llm_scaler_input_waiting_requests", "Requests waiting in the servers' queues.", _P, "queue_query"
-    )
-    requests_running: float | None = _input(
-        "llm_scaler_input_running_requests", "Requests the servers are running.", _P, "running_query"
-    )
-    prompt_tokens_per_s: float | None = _input(
-        "llm_scaler_input_prompt_tokens_per_second",
-        "Prompt (prefill) tokens per second across the servers.",
-        _P,
-        "prompt_tokens_query",
-    )
-    generation_tokens_per_s: float | None = _input(
-        "llm_scaler_input_generation_tokens_per_second",
-        "Generated (decode) tokens per second across the servers.",
-        _P,
-        "generation_tokens_query",
-    )
-    current_replicas: int | None = _input(
-        "llm_scaler_input_current_replicas",
-        "Replicas of the workload (pods that exist).",
-        _K,
-        count=True,
-        doc="Pending ones included.",
-    )
-    ready_replicas: int | None = _input(
-        "llm_scaler_input_ready_replicas", "Replicas whose pods are Ready.", _K, count=True
-    )
-    gpu_schedulable_replicas: int | None = _input(
-        "llm_scaler_input_gpu_schedulable_replicas",
-        "More whole replicas the nodes' free GPUs can still hold.",
-        _K,
-        count=True,
-    )
-    pending_replicas: int = _input(
-        "llm_scaler_input_pending_replicas",
-        "Replicas whose pods are Pending (not bound).",
-        _K,
-        count=True,
-        replica_state=True,
-        default=0,
-    )
-    starting_replicas: int = _input(
-        "llm_scaler_input_starting_replicas",
-        "Replicas bound to a node but not Ready yet (capacity on its way).",
-        _K,
-        count=True,
-        replica_state=True,
-        default=0,
-    )
-    ttft_p95_seconds: float | None = _input(
-        "llm_scaler_input_ttft_p95_seconds", "Time to first token, 95th percentile.", _P, "ttft_p95_query"
-    )
-    ttft_p99_seconds: float | None = _input(
-        "llm_scaler_input_ttft_p99_seconds", "Time to first token, 99th percentile.", _P, "ttft_p99_query"
-    )
-    ttft_over_objective: float | None = _input(
-        "llm_scaler_input_ttft_over_objective_ratio",
-        "Share of the rate window's first tokens slower than ttftObjectiveSeconds, 0 to 1.",
-        _P,
-        doc="From the TTFT histogram's buckets (exact at the bucket bounds, log-linear between them;"
-        " `scaler/histogram.py`). What the load model's bias is measured against. Absent for `engine: custom`"
-        " (its queries give quantiles only).",
-    )
-    ttft_mean_seconds: float | None = _input(
-        "llm_scaler_input_ttft_mean_seconds",
-        "Mean time to first token over the rate window (the TTFT histogram's sum over its count).",
-        _P,
-        doc="What the prefill rate per replica is measured from (`scaler/capacity.py`). Absent for"
-        " `engine: custom` and engines without a TTFT histogram.",
-    )
-    requests_per_s: float | None = _input(
-        "llm_scaler_input_requests_per_second",
-        "Requests per second whose first token came in the rate window (the TTFT histogram's count).",
-        _P,
-        doc="With the queue's growth, the requests offered to the fleet (`scaler/demand.py`).",
-    )
-    kv_cache_usage: float | None = _input(
-        "llm_scaler_input_kv_cache_usage_ratio", "KV cache usage, 0 to 1.", _P, "kv_cache_query"
-    )
-    itl_mean_seconds: float | None = _input(
-        "llm_scaler_input_itl_mean_seconds",
-        "Mean inter-token latency over the rate window (the ITL histogram's sum over its count).",
-        _P,
-        doc="vLLM's `vllm:inter_token_latency_seconds` (the older `vllm:time_per_output_token_seconds` where"
-        " only it exists), SGLang's `sglang:inter_token_latency_seconds`, Dynamo's"
-        " `dynamo_frontend_inter_token_latency_seconds`. What the batch the ITL objective allows is learned"
-        " from (`scaler/capacity.py`).",
-    )
-    itl_tail_seconds: float | None = _input(
-        "llm_scaler_input_itl_tail_seconds",
-        "Inter-token latency at the objective's percentile (ttftObjectivePercentile), from its histogram.",
-        _P,
-    )
-    itl_over_objective: float | None = _input(
-        "llm_scaler_input_itl_over_objective_ratio",
-        "Share of the rate window's inter-token gaps slower than itlObjectiveSeconds, 0 to 1.",
-        _P,
-        doc="Absent without `itlObjectiveSeconds`.",
-    )
-    router_queue_waiting: float | None = _input(
-        "llm_scaler_input_router_waiting_requests",
-        "Requests waiting in the router's queue, not yet sent to a server (router metadata).",
-        _P,
-        doc="llm-d's flow-control queue (`llm_d_epp_flow_control_queue_size`, or the older"
-        " `inference_extension_flow_control_queue_size` where only it exists) or Dynamo's KV router queue"
-        " (`dynamo_frontend_router_queue_pending_requests`). Counted as waiting demand beside the servers'"
-        " own queue. Absent with `router: none`.",
-    )
-    router_saturation: float | None = _input(
-        "llm_scaler_input_router_saturation_ratio",
-        "The router's pool saturation (llm-d flow control: 1 is where it stops dispatching).",
-        _P,
-        doc="`llm_d_epp_flow_control_pool_saturation`. Read only while"
-        " `llm_d_epp_flow_control_stale_endpoints` is 0: stale endpoints read as saturated. At 1 or"
-        " more every replica is full, which measures the batch slots (`scaler/capacity.py`).",
-    )
-    slots_per_replica: float | None = _input(
-        "llm_scaler_input_slots_per_replica",
-        "Sequences one replica runs at most (max_num_seqs), where the stack exports it.",
-        _P,
-        doc="Dynamo's `dynamo_frontend_model_max_num_seqs`; vLLM does not export it. The batch slots"
-        " (`scaler/capacity.py`) are read from it, or from the KV cache where that says fewer.",
-    )
-    cold_start_seconds: float | None = _input(
-        "llm_scaler_input_cold_start_seconds",
-        "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",
-        _K,
-        doc="Over the 20 most recent pods that became Ready (`scaler/coldstart.py`). Absent until one pod"
-        " is measured; needs Kubernetes.",
-    )
-    cold_start_pending_seconds: float | None = _input(
-        "llm_scaler_input_cold_start_pending_seconds",
-        "Measured time Pending: p90 of the recent pods' creation to scheduled (near 0 with the GPU check).",
-        _K,
-    )
-    cold_start_samples: int = _input(
-        "llm_scaler_input_cold_start_samples",
-        "Recent pods the measured cold start rests on.",
-        _K,
-        count=True,
-        default=0,
-        doc="It replaces the default lead from 5.",
-    )
-    deployment_replicas: int | None = _input(
-        None, "The Deployment's spec.replicas: what landed.", _K, count=True
-    )
+    queue_waiting: float | None = _input(Input.QUEUE_WAITING)
+    requests_running: float | None = _input(Input.REQUESTS_RUNNING)
+    prompt_tokens_per_s: float | None = _input(Input.PROMPT_TOKENS_PER_S)
+    generation_tokens_per_s: float | None = _input(Input.GENERATION_TOKENS_PER_S)
+    current_replicas: int | None = _input(Input.CURRENT_REPLICAS)
+    ready_replicas: int | None = _input(Input.READY_REPLICAS)
+    gpu_schedulable_replicas: int | None = _input(Input.GPU_SCHEDULABLE_REPLICAS)
+    pending_replicas: int = _input(Input.PENDING_REPLICAS)
+    starting_replicas: int = _input(Input.STARTING_REPLICAS)
+    ttft_p95_seconds: float | None = _input(Input.TTFT_P95_SECONDS)
+    ttft_p99_seconds: float | None = _input(Input.TTFT_P99_SECONDS)
+    ttft_over_objective: float | None = _input(Input.TTFT_OVER_OBJECTIVE)
+    ttft_mean_seconds: float | None = _input(Input.TTFT_MEAN_SECONDS)
+    requests_per_s: float | None = _input(Input.REQUESTS_PER_S)
+    kv_cache_usage: float | None = _input(Input.KV_CACHE_USAGE)
+    itl_mean_seconds: float | None = _input(Input.ITL_MEAN_SECONDS)
+    itl_tail_seconds: float | None = _input(Input.ITL_TAIL_SECONDS)
+    itl_over_objective: float | None = _input(Input.ITL_OVER_OBJECTIVE)
+    router_queue_waiting: float | None = _input(Input.ROUTER_QUEUE_WAITING)
+    router_saturation: float | None = _input(Input.ROUTER_SATURATION)
+    slots_per_replica: float | None = _input(Input.SLOTS_PER_REPLICA)
+    cold_start_seconds: float | None = _input(Input.COLD_START_SECONDS)
+    cold_start_pending_seconds: float | None = _input(Input.COLD_START_PENDING_SECONDS)
+    cold_start_samples: int = _input(Input.COLD_START_SAMPLES)
+    deployment_replicas: int | None = _input(Input.DEPLOYMENT_REPLICAS)
     hpa: HpaStatus | None = None  # the HPA KEDA created for the ScaledObject, when found
     hpa_read: bool = False  # the HPAs were read (a synced watch): hpa None then means there is none
     scaledobject_fallback: bool | None = None  # the ScaledObject's Fallback condition is True
@@ -443,10 +281,18 @@ class Observation:
         return out
 
 
-# The input table: every Observation field that is an input, in field order, with its row.
-INPUTS: Mapping[str, InputSpec] = MappingProxyType(
-    {f.name: f.metadata["input"] for f in fields(Observation) if "input" in f.metadata}
-)
+def _check_fields() -> None:
+    """The Observation's input fields are the table's inputs, by name and in order."""
+    declared = [(f.name, f.metadata["input"]) for f in fields(Observation) if "input" in f.metadata]
+    wrong = [f"{name} holds {member}" for name, member in declared if name != member]
+    missing = [str(i) for i in Input if i not in {member for _, member in declared}]
+    if wrong or missing or len(declared) != len(Input):
+        raise TypeError(f"Observation's input fields differ from the input table: {wrong + missing}")
+
+
+_check_fields()
+# The input table's rows by input (in field order): what the layers iterate over.
+INPUTS: Mapping[str, InputSpec] = MappingProxyType({i: i.spec for i in Input})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Rewrite docs/metrics.md's table of input series from the input table (scaler.model.INPUTS).
+"""Rewrite docs/metrics.md's table of input series from the input table (scaler.inputs, as model.INPUTS).
 
 The table between the two markers is generated; everything else in the file is written by
 hand. `./dev docs` runs this; `--check` only says whether the file is current (exit 1 if not).

@@ -75,6 +75,11 @@ def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> No
     gated = CapacityModel(parse_metadata({}))
     run(gated, [steady(i, running=64.0, kv=0.8, router_saturation=1.02) for i in range(3)])
     assert gated.capacity().slots == pytest.approx(16.0)  # not 64 / 4 / 0.8 = 20: the router's limit
+    # Below saturation the KV reading holds the router's threshold: its flow control sends a replica
+    # nothing more once the cache is 80% used, so 48 / 4 / 0.6 = 20 sequences fit, 16 are given.
+    below = CapacityModel(parse_metadata({}))
+    run(below, [steady(i, running=48.0, kv=0.6, router_saturation=0.75) for i in range(3)])
+    assert below.capacity().slots == pytest.approx(16.0)
     exported = CapacityModel(parse_metadata({}))
     run(exported, [steady(i, running=40.0, kv=None, slots_per_replica=32.0) for i in range(3)])
     assert exported.capacity().slots == pytest.approx(32.0)

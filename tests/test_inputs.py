@@ -1,4 +1,4 @@
-"""One input table: the Observation's fields carry it, and every layer reads its rows from there."""
+"""One input table (``scaler.inputs.Input``): the Observation's fields follow it, and every layer reads it."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from scaler.config import TargetPolicy
-from scaler.model import INPUTS, InputSource, InputSpec, Observation
+from scaler.config import CUSTOM_QUERY_KEYS, TargetPolicy
+from scaler.inputs import Input, InputSource, InputSpec, Reading
+from scaler.model import INPUTS, Observation
 from scaler.outputs.series import INPUT_SERIES, REPLICA_STATE_SERIES, SERIES_BY_NAME
+from scaler.presets import PRESETS, ROUTERS, Combine, Family
 from scaler.sources.files import OBSERVATION_FIELDS
 from scaler.sources.live import PROMETHEUS_FIELDS
 from scaler.sources.prometheus import CUSTOM_FIELDS
@@ -60,13 +62,18 @@ def test_each_input_refuses_a_negative_value(name: str) -> None:
             Observation(now=NOW, **nan)
 
 
-def _gen_docs() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+def _script(name: str) -> Any:
+    """scripts/<name>.py, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec
     assert spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _gen_docs() -> Any:
+    return _script("gen_docs")
 
 
 def test_the_docs_input_table_is_generated_from_the_table() -> None:
@@ -93,3 +100,51 @@ def test_a_new_row_appears_in_the_rendered_docs(monkeypatch: pytest.MonkeyPatch)
         "| `llm_scaler_input_prefix_cache_hit_ratio` | gauge | namespace, scaledobject | Prefix cache hits"
         in rendered
     )
+
+
+def _input_names() -> Any:
+    return _script("input_names")
+
+
+def test_no_other_list_of_input_names() -> None:
+    """No string in scaler/ outside the input table equals an input's name: every layer keys inputs by
+    the enum (``scripts/input_names.py`` scans each module's string literals)."""
+    scan = _input_names()
+    assert scan.input_names() == {str(i) for i in Input}
+    assert scan.quoted(scan.input_names()) == []
+
+
+def test_the_scan_finds_a_quoted_input_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module that spells an input as a string is found, with its line."""
+    scan = _input_names()
+    (tmp_path / "scaler").mkdir()
+    (tmp_path / "scaler" / "stray.py").write_text('WATCHED = ("queue_waiting", "not_an_input")\n')
+    monkeypatch.setattr(scan, "ROOT", tmp_path)
+    assert scan.quoted({str(i) for i in Input}) == [("scaler/stray.py", 1, "queue_waiting")]
+
+
+def test_custom_query_keys_are_the_rows_custom_queries() -> None:
+    """engine: custom's metadata keys are the aliases of the TargetPolicy fields the rows name, and
+    every *_query field of TargetPolicy is named by a row."""
+    named = {i.spec.custom_query for i in Input if i.spec.custom_query}
+    assert named == {name for name in TargetPolicy.model_fields if name.endswith("_query")}
+    assert set(CUSTOM_QUERY_KEYS) == {TargetPolicy.model_fields[name].alias for name in named}
+    assert "queueQuery" in CUSTOM_QUERY_KEYS
+
+
+def test_presets_read_inputs_and_readings_only() -> None:
+    """Every preset family reads an input or a reading the Observation builder derives inputs from."""
+    for preset in (*PRESETS.values(), *ROUTERS.values()):
+        for family in preset.families:
+            assert isinstance(family.field, Input | Reading), (preset.name, family.field)
+            assert (family.combine is Combine.HISTOGRAM) == (
+                family.field in (Reading.TTFT, Reading.ITL, Reading.ROUTER_TTFT)
+            )
+
+
+def test_a_family_written_with_plain_strings_reads_the_members() -> None:
+    """A preset written as the README's example does (``Family("ttft", ...)``) keys its families by
+    the enum all the same, so the Observation builder finds its histogram."""
+    assert Family("ttft", "sum by ({by}) (rate(x_bucket[{window}]))", Combine.HISTOGRAM).field is Reading.TTFT
+    assert Family("queue_waiting", "sum by ({by}) (x)").field is Input.QUEUE_WAITING
+    assert Family("no_such_input", "sum by ({by}) (x)").problems()[0].startswith("field 'no_such_input'")

@@ -14,6 +14,7 @@ from scaler.model import Signal
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
+from scaler.sources.history import History
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
 from tests.conftest import require_prometheus
@@ -28,7 +29,8 @@ REFRESH_S = 1.0
 @pytest.fixture
 def live_server(prometheus: LocalPrometheus) -> Iterator[ServerThread]:
     """A ServerThread reading the local Prometheus live, refreshing every second."""
-    source = LiveSource(PrometheusReader(prometheus.url, rate_window="5s", history_seconds=60))
+    reader = PrometheusReader(prometheus.url, rate_window="5s")
+    source = LiveSource(reader, history=History(reader, history_seconds=60))
     with ServerThread(source=source, refresh_interval_s=REFRESH_S) as server:
         yield server
 

@@ -42,7 +42,10 @@ def family_calls(module: ModuleType) -> list[tuple[str, str, str]]:
     out = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Family":
-            field, template = (ast.literal_eval(a) for a in node.args[:2])
+            # the field is an enum member (Input.X or Reading.X): its name, in the input table's words
+            first = node.args[0]
+            field = first.attr.lower() if isinstance(first, ast.Attribute) else ast.literal_eval(first)
+            template = ast.literal_eval(node.args[1])
             above: list[str] = []
             index = node.lineno - 2
             while index >= 0 and lines[index].strip().startswith("#"):

@@ -14,9 +14,11 @@ import pytest
 from scaler.config import parse_metadata
 from scaler.histogram import histogram_quantile, share_above
 from scaler.presets import PRESETS
+from scaler.readings import Readings
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
-from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
+from scaler.sources.history import History
+from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
 from tests.fake_prometheus import FakePrometheus, vector
 from tests.helpers import eventually
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.prometheus
 
 MODEL_A = "meta-llama/Llama-3.1-8B-Instruct"
 MODEL_B = "mistralai/Mistral-7B-Instruct"
+AT = datetime(2026, 12, 1, tzinfo=UTC)  # an Observation's time (reads are made at Prometheus' now)
 
 
 class Stack:
@@ -103,7 +106,7 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
     reader = reader_for(stack)
     query = target("t", stack.prometheus.url, engine=engine, labelSelector=SELECTORS[engine])
 
-    def read() -> TargetInputs | None:
+    def read() -> Readings | None:
         got = reader.read([query])["t"]
         v = got.values
         rates_ok = close_to(v.get("prompt_tokens_per_s"), 6000) and close_to(
@@ -113,6 +116,7 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
 
     got = eventually(read, timeout=25, every=0.25)
     assert got is not None
+    obs = got.observation(AT, query.policy)  # the TTFT inputs come from the histogram read
     assert got.values["requests_running"] == 12
     assert got.values["replicas_reporting"] == len(fleet.pods)
     offered = {f.field for f in PRESETS[engine].families}
@@ -122,14 +126,14 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
         assert "exports no metric" in got.missing["kv_cache_usage"]
     if "ttft" in offered:
         # every request at 0.3 s falls in the (0.25, 0.5] bucket: p95 interpolates to 0.4875
-        assert got.values["ttft_p95_seconds"] == pytest.approx(0.4875, rel=1e-6)
-        assert got.values["ttft_p99_seconds"] == pytest.approx(0.4975, rel=1e-6)
+        assert obs.ttft_p95_seconds == pytest.approx(0.4875, rel=1e-6)
+        assert obs.ttft_p99_seconds == pytest.approx(0.4975, rel=1e-6)
         # the buckets themselves travel too, for the share over each target's objective
-        assert got.ttft_buckets is not None
-        assert share_above(2.0, got.ttft_buckets) == 0.0
-        assert share_above(0.2, got.ttft_buckets) == pytest.approx(1.0)
+        buckets = got.histograms["ttft"]
+        assert share_above(2.0, buckets) == 0.0
+        assert share_above(0.2, buckets) == pytest.approx(1.0)
     else:
-        assert "exports no metric" in got.missing["ttft_p95_seconds"]
+        assert "exports no metric" in obs.missing["ttft_p95_seconds"]
 
 
 def test_our_quantile_matches_prometheus(stack: Stack) -> None:
@@ -142,8 +146,9 @@ def test_our_quantile_matches_prometheus(stack: Stack) -> None:
     )
     buckets = f'vllm:time_to_first_token_seconds_bucket{{model_name="{MODEL_A}"}}'
     theirs = stack.prometheus.query(f"histogram_quantile(0.95, sum by (le) (rate({buckets}[5s])))")
-    ours = reader_for(stack).read([target("t", stack.prometheus.url, labelSelector=SELECTORS["vllm"])])["t"]
-    assert ours.values["ttft_p95_seconds"] == pytest.approx(float(theirs[0]["value"][1]), rel=1e-9)
+    query = target("t", stack.prometheus.url, labelSelector=SELECTORS["vllm"])
+    ours = reader_for(stack).read([query])["t"].observation(AT, query.policy)
+    assert ours.ttft_p95_seconds == pytest.approx(float(theirs[0]["value"][1]), rel=1e-9)
 
 
 def test_selectors_split_one_batched_query_per_family(stack: Stack) -> None:
@@ -160,7 +165,7 @@ def test_selectors_split_one_batched_query_per_family(stack: Stack) -> None:
         target("none", url, labelSelector='model_name="nope"'),
     ]
 
-    def read() -> dict[str, TargetInputs] | None:
+    def read() -> dict[str, Readings] | None:
         got = reader.read(targets)
         return (
             got
@@ -321,7 +326,7 @@ def test_history_is_read_from_range_queries(tmp_path: Any) -> None:
     try:
         prom.import_openmetrics("\n".join(lines) + "\n")
         prom.start()
-        reader = PrometheusReader(prom.url, rate_window="1m", history_seconds=1800, history_step_s=15)
+        reader = History(PrometheusReader(prom.url, rate_window="1m"), history_seconds=1800, step_s=15)
         asked_at = datetime.now(UTC)  # noqa: TID251 - the samples above were placed relative to now
         history = reader.history([target("t", prom.url, labelSelector=SELECTORS["vllm"])], asked_at)["t"]
     finally:

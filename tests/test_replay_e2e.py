@@ -159,10 +159,13 @@ def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() ->
         cold_starts.append(p.ready_at - p.created_at)
     assert cold_starts == [420.0] * 6
     from scaler.coldstart import measure
+    from scaler.inputs import Input
+    from scaler.readings import Readings
     from scaler.replay.keda import PodSeries
     from scaler.replay.policies import TickInputs
 
     view = cluster.view(421.0)
+    cold = measure(cluster.ready_times)
     policy = KedaPolicy("this scaler", load_scaledobject_model(ROOT / "benchmarks" / "scaledobject-70b.yaml"))
     policy.tick(
         TickInputs(
@@ -170,16 +173,22 @@ def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() ->
             now=START,
             spec_replicas=8,
             status_replicas=view.replicas,
-            ready=view.ready,
-            pending=view.pending,
-            starting=view.starting,
-            gpu_schedulable_replicas=view.gpus_free // slow.gpus_per_replica,
-            waiting=0,
-            running=0,
-            prompt_tokens_per_s=1000.0,
-            generation_tokens_per_s=100.0,
-            cold_start=measure(cluster.ready_times),
             pods=PodSeries([0] * 8, [0] * 8, 0.1, 8, slow.gpus_per_replica, slow.decode_slots),
+            readings=Readings(
+                {
+                    Input.QUEUE_WAITING: 0.0,
+                    Input.REQUESTS_RUNNING: 0.0,
+                    Input.PROMPT_TOKENS_PER_S: 1000.0,
+                    Input.GENERATION_TOKENS_PER_S: 100.0,
+                    Input.CURRENT_REPLICAS: view.replicas,
+                    Input.READY_REPLICAS: view.ready,
+                    Input.PENDING_REPLICAS: view.pending,
+                    Input.STARTING_REPLICAS: view.starting,
+                    Input.GPU_SCHEDULABLE_REPLICAS: view.gpus_free // slow.gpus_per_replica,
+                    Input.COLD_START_SECONDS: cold.lead_p90_s or 0.0,
+                    Input.COLD_START_SAMPLES: cold.samples,
+                }
+            ),
         )
     )
     assert policy.latest is not None

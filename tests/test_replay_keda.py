@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scaler.inputs import Input
 from scaler.inventory import ScaledObjectError
 from scaler.replay.keda import (
     CronTrigger,
@@ -90,7 +91,7 @@ def test_triggers_and_spec() -> None:
     prom, cron, external = model.triggers
     assert isinstance(prom, PrometheusTrigger)
     assert prom.threshold == 50
-    assert prom.series == "queue_waiting"
+    assert prom.series == Input.QUEUE_WAITING
     assert isinstance(cron, CronTrigger)
     assert cron.window.replicas == 8
     assert cron.window.timezone == "Asia/Shanghai"
@@ -143,19 +144,19 @@ def test_series_values_and_aggregation() -> None:
         gpus_per_replica=2,
         decode_slots=20,
     )
-    assert aggregate(pods.values("queue_waiting"), "sum") == 9
-    assert aggregate(pods.values("queue_waiting"), "max") == 6
-    assert aggregate(pods.values("requests_running"), "avg") == 20
+    assert aggregate(pods.values(Input.QUEUE_WAITING), "sum") == 9
+    assert aggregate(pods.values(Input.QUEUE_WAITING), "max") == 6
+    assert aggregate(pods.values(Input.REQUESTS_RUNNING), "avg") == 20
     # 1.5 replicas busy over 3 Ready pods: 50% on each of their 6 GPUs.
     assert aggregate(pods.values("gpu_utilization"), "avg") == 50
     assert aggregate(pods.values("gpu_utilization"), "sum") == 300
     assert aggregate(pods.values("gpu_utilization", per_pod=True), "sum") == 150
-    assert aggregate(pods.values("kv_cache_usage"), "max") == 1.0
+    assert aggregate(pods.values(Input.KV_CACHE_USAGE), "max") == 1.0
     assert aggregate(pods.values("router_queue"), "sum") == 0  # no router replayed
     assert aggregate([], "avg") == 0.0
     # A fleet whose max_num_seqs binds first (KV half used at a full batch), behind a router holding 7.
     routed = PodSeries([0, 0], [10, 20], 1.0, 2, 1, 20, kv_cache_usage_full_batch=0.5, router_queue=7)
-    assert aggregate(routed.values("kv_cache_usage"), "max") == 0.5
+    assert aggregate(routed.values(Input.KV_CACHE_USAGE), "max") == 0.5
     assert aggregate(routed.values("router_queue"), "sum") == 7
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from scaler.inputs import Input, Reading
 from scaler.model import Signal
+from scaler.readings import Readings
 from scaler.replay.keda import PodSeries, scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, TickInputs
 
@@ -21,12 +23,17 @@ def test_clairvoyant_orders_one_cold_start_ahead_and_keeps_what_is_needed_within
 
 
 def tick(now: datetime, **values: Any) -> TickInputs:
-    """One tick's inputs at ``now``: two ready replicas, an idle queue, overridden by ``values``."""
-    base: dict[str, Any] = {
+    """One tick at ``now``: two ready replicas, an idle queue, overridden by ``values`` (the inputs by
+    their short names, ``ttft_buckets`` for the TTFT histogram, or a TickInputs field)."""
+    state: dict[str, Any] = {
         "now_s": 0.0,
         "now": now,
         "spec_replicas": 2,
         "status_replicas": 2,
+        "pods": PodSeries([0, 0], [5, 5], 0.5, 2, 1, 60),
+    }
+    state.update({k: values.pop(k) for k in list(values) if k in state})
+    read: dict[str, Any] = {
         "ready": 2,
         "pending": 0,
         "starting": 0,
@@ -35,10 +42,25 @@ def tick(now: datetime, **values: Any) -> TickInputs:
         "running": 10,
         "prompt_tokens_per_s": 1000.0,
         "generation_tokens_per_s": 200.0,
-        "pods": PodSeries([0, 0], [5, 5], 0.5, 2, 1, 60),
     }
-    base.update(values)
-    return TickInputs(**base)
+    buckets = values.pop("ttft_buckets", None)
+    read.update(values)
+    readings = Readings(
+        {
+            Input.QUEUE_WAITING: float(read["waiting"]),
+            Input.REQUESTS_RUNNING: float(read["running"]),
+            Input.PROMPT_TOKENS_PER_S: read["prompt_tokens_per_s"],
+            Input.GENERATION_TOKENS_PER_S: read["generation_tokens_per_s"],
+            Input.CURRENT_REPLICAS: state["status_replicas"],
+            Input.READY_REPLICAS: read["ready"],
+            Input.GPU_SCHEDULABLE_REPLICAS: read["gpu_schedulable_replicas"],
+            Input.PENDING_REPLICAS: read["pending"],
+            Input.STARTING_REPLICAS: read["starting"],
+            Input.DEPLOYMENT_REPLICAS: state["spec_replicas"],
+        },
+        {} if buckets is None else {Reading.TTFT: buckets},
+    )
+    return TickInputs(readings=readings, **state)
 
 
 def so(*triggers: dict[str, Any]) -> Any:

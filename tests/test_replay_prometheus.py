@@ -24,8 +24,8 @@ from scaler.config import parse_metadata
 from scaler.replay.history import Measured, from_prometheus
 from scaler.replay.span import span
 from scaler.sim.prometheus import LocalPrometheus, free_port
-from scaler.sources import prometheus as prometheus_source
-from scaler.sources.prometheus import read_history
+from scaler.sources import history as history_source
+from scaler.sources.history import read_history
 from tests.conftest import require_prometheus
 from tests.vllm_history import BURST, MODEL, OUTAGE, POOL, START, Truth, week
 
@@ -143,7 +143,7 @@ def test_a_long_span_is_read_in_chunks(
 ) -> None:
     """Read in chunks of 700 points (Prometheus refuses over 11,000), the week is the same."""
     prom, _ = history
-    monkeypatch.setattr(prometheus_source, "MAX_RANGE_POINTS", 700)
+    monkeypatch.setattr(history_source, "MAX_RANGE_POINTS", 700)
     policy = parse_metadata(ROUTED)
     chunked = from_prometheus(read_history, prom.url, policy, span("7d", END.isoformat(), "2m", START))
     for name in ("starts", "rates", "prompt_tokens", "output_tokens"):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from scaler.flowcontrol import pool_saturation
+from scaler.inputs import Input, Reading
 from scaler.replay.cluster import ClusterConfig
 from scaler.replay.keda import ScaledObjectModel, scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, TickInputs
@@ -52,6 +53,11 @@ class Watch:
         return wanted
 
 
+def read(tick: TickInputs, name: Input) -> Any:
+    """What the tick's readings hold for ``name`` (None: not read)."""
+    return tick.readings.values.get(name)
+
+
 def fixed(replicas: int) -> ClairvoyantPolicy:
     """A policy that holds ``replicas`` throughout."""
     return ClairvoyantPolicy("fixed", [replicas] * 60, 60.0, 60.0, replicas)
@@ -71,23 +77,28 @@ def test_flow_control_holds_the_servers_queue_at_its_threshold_and_the_rest_in_t
     cfg = FLEET.with_overrides(kv_cache_usage_full_batch=kv_full)
     watch = Watch(fixed(2))
     result = run(overload(), cfg, watch, START, 2, warmup_s=0)
-    held = [t for t in watch.ticks if t.router_queue]
+    held = [t for t in watch.ticks if read(t, Input.ROUTER_QUEUE_WAITING)]
     assert len(held) > 0.9 * len(watch.ticks)
-    assert max(t.router_queue or 0 for t in held) > 1000
-    per_pod = [t.waiting / t.ready for t in held]
+    assert max(read(t, Input.ROUTER_QUEUE_WAITING) or 0 for t in held) > 1000
+    per_pod = [read(t, Input.QUEUE_WAITING) / read(t, Input.READY_REPLICAS) for t in held]
     assert waiting_per_pod[0] <= float(np.mean(per_pod)) <= waiting_per_pod[1]
     assert max(per_pod) <= 5.5  # never past the threshold by more than what one dispatch adds
-    assert kv[0] <= float(np.mean([t.kv_cache_usage for t in held])) <= kv[1]
-    assert all(t.router_saturation is not None and t.router_saturation >= 0.99 for t in held[5:])
+    assert kv[0] <= float(np.mean([read(t, Input.KV_CACHE_USAGE) for t in held])) <= kv[1]
+    assert all(
+        read(t, Input.ROUTER_SATURATION) is not None and read(t, Input.ROUTER_SATURATION) >= 0.99
+        for t in held[5:]
+    )
     # The TTFT scored is the users', router queue included; the servers' own histogram stays fast.
     assert float(np.median(result.ttft)) > 60.0
-    servers = held[-1].ttft_buckets
+    servers = held[-1].readings.histograms.get(Reading.TTFT)
     assert servers is not None
     assert servers[2.5] / servers[float("inf")] > 0.99
     direct = Watch(fixed(2))
     run(overload(), cfg.with_overrides(router="none"), direct, START, 2, warmup_s=0)
-    assert all(t.router_queue is None for t in direct.ticks)
-    assert max(t.waiting for t in direct.ticks) > 1000  # no router: the servers hold the backlog
+    assert all(read(t, Input.ROUTER_QUEUE_WAITING) is None for t in direct.ticks)
+    assert (
+        max(read(t, Input.QUEUE_WAITING) for t in direct.ticks) > 1000
+    )  # no router: the servers hold the backlog
 
 
 def scaledobject(**metadata: str) -> ScaledObjectModel:
@@ -156,7 +167,7 @@ def test_plain_keda_on_the_servers_queue_stays_at_its_floor_behind_the_router_an
     router = Watch(KedaPolicy("router", keda('sum(llm_d_epp_flow_control_queue_size{inference_pool="p"})')))
     for policy in (servers, router):
         run(overload(minutes=2.0), cfg, policy, START, 2, warmup_s=0)
-    assert max(t.router_queue or 0 for t in servers.ticks) > 1000
+    assert max(read(t, Input.ROUTER_QUEUE_WAITING) or 0 for t in servers.ticks) > 1000
     assert max(t.spec_replicas for t in servers.ticks) == 2
     assert max(t.spec_replicas for t in router.ticks) == 8
 

@@ -16,12 +16,13 @@ from scaler.engine import Engine
 from scaler.model import Decision
 from scaler.params import DeciderParams
 from scaler.presets import PRESETS
+from scaler.readings import Readings
 from scaler.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter
 from scaler.sources.live import LiveSource
-from scaler.sources.prometheus import PrometheusReader, TargetInputs, TargetQuery
+from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
 from tests.helpers import eventually
 from tests.test_itl_e2e import wait_until
@@ -108,7 +109,7 @@ def test_each_role_reads_its_own_pool_and_an_unlabelled_pod_is_decode(stack: Sta
     ]
     before = reader.queries
 
-    def read() -> dict[str, TargetInputs]:
+    def read() -> dict[str, Readings]:
         return reader.read(targets)
 
     got = eventually(read, lambda g: g["both"].values.get("queue_waiting") == 20, timeout=25, every=0.25)

@@ -86,7 +86,7 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
     --prometheus, whose limits go to stderr)."""
     from scaler.replay.history import from_prometheus
     from scaler.replay.trace import load_trace
-    from scaler.sources.prometheus import read_history
+    from scaler.sources.history import read_history
 
     if bool(args.replay) == bool(args.prometheus):
         raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")

@@ -14,6 +14,7 @@ from typing import Literal
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
+from scaler.inputs import Input
 from scaler.model import INPUTS
 
 TARGET_LABELS = ("namespace", "scaledobject")
@@ -77,7 +78,7 @@ FORECAST_SERIES: dict[str, tuple[str, str]] = {
         "llm_scaler_offered_requests_per_second",
         "Requests per second offered to the fleet: those served plus the queue's growth (scaler/demand.py).",
     ),
-    "prompt_tokens_per_s": (
+    Input.PROMPT_TOKENS_PER_S: (
         "llm_scaler_forecast_prompt_tokens_per_second",
         "Offered prompt tokens per second the load signal sized for: the largest forecast within the last"
         " cold start, before the forecast's errors.",

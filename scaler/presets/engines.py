@@ -6,6 +6,7 @@ Each metric name carries the upstream file that defines it, in the comment above
 
 from __future__ import annotations
 
+from scaler.inputs import Input, Reading
 from scaler.presets.registry import Combine, Family, Preset, Removal, register
 from scaler.roles import LLM_D_ROLE_LABEL
 
@@ -17,33 +18,36 @@ VLLM = register(
         "vllm",
         (
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_waiting
-            Family("queue_waiting", "sum by ({by}) (vllm:num_requests_waiting)"),
+            Family(Input.QUEUE_WAITING, "sum by ({by}) (vllm:num_requests_waiting)"),
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running
-            Family("requests_running", "sum by ({by}) (vllm:num_requests_running)"),
+            Family(Input.REQUESTS_RUNNING, "sum by ({by}) (vllm:num_requests_running)"),
             # vllm/v1/metrics/loggers.py: counter vllm:prompt_tokens_total
-            Family("prompt_tokens_per_s", "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
             # vllm/v1/metrics/loggers.py: counter vllm:generation_tokens_total
-            Family("generation_tokens_per_s", "sum by ({by}) (rate(vllm:generation_tokens_total[{window}]))"),
+            Family(
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(vllm:generation_tokens_total[{window}]))",
+            ),
             # vllm/v1/metrics/loggers.py: gauge vllm:kv_cache_usage_perc (a fraction); the older
             # vllm:gpu_cache_usage_perc, same file before PR #29330 removed it (0.12)
             Family(
-                "kv_cache_usage",
+                Input.KV_CACHE_USAGE,
                 "avg by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)",
                 Combine.MEAN,
             ),
             # vllm/v1/metrics/loggers.py: histogram vllm:time_to_first_token_seconds
             Family(
-                "ttft",
+                Reading.TTFT,
                 "sum by ({by}) (rate(vllm:time_to_first_token_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
             ),
             # vllm/v1/metrics/loggers.py: histogram vllm:time_to_first_token_seconds (_sum)
-            Family("ttft_sum", "sum by ({by}) (rate(vllm:time_to_first_token_seconds_sum[{window}]))"),
+            Family(Reading.TTFT_SUM, "sum by ({by}) (rate(vllm:time_to_first_token_seconds_sum[{window}]))"),
             # vllm/v1/metrics/loggers.py: histogram vllm:inter_token_latency_seconds; the older
             # vllm:time_per_output_token_seconds, same file (deprecated in 0.11 by PR #24110,
             # removed by PR #32661), read where the newer is absent
             Family(
-                "itl",
+                Reading.ITL,
                 "sum by ({by}) (rate(vllm:inter_token_latency_seconds_bucket[{window}]))"
                 " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
@@ -51,12 +55,12 @@ VLLM = register(
             # vllm/v1/metrics/loggers.py: histograms vllm:inter_token_latency_seconds and (older)
             # vllm:time_per_output_token_seconds, their _sum
             Family(
-                "itl_sum",
+                Reading.ITL_SUM,
                 "sum by ({by}) (rate(vllm:inter_token_latency_seconds_sum[{window}]))"
                 " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
             ),
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running, one series a pod
-            Family("replicas_reporting", "count by ({by}) (vllm:num_requests_running)"),
+            Family(Reading.REPLICAS_REPORTING, "count by ({by}) (vllm:num_requests_running)"),
         ),
         "vllm-project/vllm vllm/v1/metrics/loggers.py",
         image=r"vllm",
@@ -84,39 +88,43 @@ SGLANG = register(
         "sglang",
         (
             # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_queue_reqs
-            Family("queue_waiting", "sum by ({by}) (sglang:num_queue_reqs)"),
+            Family(Input.QUEUE_WAITING, "sum by ({by}) (sglang:num_queue_reqs)"),
             # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_running_reqs
-            Family("requests_running", "sum by ({by}) (sglang:num_running_reqs)"),
+            Family(Input.REQUESTS_RUNNING, "sum by ({by}) (sglang:num_running_reqs)"),
             # python/sglang/srt/observability/metrics_collector.py: counter sglang:prompt_tokens_total
-            Family("prompt_tokens_per_s", "sum by ({by}) (rate(sglang:prompt_tokens_total[{window}]))"),
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(sglang:prompt_tokens_total[{window}]))"),
             # python/sglang/srt/observability/metrics_collector.py: counter sglang:generation_tokens_total
             Family(
-                "generation_tokens_per_s", "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))"
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))",
             ),
             # python/sglang/srt/observability/metrics_collector.py: gauge sglang:token_usage (0-1)
-            Family("kv_cache_usage", "avg by ({by}) (sglang:token_usage)", Combine.MEAN),
+            Family(Input.KV_CACHE_USAGE, "avg by ({by}) (sglang:token_usage)", Combine.MEAN),
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:time_to_first_token_seconds
             Family(
-                "ttft",
+                Reading.TTFT,
                 "sum by ({by}) (rate(sglang:time_to_first_token_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
             ),
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:time_to_first_token_seconds, its _sum
-            Family("ttft_sum", "sum by ({by}) (rate(sglang:time_to_first_token_seconds_sum[{window}]))"),
+            Family(
+                Reading.TTFT_SUM,
+                "sum by ({by}) (rate(sglang:time_to_first_token_seconds_sum[{window}]))",
+            ),
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:inter_token_latency_seconds
             Family(
-                "itl",
+                Reading.ITL,
                 "sum by ({by}) (rate(sglang:inter_token_latency_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
             ),
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:inter_token_latency_seconds, its _sum
-            Family("itl_sum", "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
+            Family(Reading.ITL_SUM, "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
             # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_running_reqs
-            Family("replicas_reporting", "count by ({by}) (sglang:num_running_reqs)"),
+            Family(Reading.REPLICAS_REPORTING, "count by ({by}) (sglang:num_running_reqs)"),
         ),
         "sgl-project/sglang python/sglang/srt/observability/metrics_collector.py",
         image=r"sglang",
@@ -137,17 +145,18 @@ TGI = register(
         "tgi",
         (
             # docs/source/reference/metrics.md: gauge tgi_queue_size
-            Family("queue_waiting", "sum by ({by}) (tgi_queue_size)"),
+            Family(Input.QUEUE_WAITING, "sum by ({by}) (tgi_queue_size)"),
             # docs/source/reference/metrics.md: gauge tgi_batch_current_size
-            Family("requests_running", "sum by ({by}) (tgi_batch_current_size)"),
+            Family(Input.REQUESTS_RUNNING, "sum by ({by}) (tgi_batch_current_size)"),
             # docs/source/reference/metrics.md: histogram tgi_request_input_length (_sum)
-            Family("prompt_tokens_per_s", "sum by ({by}) (rate(tgi_request_input_length_sum[{window}]))"),
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(tgi_request_input_length_sum[{window}]))"),
             # docs/source/reference/metrics.md: histogram tgi_request_generated_tokens (_sum)
             Family(
-                "generation_tokens_per_s", "sum by ({by}) (rate(tgi_request_generated_tokens_sum[{window}]))"
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(tgi_request_generated_tokens_sum[{window}]))",
             ),
             # docs/source/reference/metrics.md: gauge tgi_queue_size, one series a pod
-            Family("replicas_reporting", "count by ({by}) (tgi_queue_size)"),
+            Family(Reading.REPLICAS_REPORTING, "count by ({by}) (tgi_queue_size)"),
         ),
         "huggingface/text-generation-inference docs/source/reference/metrics.md",
         image=r"text-generation-inference",
@@ -165,17 +174,26 @@ TRITON = register(
         (
             # inflight_batcher_llm/src/custom_metrics_reporter/custom_metrics_reporter.cc:
             # gauge nv_trt_llm_request_metrics, request_type="waiting"
-            Family("queue_waiting", 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="waiting"}})'),
+            Family(
+                Input.QUEUE_WAITING,
+                'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="waiting"}})',
+            ),
             # custom_metrics_reporter.cc: gauge nv_trt_llm_request_metrics, request_type="active"
-            Family("requests_running", 'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'),
+            Family(
+                Input.REQUESTS_RUNNING,
+                'sum by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})',
+            ),
             # custom_metrics_reporter.cc: histogram nv_llm_input_token_len (_sum; newer builds)
-            Family("prompt_tokens_per_s", "sum by ({by}) (rate(nv_llm_input_token_len_sum[{window}]))"),
+            Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(nv_llm_input_token_len_sum[{window}]))"),
             # custom_metrics_reporter.cc: histogram nv_llm_output_token_len (_sum; newer builds)
-            Family("generation_tokens_per_s", "sum by ({by}) (rate(nv_llm_output_token_len_sum[{window}]))"),
+            Family(
+                Input.GENERATION_TOKENS_PER_S,
+                "sum by ({by}) (rate(nv_llm_output_token_len_sum[{window}]))",
+            ),
             # custom_metrics_reporter.cc: gauge nv_trt_llm_kv_cache_block_metrics,
             # kv_cache_block_type="fraction"
             Family(
-                "kv_cache_usage",
+                Input.KV_CACHE_USAGE,
                 'avg by ({by}) (nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction"}})',
                 Combine.MEAN,
             ),
@@ -183,7 +201,7 @@ TRITON = register(
             # milliseconds, with --metrics-config histogram_latencies=true; a decoupled model's
             # first *response*
             Family(
-                "ttft",
+                Reading.TTFT,
                 "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_bucket[{window}]))",
                 Combine.HISTOGRAM,
                 le_scale=0.001,
@@ -191,13 +209,14 @@ TRITON = register(
             # docs/user_guide/metrics.md (server): histogram nv_inference_first_response_histogram_ms,
             # its _sum in milliseconds
             Family(
-                "ttft_sum",
+                Reading.TTFT_SUM,
                 "sum by ({by}) (rate(nv_inference_first_response_histogram_ms_sum[{window}]))",
                 le_scale=0.001,
             ),
             # custom_metrics_reporter.cc: gauge nv_trt_llm_request_metrics, one series a pod
             Family(
-                "replicas_reporting", 'count by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})'
+                Reading.REPLICAS_REPORTING,
+                'count by ({by}) (nv_trt_llm_request_metrics{{request_type="active"}})',
             ),
         ),
         "triton-inference-server/tensorrtllm_backend custom_metrics_reporter.cc;"
@@ -222,49 +241,55 @@ DYNAMO = register(
             # lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs:
             # gauge dynamo_frontend_queued_requests (older: dynamo_frontend_queued_requests_total)
             Family(
-                "queue_waiting",
+                Input.QUEUE_WAITING,
                 "sum by ({by}) (dynamo_frontend_queued_requests)"
                 " or sum by ({by}) (dynamo_frontend_queued_requests_total)",
             ),
             # prometheus_names.rs, metrics.rs: gauge dynamo_frontend_inflight_requests
             # (older: dynamo_frontend_inflight_requests_total)
             Family(
-                "requests_running",
+                Input.REQUESTS_RUNNING,
                 "sum by ({by}) (dynamo_frontend_inflight_requests)"
                 " or sum by ({by}) (dynamo_frontend_inflight_requests_total)",
             ),
             # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_input_sequence_tokens (_sum)
             Family(
-                "prompt_tokens_per_s",
+                Input.PROMPT_TOKENS_PER_S,
                 "sum by ({by}) (rate(dynamo_frontend_input_sequence_tokens_sum[{window}]))",
             ),
             # prometheus_names.rs, metrics.rs: counter dynamo_frontend_output_tokens_total
             Family(
-                "generation_tokens_per_s",
+                Input.GENERATION_TOKENS_PER_S,
                 "sum by ({by}) (rate(dynamo_frontend_output_tokens_total[{window}]))",
             ),
             # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_time_to_first_token_seconds
             Family(
-                "ttft",
+                Reading.TTFT,
                 "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
             ),
             # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_time_to_first_token_seconds, its _sum
             Family(
-                "ttft_sum", "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_sum[{window}]))"
+                Reading.TTFT_SUM,
+                "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_sum[{window}]))",
             ),
             # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_inter_token_latency_seconds
             Family(
-                "itl",
+                Reading.ITL,
                 "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
             ),
             # prometheus_names.rs, metrics.rs: histogram dynamo_frontend_inter_token_latency_seconds, its _sum
             Family(
-                "itl_sum", "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_sum[{window}]))"
+                Reading.ITL_SUM,
+                "sum by ({by}) (rate(dynamo_frontend_inter_token_latency_seconds_sum[{window}]))",
             ),
             # prometheus_names.rs, metrics.rs: gauge dynamo_frontend_model_max_num_seqs
-            Family("slots_per_replica", "max by ({by}) (dynamo_frontend_model_max_num_seqs)", Combine.MEAN),
+            Family(
+                Input.SLOTS_PER_REPLICA,
+                "max by ({by}) (dynamo_frontend_model_max_num_seqs)",
+                Combine.MEAN,
+            ),
         ),
         "ai-dynamo/dynamo lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs",
         image=r"ai-dynamo",

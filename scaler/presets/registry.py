@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from scaler.inputs import Input, InputSource, Reading, key_of
 from scaler.matchers import LABEL_NAME, LabelMatcher, SelectorError, parse_selector
 
 
@@ -47,29 +48,13 @@ class Select(StrEnum):
     ANY = "any"  # every series at the address (a router gauge that names no pool)
 
 
-# Fields a preset can feed. `replicas_reporting` counts pods exporting metrics: used for
-# current/ready replicas when no Kubernetes source is configured. `ttft_sum` is the rate of the
-# TTFT histogram's _sum: over the count's rate, the mean TTFT. The KV cache's usage is the mean
-# over the pods (what measures a replica's batch slots, scaler.capacity).
-FIELDS = (
-    "queue_waiting",
-    "requests_running",
-    "prompt_tokens_per_s",
-    "generation_tokens_per_s",
-    "kv_cache_usage",
-    "ttft",
-    "ttft_sum",
-    "replicas_reporting",
-    "slots_per_replica",
-    "router_queue_waiting",
-    "router_saturation",
-    "router_stale_endpoints",
-    "router_ttft",
-    "itl",
-    "itl_sum",
-)
+# What a family can read: an input Prometheus answers (``scaler.inputs.Input``), or what inputs are
+# derived from (``scaler.inputs.Reading``: a latency histogram's buckets and ``_sum``, the pods
+# exporting metrics, which stand for the replicas without Kubernetes). The KV cache's usage is the
+# mean over the pods (what measures a replica's batch slots, scaler.capacity).
+FIELDS: tuple[str, ...] = (*(i for i in Input if i.spec.source is InputSource.PROMETHEUS), *Reading)
 # The family whose metric is each kind's queue: what `scaler convert` recognises in a KEDA query.
-QUEUE_FIELD = {Kind.ENGINE: "queue_waiting", Kind.ROUTER: "router_queue_waiting"}
+QUEUE_FIELD = {Kind.ENGINE: Input.QUEUE_WAITING, Kind.ROUTER: Input.ROUTER_QUEUE_WAITING}
 # Metadata values that name no preset: your own queries, no router.
 CUSTOM_ENGINE = "custom"
 NO_ROUTER = "none"
@@ -142,6 +127,9 @@ class Family:
     # read (Dynamo's KV router queue, by worker_type). The servers' own series (Select.TARGET) are
     # read by the preset's role_label; a router's other families serve both pools (scaler.roles).
     role_label: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "field", key_of(self.field))
 
     def render(self, by: tuple[str, ...], window: str) -> str:
         """The PromQL grouped by ``by`` over rate ``window``; ValueError on an invalid label name."""

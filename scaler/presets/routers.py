@@ -5,6 +5,7 @@ Each metric name carries the upstream file that defines it, in the comment above
 
 from __future__ import annotations
 
+from scaler.inputs import Input, Reading
 from scaler.presets.registry import Combine, Family, Kind, Preset, Select, register
 from scaler.roles import DYNAMO_WORKER_TYPE
 
@@ -25,7 +26,7 @@ LLM_D = register(
             # pkg/epp/metrics/llm_d_router_metrics.go: gauge llm_d_epp_flow_control_queue_size;
             # pkg/epp/metrics/metrics.go: the older inference_extension_flow_control_queue_size
             Family(
-                "router_queue_waiting",
+                Input.ROUTER_QUEUE_WAITING,
                 "sum by ({by}) (llm_d_epp_flow_control_queue_size)"
                 " or sum by ({by}) (inference_extension_flow_control_queue_size)",
                 select=Select.POOL,
@@ -33,7 +34,7 @@ LLM_D = register(
             # pkg/epp/metrics/llm_d_router_metrics.go: gauge llm_d_epp_flow_control_pool_saturation;
             # pkg/epp/metrics/metrics.go: the older inference_extension_flow_control_pool_saturation
             Family(
-                "router_saturation",
+                Input.ROUTER_SATURATION,
                 "max by ({by}) (llm_d_epp_flow_control_pool_saturation)"
                 " or max by ({by}) (inference_extension_flow_control_pool_saturation)",
                 Combine.MEAN,
@@ -42,14 +43,14 @@ LLM_D = register(
             # pkg/epp/metrics/llm_d_router_metrics.go: gauge llm_d_epp_flow_control_stale_endpoints
             # (v0.10+, no older name)
             Family(
-                "router_stale_endpoints",
+                Reading.ROUTER_STALE_ENDPOINTS,
                 "max by ({by}) (llm_d_epp_flow_control_stale_endpoints)",
                 select=Select.ANY,
             ),
             # pkg/epp/metrics/llm_d_router_metrics.go: histogram llm_d_epp_request_ttft_seconds
             # (no older name)
             Family(
-                "router_ttft",
+                Reading.ROUTER_TTFT,
                 "sum by ({by}) (rate(llm_d_epp_request_ttft_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
                 select=Select.MODEL,
@@ -73,7 +74,7 @@ DYNAMO_ROUTER = register(
             # lib/runtime/src/metrics/prometheus_names.rs: gauge
             # dynamo_frontend_router_queue_pending_requests
             Family(
-                "router_queue_waiting",
+                Input.ROUTER_QUEUE_WAITING,
                 "sum by ({by}) (dynamo_frontend_router_queue_pending_requests)",
                 select=Select.MODEL,
                 model_label="model",
@@ -82,7 +83,7 @@ DYNAMO_ROUTER = register(
             # lib/runtime/src/metrics/prometheus_names.rs, lib/llm/src/http/service/metrics.rs:
             # histogram dynamo_frontend_time_to_first_token_seconds
             Family(
-                "router_ttft",
+                Reading.ROUTER_TTFT,
                 "sum by ({by}) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[{window}]))",
                 Combine.HISTOGRAM,
                 select=Select.MODEL,

@@ -31,6 +31,8 @@ from numpy.typing import NDArray
 
 from scaler.coldstart import ColdStart
 from scaler.coldstart import measure as measure_cold_start
+from scaler.inputs import Input, Reading
+from scaler.readings import Readings
 from scaler.replay.compare import BUCKET_S
 from scaler.replay.disagg import ROLES, DisaggConfig, Pool, busy_per_bucket, kv_usage
 from scaler.replay.keda import ExternalTrigger, PodSeries, ScaledObjectModel
@@ -212,26 +214,39 @@ class _Loop:
             if role not in self.cold or self.cold[role][0] != key:
                 self.cold[role] = (key, measure_cold_start(pool.ready_times))
             busy = prompt / cfg.prefill_tokens_per_s if role == "prefill" else gen / cfg.decode_tokens_per_s
+            cold = self.cold[role][1]
+            kv = kv_usage(view, pool.slots_per_pod) if role == "decode" else None
+            # What Kubernetes and Prometheus would show of this pool, as the live source reads them.
+            read: dict[str, float] = {
+                Input.QUEUE_WAITING: float(sum(view.waiting)),
+                Input.REQUESTS_RUNNING: float(sum(view.running)),
+                Input.PROMPT_TOKENS_PER_S: prompt,
+                Input.GENERATION_TOKENS_PER_S: gen,
+                Input.CURRENT_REPLICAS: view.replicas,
+                Input.READY_REPLICAS: view.ready,
+                Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
+                Input.PENDING_REPLICAS: view.pending,
+                Input.STARTING_REPLICAS: view.starting,
+                Input.COLD_START_SAMPLES: cold.samples,
+                Input.DEPLOYMENT_REPLICAS: self.spec[role],
+                Reading.TTFT_SUM: sums,
+            }
+            for name, value in (
+                (Input.KV_CACHE_USAGE, kv),
+                (Input.COLD_START_SECONDS, cold.lead_p90_s),
+                (Input.COLD_START_PENDING_SECONDS, cold.pending_p90_s),
+            ):
+                if value is not None:
+                    read[name] = value
             inputs = TickInputs(
                 now_s=t - self.w,
                 now=self.start + timedelta(seconds=t - self.w),
                 spec_replicas=self.spec[role],
                 status_replicas=view.replicas,
-                ready=view.ready,
-                pending=view.pending,
-                starting=view.starting,
-                gpu_schedulable_replicas=max(0, view.gpus_free) // cfg.gpus_per_replica,
-                waiting=sum(view.waiting),
-                running=sum(view.running),
-                prompt_tokens_per_s=prompt,
-                generation_tokens_per_s=gen,
                 pods=PodSeries(
                     view.waiting, view.running, busy, view.ready, cfg.gpus_per_replica, pool.slots_per_pod
                 ),
-                ttft_buckets=buckets,
-                ttft_sum_per_s=sums,
-                kv_cache_usage=kv_usage(view, pool.slots_per_pod) if role == "decode" else None,
-                cold_start=self.cold[role][1],
+                readings=Readings(read, {Reading.TTFT: buckets}),
             )
             wanted = self.policies[role].tick(inputs)
             if wanted is not None and wanted != self.spec[role]:

@@ -1,6 +1,6 @@
 """Prometheus history -> a rate trace with request sizes as measured (``scaler replay --prometheus``).
 
-The reader (``scaler.sources.prometheus.read_history``, through the engine preset's queries
+The reader (``scaler.sources.history.read_history``, through the engine preset's queries
 and the ScaledObject's ``labelSelector``) returns a point every step at ``t_k = since + k *
 step``, k = 0..N, each rate taken over the step before it: point k describes window
 ``[t_(k-1), t_k)``. Per window:
@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scaler.config import TargetPolicy
+from scaler.inputs import Input
 from scaler.model import Observation
 from scaler.replay.span import Span
 from scaler.replay.trace import RateTrace, Trace, TraceError, expand_rates
@@ -61,7 +62,7 @@ class HistoryError(TraceError):
 
 
 class HistoryReader(Protocol):
-    """Reads one target's history (``scaler.sources.prometheus.read_history``): the points, and
+    """Reads one target's history (``scaler.sources.history.read_history``): the points, and
     what could not be read (input name -> why); RuntimeError when nothing can be read."""
 
     def __call__(
@@ -212,13 +213,13 @@ def _unread(
     """The limits of what could not be read: the queue, the router's queue, the pods reporting."""
     limits = []
     if not queue:
-        why = problems.get("queue_waiting", "no queue series match")
+        why = problems.get(Input.QUEUE_WAITING, "no queue series match")
         limits.append(
             f"requests waiting could not be read ({why}): arrivals are counted at their first token,"
             " so demand the fleet could not serve at once shows up late, when it was served"
         )
     if policy.router != "none" and not router:
-        why = problems.get("router_queue_waiting", "no router queue series match")
+        why = problems.get(Input.ROUTER_QUEUE_WAITING, "no router queue series match")
         limits.append(
             f"the {policy.router} router's queue could not be read ({why}): requests waiting there are"
             " counted when a server takes them, so the demand it held back shows up late"
@@ -251,11 +252,11 @@ def measure(
         return _column([None if p is None else getattr(p, name) for p in window])
 
     served, prompt, generated = (
-        col("requests_per_s"),
-        col("prompt_tokens_per_s"),
-        col("generation_tokens_per_s"),
+        col(Input.REQUESTS_PER_S),
+        col(Input.PROMPT_TOKENS_PER_S),
+        col(Input.GENERATION_TOKENS_PER_S),
     )
-    pods, over, mean = col("ready_replicas"), col("ttft_over_objective"), col("ttft_mean_seconds")
+    pods, over, mean = col(Input.READY_REPLICAS), col(Input.TTFT_OVER_OBJECTIVE), col(Input.TTFT_MEAN_SECONDS)
     known = np.isfinite(served) & np.isfinite(prompt) & np.isfinite(generated)
     if not known.any():
         raise HistoryError(_no_rate(problems, points, span, policy))

@@ -25,11 +25,15 @@ from typing import Any, Literal
 
 from scaler.config import PrewarmWindow
 from scaler.hpa import Behavior, MetricType
+from scaler.inputs import Input
 from scaler.inventory.scaledobject import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.inventory.scaledobject import Trigger as ScaledObjectTrigger
 from scaler.manifest import ManifestError, first_scaledobject
 
-Series = Literal["router_queue", "queue_waiting", "requests_running", "gpu_utilization", "kv_cache_usage"]
+# The simulated series a trigger's query can stand for: the router's queue, three inputs, GPU utilisation.
+Series = Literal[
+    "router_queue", Input.QUEUE_WAITING, Input.REQUESTS_RUNNING, "gpu_utilization", Input.KV_CACHE_USAGE
+]
 Aggregation = Literal["sum", "avg", "max", "min"]
 
 # Query text -> simulated series, by the first keyword found (case-insensitive).
@@ -39,8 +43,16 @@ SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
         ("flow_control_queue_size",),
         "requests waiting in the router: llm-d's flow-control queue (cluster key router), 0 without one",
     ),
-    ("queue_waiting", ("num_requests_waiting", "queue_size", "waiting"), "requests waiting in a pod's queue"),
-    ("requests_running", ("num_requests_running", "running"), "requests being prefilled or decoded in a pod"),
+    (
+        Input.QUEUE_WAITING,
+        ("num_requests_waiting", "queue_size", "waiting"),
+        "requests waiting in a pod's queue",
+    ),
+    (
+        Input.REQUESTS_RUNNING,
+        ("num_requests_running", "running"),
+        "requests being prefilled or decoded in a pod",
+    ),
     (
         "gpu_utilization",
         ("dcgm_fi_dev_gpu_util", "gpu_util", "utilization", "utilisation"),
@@ -48,8 +60,8 @@ SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
         " / decode capacity), per replica",
     ),
     (
-        "kv_cache_usage",
-        ("gpu_cache_usage", "kv_cache_usage", "cache_usage"),
+        Input.KV_CACHE_USAGE,
+        ("gpu_cache_usage", "kv_cache_usage_perc", "cache_usage"),
         "a pod's KV cache usage: the fraction of its batch slots in use, times the cluster model's"
         " kv_cache_usage_full_batch",
     ),
@@ -250,11 +262,11 @@ class PodSeries:
         """The samples a query on ``series`` would return: one per pod, or per GPU for utilisation."""
         if series == "router_queue":
             return [float(self.router_queue)]
-        if series == "queue_waiting":
+        if series == Input.QUEUE_WAITING:
             return [float(v) for v in self.waiting]
-        if series == "requests_running":
+        if series == Input.REQUESTS_RUNNING:
             return [float(v) for v in self.running]
-        if series == "kv_cache_usage":
+        if series == Input.KV_CACHE_USAGE:
             return [min(1.0, v / self.decode_slots * self.kv_cache_usage_full_batch) for v in self.running]
         # GPU utilisation: the fleet's busy time spread evenly over the Ready pods' GPUs.
         if self.ready == 0:

@@ -12,16 +12,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from scaler.coldstart import NONE as NO_COLD_START
-from scaler.coldstart import ColdStart
 from scaler.engine import Engine
-from scaler.histogram import router_ttft_inputs, ttft_inputs
 from scaler.hpa import Hpa, MetricType
+from scaler.inputs import Input, Reading
 from scaler.model import Decision, HpaStatus, Observation
+from scaler.readings import Readings
 from scaler.replay.keda import (
     CronTrigger,
     ExternalTrigger,
@@ -32,33 +31,24 @@ from scaler.replay.keda import (
 )
 from scaler.signals.prewarm import window_state
 
+# What a router is read as; a ScaledObject that names no router reads none of it.
+ROUTER_READS = frozenset(
+    {Input.ROUTER_QUEUE_WAITING, Input.ROUTER_SATURATION, Reading.ROUTER_STALE_ENDPOINTS}
+)
 HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default
 
 
 @dataclass(frozen=True, slots=True)
 class TickInputs:
-    """Everything a policy may read at one control tick."""
+    """Everything a policy may read at one control tick: the simulated Deployment and pods, and what
+    Kubernetes and Prometheus would show of them (``readings``, as the live source reads them)."""
 
     now_s: float
     now: datetime
     spec_replicas: int
     status_replicas: int  # pods counted by the Deployment, Pending included
-    ready: int
-    pending: int
-    starting: int
-    gpu_schedulable_replicas: int
-    waiting: int
-    running: int
-    prompt_tokens_per_s: float | None
-    generation_tokens_per_s: float | None
     pods: PodSeries
-    ttft_buckets: Mapping[float, float] | None = None  # the last minute's TTFT histogram (cumulative rates)
-    ttft_sum_per_s: float | None = None  # the rate of that histogram's _sum (seconds per second)
-    kv_cache_usage: float | None = None  # the serving pods' mean KV cache usage (cluster model)
-    cold_start: ColdStart = NO_COLD_START  # measured from the pods that became Ready, as live
-    router_queue: int | None = None  # requests held in the router (None: the cluster has none)
-    router_saturation: float | None = None  # the router's pool saturation (llm-d flow control)
-    router_ttft_buckets: Mapping[float, float] | None = None  # the router's TTFT histogram, queue included
+    readings: Readings
 
 
 class KedaPolicy:
@@ -78,7 +68,6 @@ class KedaPolicy:
         self.hpa = Hpa(scaledobject.min_replicas, scaledobject.max_replicas, scaledobject.behavior)
         external = scaledobject.external
         self.engine = Engine.from_metadata(external.metadata) if external else None
-        self.objective_s = self.engine.policy.ttft_objective_seconds if self.engine else 2.0
         self.refresh_s = refresh_s
         self.hpa_sync_s = hpa_sync_s
         # Ticks may start before the trace's second 0 (the warm-up): the first one acts.
@@ -93,60 +82,25 @@ class KedaPolicy:
 
     def observation(self, tick: TickInputs) -> Observation:
         """The Observation the live source would build from this tick's simulated series."""
-        missing = {}
-        if tick.prompt_tokens_per_s is None:
-            missing = {
-                "prompt_tokens_per_s": "no rate() window yet",
-                "generation_tokens_per_s": "no rate() window yet",
-            }
-        ttft = ttft_inputs(self.objective_s, tick.ttft_buckets, tick.ttft_sum_per_s)
-        for name, value in ttft.items():
-            if value is None:
-                missing[name] = "no requests in the rate window" if tick.ttft_buckets else "no TTFT histogram"
-        routed, saturation = self._router(tick, ttft, missing)
-        return Observation(
-            now=tick.now,
-            queue_waiting=float(tick.waiting),
-            requests_running=float(tick.running),
-            prompt_tokens_per_s=tick.prompt_tokens_per_s,
-            generation_tokens_per_s=tick.generation_tokens_per_s,
-            current_replicas=tick.status_replicas,
-            ready_replicas=tick.ready,
-            gpu_schedulable_replicas=tick.gpu_schedulable_replicas,
-            pending_replicas=tick.pending,
-            starting_replicas=tick.starting,
-            ttft_p95_seconds=ttft["ttft_p95_seconds"],
-            ttft_p99_seconds=ttft["ttft_p99_seconds"],
-            ttft_over_objective=ttft["ttft_over_objective"],
-            ttft_mean_seconds=ttft["ttft_mean_seconds"],
-            requests_per_s=ttft["requests_per_s"],
-            kv_cache_usage=tick.kv_cache_usage,
-            router_queue_waiting=routed,
-            router_saturation=saturation,
-            cold_start_seconds=tick.cold_start.lead_p90_s,
-            cold_start_pending_seconds=tick.cold_start.pending_p90_s,
-            cold_start_samples=tick.cold_start.samples,
-            deployment_replicas=tick.spec_replicas,
-            hpa=self._hpa_status(tick),
-            hpa_read=True,
-            missing=missing,
+        assert self.engine is not None  # only this scaler's trigger observes
+        return self._routed(tick.readings).observation(
+            tick.now, self.engine.policy, hpa=self._hpa_status(tick), hpa_read=True
         )
 
-    def _router(
-        self, tick: TickInputs, ttft: dict[str, float | None], missing: dict[str, str]
-    ) -> tuple[float | None, float | None]:
-        """The router's queue and saturation, and its TTFT in ``ttft``, as the live source reads a
-        router the metadata names (``scaler.sources.live``); absent where none is replayed."""
-        router = self.engine.policy.router if self.engine else "none"
-        if router == "none":
-            return None, None
-        if router != "llm-d" or tick.router_queue is None:
-            missing["router_queue_waiting"] = f"the replayed cluster has no {router} router"
-            return None, None
-        for name, value in router_ttft_inputs(self.objective_s, tick.router_ttft_buckets).items():
-            ttft[name] = value
-            missing.pop(name, None)
-        return float(tick.router_queue), tick.router_saturation
+    def _routed(self, readings: Readings) -> Readings:
+        """The router's reads as the live source reads them (``scaler.sources.live``): only for a
+        ScaledObject that names the router the replayed cluster has; a ScaledObject that names one
+        the cluster lacks finds its queue missing, one that names none reads none."""
+        assert self.engine is not None
+        router = self.engine.policy.router
+        if router == "llm-d" and Input.ROUTER_QUEUE_WAITING in readings.values:
+            return readings
+        values = {k: v for k, v in readings.values.items() if k not in ROUTER_READS}
+        histograms = {k: v for k, v in readings.histograms.items() if k != Reading.ROUTER_TTFT}
+        missing = dict(readings.missing)
+        if router != "none":
+            missing[Input.ROUTER_QUEUE_WAITING] = f"the replayed cluster has no {router} router"
+        return Readings(values, histograms, missing)
 
     def _hpa_status(self, tick: TickInputs) -> HpaStatus:
         """The replayed HPA as the landing monitor reads a real one."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -27,6 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scaler.coldstart import measure as measure_cold_start
+from scaler.inputs import Input, Reading
+from scaler.readings import Readings
 from scaler.replay.cluster import Cluster, ClusterConfig
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
@@ -210,23 +212,43 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         key = (len(ready_times), ready_times[-1] if ready_times else None)
         if key != cold_start_key:
             cold_start_key, cold_start = key, measure_cold_start(ready_times)
+        # What Kubernetes and Prometheus would show: the Deployment's pods, the servers' series.
+        read: dict[str, float] = {
+            Input.QUEUE_WAITING: float(view.waiting),
+            Input.REQUESTS_RUNNING: float(view.running),
+            Input.PROMPT_TOKENS_PER_S: prompt_rate,
+            Input.GENERATION_TOKENS_PER_S: gen_rate,
+            Input.CURRENT_REPLICAS: view.replicas,
+            Input.READY_REPLICAS: view.ready,
+            Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
+            Input.PENDING_REPLICAS: view.pending,
+            Input.STARTING_REPLICAS: view.starting,
+            Input.COLD_START_SAMPLES: cold_start.samples,
+            Input.DEPLOYMENT_REPLICAS: spec,
+            Reading.TTFT_SUM: ttft_sum_rate,
+        }
+        for name, value in (
+            (Input.KV_CACHE_USAGE, None if kv is None else min(1.0, kv)),
+            (Input.COLD_START_SECONDS, cold_start.lead_p90_s),
+            (Input.COLD_START_PENDING_SECONDS, cold_start.pending_p90_s),
+        ):
+            if value is not None:
+                read[name] = value
+        histograms: dict[str, Mapping[float, float]] = {Reading.TTFT: ttft_window}
+        if router is not None:
+            # llm-d's router: its queue, its pool saturation (no endpoint is ever stale here) and
+            # its TTFT histogram, queue time included, as the live source reads them.
+            read[Input.ROUTER_QUEUE_WAITING] = float(router.queued)
+            read[Input.ROUTER_SATURATION] = router.saturation(t)
+            read[Reading.ROUTER_STALE_ENDPOINTS] = 0.0
+            histograms[Reading.ROUTER_TTFT] = cumulative_buckets(
+                router_hist[hist_start:hist_end].sum(axis=0), RATE_WINDOW_S
+            )
         inputs = TickInputs(
             now_s=t - w,
             now=start + timedelta(seconds=t - w),
             spec_replicas=spec,
             status_replicas=view.replicas,
-            ready=view.ready,
-            pending=view.pending,
-            starting=view.starting,
-            gpu_schedulable_replicas=max(0, view.gpus_free) // cfg.gpus_per_replica,
-            waiting=view.waiting,
-            running=view.running,
-            prompt_tokens_per_s=prompt_rate,
-            generation_tokens_per_s=gen_rate,
-            ttft_buckets=ttft_window,
-            ttft_sum_per_s=ttft_sum_rate,
-            kv_cache_usage=kv,
-            cold_start=cold_start,
             pods=PodSeries(
                 waiting,
                 running,
@@ -237,13 +259,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
                 cfg.kv_cache_usage_full_batch,
                 0 if router is None else router.queued,
             ),
-            router_queue=None if router is None else router.queued,
-            router_saturation=None if router is None else router.saturation(t),
-            router_ttft_buckets=(
-                None
-                if router is None
-                else cumulative_buckets(router_hist[hist_start:hist_end].sum(axis=0), RATE_WINDOW_S)
-            ),
+            readings=Readings(read, histograms),
         )
         wanted = policy.tick(inputs)
         if wanted is not None and wanted != spec:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scaler.config import TargetPolicy
+from scaler.inputs import Input
 from scaler.model import Observation
 
 
@@ -28,10 +29,10 @@ class GpuCapacity:
 def capacity(obs: Observation, policy: TargetPolicy) -> GpuCapacity:
     """The GPU capacity in replicas (the module docstring's formula), or unknown and why."""
     if obs.gpu_schedulable_replicas is None:
-        why = obs.missing.get("gpu_schedulable_replicas", "no inventory")
+        why = obs.missing.get(Input.GPU_SCHEDULABLE_REPLICAS, "no inventory")
         return GpuCapacity(None, f"GPU inventory unknown ({why})")
     if obs.current_replicas is None:
-        why = obs.missing.get("current_replicas", "unknown")
+        why = obs.missing.get(Input.CURRENT_REPLICAS, "unknown")
         return GpuCapacity(None, f"current replicas unknown ({why})")
     pending = min(obs.pending_replicas, obs.current_replicas)
     bound = obs.current_replicas - pending

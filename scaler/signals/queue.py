@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scaler.demand import Demand
+from scaler.inputs import Input
 from scaler.model import Capacity, Observation, Proposal, Signal
 from scaler.roles import Role
 from scaler.signals import ceil_replicas
@@ -88,7 +89,7 @@ def propose(
     waiting = obs.queue_waiting
     if waiting is None:
         return Proposal(
-            Signal.QUEUE, None, f"queue depth unknown ({obs.missing.get('queue_waiting', 'no data')})"
+            Signal.QUEUE, None, f"queue depth unknown ({obs.missing.get(Input.QUEUE_WAITING, 'no data')})"
         )
     rate = service_rate(capacity, demand, obs, role)
     served = demand.served_per_s
@@ -102,7 +103,7 @@ def propose(
             replicas,
             f"{waiting:g} waiting, {persisted:g} of it also at the previous refresh, at"
             f" {target_per_replica:g} per replica (no service rate known)",
-            {"queue_waiting": waiting, "queue_left": persisted},
+            {Input.QUEUE_WAITING: waiting, "queue_left": persisted},
         )
     mu = rate.per_replica
     left = max(0.0, waiting + (served - obs.ready_replicas * mu) * lead_s)
@@ -112,7 +113,7 @@ def propose(
             0,
             f"{waiting:g} waiting, cleared by the {obs.ready_replicas} Ready before a new replica could"
             f" serve ({served:.2f} served/s, {rate.how})",
-            {"queue_waiting": waiting, "queue_left": 0.0},
+            {Input.QUEUE_WAITING: waiting, "queue_left": 0.0},
         )
     replicas = max(1, ceil_replicas((served + left / lead_s) / mu))
     return Proposal(
@@ -120,7 +121,7 @@ def propose(
         replicas,
         f"{waiting:g} waiting, {left:.0f} left after {lead_s:g}s with {obs.ready_replicas} Ready;"
         f" {served:.2f} served/s, {rate.how}",
-        {"queue_waiting": waiting, "queue_left": left},
+        {Input.QUEUE_WAITING: waiting, "queue_left": left},
     )
 
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from scaler.inputs import Input, Reading
 from scaler.presets import DEFAULT_ENGINE, PRESETS, Combine
 from scaler.sim.exposition import Exposition, MetricsServer, Simulated, default_generations, write_preset
 
@@ -217,17 +218,17 @@ class SimulatedFleet:
             state.itl_sum, state.itl_count, tuple(zip(ITL_BUCKETS, state.itl_buckets, strict=True))
         )
         return {
-            "queue_waiting": Simulated(load.waiting),
-            "requests_running": Simulated(load.running),
-            "replicas_reporting": Simulated(load.running),  # one series a pod: what is counted
-            "prompt_tokens_per_s": Simulated(state.prompt_total, state.requests_total),
-            "generation_tokens_per_s": Simulated(state.generation_total, state.requests_total),
-            "kv_cache_usage": Simulated(load.kv_cache_usage),
-            "slots_per_replica": Simulated(self.max_num_seqs),
-            "ttft": ttft,
-            "ttft_sum": ttft,
-            "itl": itl,
-            "itl_sum": itl,
+            Input.QUEUE_WAITING: Simulated(load.waiting),
+            Input.REQUESTS_RUNNING: Simulated(load.running),
+            Reading.REPLICAS_REPORTING: Simulated(load.running),  # one series a pod: what is counted
+            Input.PROMPT_TOKENS_PER_S: Simulated(state.prompt_total, state.requests_total),
+            Input.GENERATION_TOKENS_PER_S: Simulated(state.generation_total, state.requests_total),
+            Input.KV_CACHE_USAGE: Simulated(load.kv_cache_usage),
+            Input.SLOTS_PER_REPLICA: Simulated(self.max_num_seqs),
+            Reading.TTFT: ttft,
+            Reading.TTFT_SUM: ttft,
+            Reading.ITL: itl,
+            Reading.ITL_SUM: itl,
         }
 
     def _fleet(self, pods: list[dict[str, Simulated]]) -> dict[str, Simulated]:

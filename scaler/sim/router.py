@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from scaler.flowcontrol import pool_saturation
+from scaler.inputs import Input, Reading
 from scaler.presets import ROUTERS
 from scaler.sim.exposition import Exposition, MetricsServer, Simulated, default_generations, write_preset
 from scaler.sim.fleet import TTFT_BUCKETS, PodLoad
@@ -98,11 +99,11 @@ class SimulatedRouter:
             ttft = Simulated(
                 c.ttft_sum, c.requests_total, tuple(zip(TTFT_BUCKETS, c.ttft_buckets, strict=True))
             )
-            values = {
-                "router_queue_waiting": Simulated(load.queued),
-                "router_saturation": Simulated(load.saturation),
-                "router_stale_endpoints": Simulated(load.stale_endpoints),
-                "router_ttft": ttft,
+            values: dict[str, Simulated] = {
+                Input.ROUTER_QUEUE_WAITING: Simulated(load.queued),
+                Input.ROUTER_SATURATION: Simulated(load.saturation),
+                Reading.ROUTER_STALE_ENDPOINTS: Simulated(load.stale_endpoints),
+                Reading.ROUTER_TTFT: ttft,
             }
             out = Exposition()
             # A queue labelled by the workers it routes to (Dynamo's worker_type): queued waits for a
@@ -113,7 +114,7 @@ class SimulatedRouter:
                 out, self.preset, values, own, model=self.model, pool=self.pool, generations=self.generations
             )
             if role:
-                prefill = {"router_queue_waiting": Simulated(load.queued_prefill)}
+                prefill: dict[str, Simulated] = {Input.ROUTER_QUEUE_WAITING: Simulated(load.queued_prefill)}
                 write_preset(
                     out,
                     self.preset,

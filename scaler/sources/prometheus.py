@@ -3,7 +3,9 @@
 One refresh runs each query family of a preset once per Prometheus address and engine,
 aggregated by the label names the targets' ``labelSelector``s use; each target then sums
 (or maxes) the returned series its matchers select. The number of queries does not grow
-with the number of ScaledObjects that share an address and an engine.
+with the number of ScaledObjects that share an address and an engine. The answers at a
+refresh time are kept until the next, so the first decisions of new targets that arrive in
+between read them too. The warm-up's range reads are ``scaler.sources.history``'s.
 
 Named absences, never a silent zero:
 * the query failed (connection refused, timeout, HTTP error, invalid JSON): every field of
@@ -14,12 +16,12 @@ Named absences, never a silent zero:
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,14 +30,17 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from scaler.config import TargetPolicy
-from scaler.histogram import histogram_quantile, ttft_inputs
+from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LabelMatcher, matches_all
-from scaler.model import INPUTS, Observation
+from scaler.model import INPUTS
 from scaler.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
+from scaler.readings import Readings
 from scaler.roles import RoleLabel, role_matcher
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
+# What a preset's engine may not export that a reader looks for: named as such when it does not.
+NAMED_WHEN_ABSENT: tuple[Key, ...] = (Input.KV_CACHE_USAGE, Reading.TTFT)
 
 
 def redact_url(url: str) -> str:
@@ -66,17 +71,6 @@ class Sample:
 
     labels: Labels
     value: float
-
-
-@dataclass
-class TargetInputs:
-    """What Prometheus said about one target: values, and reasons for the unknown ones."""
-
-    values: dict[str, float] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)
-    ttft_buckets: dict[float, float] | None = None  # summed per-bucket rates of the TTFT histogram
-    router_ttft_buckets: dict[float, float] | None = None  # the router's TTFT histogram, likewise
-    itl_buckets: dict[float, float] | None = None  # the inter-token latency histogram, likewise
 
 
 def group_labels(selectors: Iterable[Sequence[LabelMatcher]]) -> tuple[str, ...]:
@@ -174,15 +168,16 @@ class PrometheusReader:
         default_address: str | None,
         rate_window: str = "1m",
         timeout_s: float = 5.0,
-        history_seconds: float = 3600.0,
-        history_step_s: float = 15.0,
     ) -> None:
         self.default_address = default_address.rstrip("/") if default_address else None
         self.rate_window = rate_window
         self.timeout_s = timeout_s
-        self.history_seconds = history_seconds
-        self.history_step_s = history_step_s
         self._clients: dict[str, PrometheusClient] = {}
+        # The latest answer per (address, query template) at a refresh time: (time, by, samples).
+        self._answered: dict[tuple[str, str], tuple[float, tuple[str, ...], list[Sample]]] = {}
+        # Reads run in worker threads (the refresh and new targets' first decisions at once): one
+        # read of a family at a time, so a second waits for the first's answer instead of asking too.
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
 
     @property
     def queries(self) -> int:
@@ -201,13 +196,13 @@ class PrometheusReader:
 
     # ---- instant reads ----------------------------------------------------------------
 
-    def read(self, targets: Sequence[TargetQuery], at: datetime | None = None) -> dict[Any, TargetInputs]:
+    def read(self, targets: Sequence[TargetQuery], at: datetime | None = None) -> dict[Any, Readings]:
         """Instant reads evaluated at ``at`` (default: Prometheus' now).
 
         Replicas that evaluate at the same grid time get the same answers from the same
         Prometheus, which is how several scaler replicas decide alike.
         """
-        out: dict[Any, TargetInputs] = {t.key: TargetInputs() for t in targets}
+        out: dict[Any, Readings] = {t.key: Readings() for t in targets}
         groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             groups[(t.address, t.policy.engine)].append(t)
@@ -229,7 +224,7 @@ class PrometheusReader:
         address: str,
         engine: str,
         members: list[TargetQuery],
-        out: dict[Any, TargetInputs],
+        out: dict[Any, Readings],
         at: datetime | None,
     ) -> None:
         preset = preset_for(engine)
@@ -239,9 +234,8 @@ class PrometheusReader:
                     dict.fromkeys(CUSTOM_FIELDS, f"no query preset for engine {engine}")
                 )
             return
-        offered = {name for f in preset.families for name in _fields_of(f)}
-        for name in ("kv_cache_usage", "ttft_p95_seconds", "ttft_p99_seconds"):
-            if name not in offered:
+        for name in NAMED_WHEN_ABSENT:
+            if preset.family(name) is None:
                 for t in members:
                     out[t.key].missing[name] = f"engine {engine} exports no metric for it"
         self._read_families(address, preset, members, out, at)
@@ -251,37 +245,55 @@ class PrometheusReader:
         address: str,
         preset: Preset,
         members: list[TargetQuery],
-        out: dict[Any, TargetInputs],
+        out: dict[Any, Readings],
         at: datetime | None,
     ) -> None:
         """Each family of ``preset`` once for ``members``, split per target by its selector."""
         client = self.client(address)
         for family in preset.families:
             selectors = {t.key: selector_for(t.policy, family) for t in members}
-            query = family.render(group_labels(selectors.values()), self.rate_window)
             try:
-                samples = client.instant(query, at)
+                samples = self._instant(client, family, group_labels(selectors.values()), at)
             except PrometheusQueryError as exc:
                 for t in members:
-                    for name in _fields_of(family):
-                        out[t.key].missing[name] = str(exc)
+                    out[t.key].missing[family.field] = str(exc)
                 continue
             # Targets with the same selector read the same series: split once per selector.
-            per_selector: dict[tuple[LabelMatcher, ...], TargetInputs] = {}
+            per_selector: dict[tuple[LabelMatcher, ...], Readings] = {}
             for t in members:
                 selector = selectors[t.key]
                 part = per_selector.get(selector)
                 if part is None:
-                    part = per_selector[selector] = TargetInputs()
+                    part = per_selector[selector] = Readings()
                     _apply(family, samples, selector, part)
-                out[t.key].values.update(part.values)
-                out[t.key].missing.update(part.missing)
-                for histogram in ("ttft_buckets", "router_ttft_buckets", "itl_buckets"):
-                    if getattr(part, histogram) is not None:
-                        setattr(out[t.key], histogram, getattr(part, histogram))
+                out[t.key].update(part)
+
+    def _instant(
+        self, client: PrometheusClient, family: Family, by: tuple[str, ...], at: datetime | None
+    ) -> list[Sample]:
+        """``family``'s samples grouped by (at least) ``by``, evaluated at ``at``.
+
+        At a refresh time (``at`` given) the answer is kept until the next one, and a later read at
+        the same time whose labels it covers is served from it: the refresh and the first decisions
+        of targets that arrive after it share one query per family. Grouped by more labels than a
+        read needs, the split per target sums the same series (a mean family averages the finer
+        groups' means, as a refresh of targets with other labels does).
+        """
+        if at is None:
+            return client.instant(family.render(by, self.rate_window), None)
+        key, when = (client.address, family.template), at.timestamp()
+        with self._locks.setdefault(key, threading.Lock()):
+            kept = self._answered.get(key)
+            if kept is not None and kept[0] == when:
+                if set(by) <= set(kept[1]):
+                    return kept[2]
+                by = tuple(sorted(set(by) | set(kept[1])))
+            samples = client.instant(family.render(by, self.rate_window), at)
+            self._answered[key] = (when, by, samples)
+            return samples
 
     def _read_custom(
-        self, address: str, members: list[TargetQuery], out: dict[Any, TargetInputs], at: datetime | None
+        self, address: str, members: list[TargetQuery], out: dict[Any, Readings], at: datetime | None
     ) -> None:
         client = self.client(address)
         cache: dict[str, list[Sample] | PrometheusQueryError] = {}
@@ -307,252 +319,6 @@ class PrometheusReader:
                 else:
                     out[t.key].values[name] = max(0.0, sum(kept))
 
-    # ---- history ----------------------------------------------------------------------
-
-    def history(
-        self, targets: Sequence[TargetQuery], now: datetime, step_s: float | None = None
-    ) -> dict[Any, list[Observation]]:
-        """Past Observations per target (oldest first), from range queries over ``history_seconds``.
-
-        The range ends at ``now`` and steps back by ``step_s`` (default ``history_step_s``),
-        so with ``now`` on the refresh grid the points are the ones a running replica saw.
-        They carry what the engine learns from (``Engine.warm``): the token rates, the queue,
-        the running requests, the KV cache, the TTFT histogram (count, sum and buckets) and the
-        pods reporting, which stand for the Ready replicas Prometheus does not hold. A family
-        whose range query fails is left out of the points; only the token rates' failure fails
-        the warm-up.
-        """
-        step = step_s or self.history_step_s
-        start = now - timedelta(seconds=step * int(self.history_seconds // step))
-        return self.history_between(targets, start, now, step)
-
-    def history_between(
-        self,
-        targets: Sequence[TargetQuery],
-        start: datetime,
-        end: datetime,
-        step: float,
-        problems: dict[str, str] | None = None,
-    ) -> dict[Any, list[Observation]]:
-        """``history``'s points from ``start`` to ``end`` every ``step``; each family whose range
-        query failed is noted in ``problems`` (input name -> the error) when given."""
-        out: dict[Any, list[Observation]] = {t.key: [] for t in targets}
-        now = end
-        groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
-        for t in targets:
-            groups[(t.address, t.policy.engine)].append(t)
-        for (address, engine), members in groups.items():
-            preset = preset_for(engine)
-            if preset is None:
-                continue
-            selectors = {t.key: t.policy.series_matchers for t in members}
-            by = group_labels(selectors.values())
-            client = self.client(address)
-            series: dict[str, dict[Any, dict[float, float]]] = {}
-            for name in HISTORY_FIELDS:
-                family = preset.family(name)
-                if family is None:
-                    continue
-                try:
-                    rows = client.range(family.render(by, self.rate_window), start, now, step)
-                except PrometheusQueryError as exc:
-                    if name in ("prompt_tokens_per_s", "generation_tokens_per_s"):
-                        raise
-                    if problems is not None:
-                        problems[name] = str(exc)
-                    continue
-                mean = family.combine is Combine.MEAN
-                series[name] = _sum_per_target(rows, members, selectors, mean)
-                if family.le_scale != 1.0:
-                    for acc in series[name].values():
-                        for ts in acc:
-                            acc[ts] *= family.le_scale
-            ttft = preset.family("ttft")
-            buckets = self._bucket_history(client, ttft, by, start, now, step, members, selectors, problems)
-            for t in members:
-                out[t.key] = _points(t, series, buckets.get(t.key, {}))
-        return out
-
-    def _bucket_history(
-        self,
-        client: PrometheusClient,
-        family: Family | None,
-        by: tuple[str, ...],
-        start: datetime,
-        now: datetime,
-        step: float,
-        members: Sequence[TargetQuery],
-        selectors: Mapping[Any, Sequence[LabelMatcher]],
-        problems: dict[str, str] | None = None,
-    ) -> dict[Any, dict[float, dict[float, float]]]:
-        """Per target, per time, the TTFT histogram's summed bucket rates (empty if unavailable)."""
-        if family is None:
-            return {}
-        try:
-            rows = client.range(family.render(by, self.rate_window), start, now, step)
-        except PrometheusQueryError as exc:
-            if problems is not None:
-                problems["ttft"] = str(exc)
-            return {}
-        out: dict[Any, dict[float, dict[float, float]]] = {t.key: defaultdict(dict) for t in members}
-        for labels, values in rows:
-            try:
-                le = float(labels.get("le", "nan")) * family.le_scale
-            except ValueError:
-                continue
-            for t in members:
-                if matches_all(tuple(selectors[t.key]), labels):
-                    acc = out[t.key]
-                    for ts, v in values:
-                        if math.isfinite(v):
-                            acc[ts][le] = acc[ts].get(le, 0.0) + v
-        return out
-
-
-# What the warm-up reads, besides the TTFT histogram's buckets.
-HISTORY_FIELDS = (
-    "prompt_tokens_per_s",
-    "generation_tokens_per_s",
-    "queue_waiting",
-    "requests_running",
-    "kv_cache_usage",
-    "ttft_sum",
-    "replicas_reporting",
-)
-
-# Prometheus refuses a range query of more than 11,000 points per series; longer spans go in chunks.
-MAX_RANGE_POINTS = 10_000
-
-
-def read_history(
-    address: str,
-    policy: TargetPolicy,
-    start: datetime,
-    end: datetime,
-    step_s: float,
-    timeout_s: float = 30.0,
-) -> tuple[list[Observation], dict[str, str]]:
-    """One target's history from ``start`` to ``end``, a point every ``step_s`` (``scaler replay
-    --prometheus``): the warm-up's Observations (``history``), with every rate taken over one step,
-    so that each point counts what happened in the step before it. Read in chunks of at most
-    ``MAX_RANGE_POINTS`` points. With a ``router``, its queue too (``router_queue_waiting``: requests
-    that arrived and wait in front of the servers). Returns the points (oldest first) and what
-    could not be read (input name -> why); PrometheusQueryError when the token rates cannot be read
-    at all.
-    """
-    # A PromQL duration is a whole number of a unit: milliseconds take any step.
-    reader = PrometheusReader(address, rate_window=f"{round(step_s * 1000)}ms", timeout_s=timeout_s)
-    target = TargetQuery("history", policy, address.rstrip("/"))
-    problems: dict[str, str] = {}
-    preset = preset_for(policy.engine)
-    if preset is None:
-        problems["engine"] = f"engine {policy.engine} has no query preset"
-        return [], problems
-    for name in ("ttft", *HISTORY_FIELDS):
-        if preset.family(name) is None:
-            problems[name] = f"engine {policy.engine} exports no metric for it"
-    router = ROUTERS[policy.router].family("router_queue_waiting") if policy.router != "none" else None
-    points: dict[datetime, Observation] = {}
-    chunk_start = start
-    while chunk_start <= end:
-        chunk_end = min(end, chunk_start + timedelta(seconds=step_s * (MAX_RANGE_POINTS - 1)))
-        chunk = reader.history_between([target], chunk_start, chunk_end, step_s, problems)["history"]
-        if router is not None:
-            chunk = _with_router_queue(
-                reader, target, router, chunk, (chunk_start, chunk_end, step_s), problems
-            )
-        for point in chunk:
-            points[point.now] = point
-        chunk_start = chunk_end + timedelta(seconds=step_s)
-    return [points[t] for t in sorted(points)], problems
-
-
-def _with_router_queue(
-    reader: PrometheusReader,
-    target: TargetQuery,
-    family: Family,
-    points: list[Observation],
-    span: tuple[datetime, datetime, float],
-    problems: dict[str, str],
-) -> list[Observation]:
-    """``points`` with the router's queue at each (its pool's or model's series, as live)."""
-    selector = selector_for(target.policy, family)
-    start, end, step = span
-    try:
-        rows = reader.client(target.address).range(
-            family.render(group_labels([selector]), reader.rate_window), start, end, step
-        )
-    except PrometheusQueryError as exc:
-        problems["router_queue_waiting"] = str(exc)
-        return points
-    queue = {
-        round(t, 3): v for t, v in _sum_per_target(rows, [target], {target.key: selector})[target.key].items()
-    }
-    return [
-        dataclasses.replace(p, router_queue_waiting=queue.get(round(p.now.timestamp(), 3))) for p in points
-    ]
-
-
-def _sum_per_target(
-    rows: list[tuple[Labels, list[tuple[float, float]]]],
-    members: Sequence[TargetQuery],
-    selectors: Mapping[Any, Sequence[LabelMatcher]],
-    mean: bool = False,
-) -> dict[Any, dict[float, float]]:
-    """Per target, per time, the sum (or with ``mean``, the mean) of the series its selector picks."""
-    per_target: dict[Any, dict[float, float]] = {t.key: {} for t in members}
-    counts: dict[Any, dict[float, int]] = {t.key: defaultdict(int) for t in members}
-    for labels, values in rows:
-        for t in members:
-            if matches_all(tuple(selectors[t.key]), labels):
-                acc = per_target[t.key]
-                for ts, v in values:
-                    if math.isfinite(v):
-                        acc[ts] = acc.get(ts, 0.0) + v
-                        counts[t.key][ts] += 1
-    if mean:
-        for key, acc in per_target.items():
-            for ts in acc:
-                acc[ts] /= counts[key][ts]
-    return per_target
-
-
-def _points(
-    target: TargetQuery,
-    series: Mapping[str, Mapping[Any, Mapping[float, float]]],
-    buckets: Mapping[float, Mapping[float, float]],
-) -> list[Observation]:
-    def get(name: str) -> Mapping[float, float]:
-        return series.get(name, {}).get(target.key, {})
-
-    prompt, generation = get("prompt_tokens_per_s"), get("generation_tokens_per_s")
-    reporting, sums = get("replicas_reporting"), get("ttft_sum")
-    objective = target.policy.ttft_objective_seconds
-    points = []
-    for ts in sorted(set(prompt) | set(generation)):
-        ready = reporting.get(ts)
-        replicas = None if ready is None else round(ready)
-        hist = buckets.get(ts)
-        ttft = ttft_inputs(objective, hist, sums.get(ts)) if hist else {}
-        points.append(
-            Observation(
-                now=datetime.fromtimestamp(ts, tz=UTC),
-                queue_waiting=get("queue_waiting").get(ts),
-                requests_running=get("requests_running").get(ts),
-                prompt_tokens_per_s=prompt.get(ts),
-                generation_tokens_per_s=generation.get(ts),
-                kv_cache_usage=get("kv_cache_usage").get(ts),
-                current_replicas=replicas,
-                ready_replicas=replicas,
-                ttft_p95_seconds=ttft.get("ttft_p95_seconds"),
-                ttft_p99_seconds=ttft.get("ttft_p99_seconds"),
-                ttft_over_objective=ttft.get("ttft_over_objective"),
-                ttft_mean_seconds=ttft.get("ttft_mean_seconds"),
-                requests_per_s=ttft.get("requests_per_s"),
-            )
-        )
-    return points
-
 
 def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ...]:
     """The matchers that pick ``policy``'s series of ``family`` (``scaler.presets.Select``)."""
@@ -566,19 +332,10 @@ def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ..
     return policy.series_matchers
 
 
-def _fields_of(family: Family) -> tuple[str, ...]:
-    if family.combine is Combine.HISTOGRAM:
-        return ("ttft_p95_seconds", "ttft_p99_seconds") if family.field == "ttft" else (family.field,)
-    return (family.field,)
-
-
-def _apply(
-    family: Family, samples: list[Sample], selector: Sequence[LabelMatcher], into: TargetInputs
-) -> None:
+def _apply(family: Family, samples: list[Sample], selector: Sequence[LabelMatcher], into: Readings) -> None:
     selected = [s for s in samples if matches_all(tuple(selector), s.labels)]
     if not selected:
-        for name in _fields_of(family):
-            into.missing[name] = "no series match labelSelector"
+        into.missing[family.field] = "no series match labelSelector"
         return
     finite = [s for s in selected if math.isfinite(s.value)]
     if family.combine is Combine.HISTOGRAM:
@@ -588,16 +345,8 @@ def _apply(
                 buckets[float(s.labels.get("le", "nan")) * family.le_scale] += s.value
             except ValueError:
                 continue
-        if family.field != "ttft":
-            setattr(into, f"{family.field}_buckets", dict(buckets))
-            return
-        into.ttft_buckets = dict(buckets)
-        for name, q in (("ttft_p95_seconds", 0.95), ("ttft_p99_seconds", 0.99)):
-            value = histogram_quantile(q, buckets)
-            if value is None or not math.isfinite(value):
-                into.missing[name] = "no requests in the rate window"
-            else:
-                into.values[name] = value
+        assert isinstance(family.field, Reading)
+        into.histograms[family.field] = dict(buckets)
         return
     if not finite:
         into.missing[family.field] = "only NaN samples"

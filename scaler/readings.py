@@ -1,0 +1,166 @@
+"""What the sources read for one target at one instant, and the Observation built from it, in one place.
+
+The live source (Prometheus instant reads and the Kubernetes inventory), the history warm-up
+(Prometheus range reads, a point per step) and the replay (the simulated fleet's series) each
+fill a ``Readings``: the inputs read as they are, the histograms and sums the latency inputs are
+derived from (``scaler.inputs.Reading``), and why any is unknown. ``Readings.observation`` turns
+it into the ``Observation``, deriving:
+
+* from the TTFT histogram (summed per-bucket rates) and the rate of its ``_sum``:
+  ``ttft_p95_seconds`` and ``ttft_p99_seconds`` (``histogram_quantile``), ``ttft_over_objective``
+  (``share_above`` the objective), ``requests_per_s`` (the count's rate) and
+  ``ttft_mean_seconds`` (sum over count);
+* from the inter-token latency histogram and its ``_sum``: ``itl_mean_seconds``,
+  ``itl_tail_seconds`` (at the objective's percentile) and ``itl_over_objective``;
+* from a router (llm-d, Dynamo): its TTFT histogram, which counts the time in its queue, as the
+  TTFT the objective is checked against (p95, p99, the share over it); its pool saturation only
+  while no endpoint is stale (stale endpoints read as saturated);
+* without Kubernetes: the pods reporting as the current and Ready replicas.
+
+*Example*: 2 first tokens/s whose TTFTs sum to 0.8 s/s: ``requests_per_s`` 2,
+``ttft_mean_seconds`` 0.4; 500 inter-token gaps/s summing to 15 s/s: ``itl_mean_seconds`` 0.03.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scaler.config import TargetPolicy
+from scaler.histogram import histogram_quantile, share_above, total
+from scaler.inputs import Input, Reading
+from scaler.model import Observation
+
+Buckets = Mapping[float, float]  # cumulative per-bucket rates keyed by upper bound (le), in seconds
+
+# The inputs each latency histogram gives.
+TTFT_INPUTS = (
+    Input.TTFT_P95_SECONDS,
+    Input.TTFT_P99_SECONDS,
+    Input.TTFT_OVER_OBJECTIVE,
+    Input.REQUESTS_PER_S,
+    Input.TTFT_MEAN_SECONDS,
+)
+ITL_INPUTS = (Input.ITL_MEAN_SECONDS, Input.ITL_TAIL_SECONDS, Input.ITL_OVER_OBJECTIVE)
+INPUT_SET = frozenset(Input)  # a key that is an input (a plain str equal to one's name too)
+NO_REQUESTS = "no requests in the rate window"
+NO_HISTOGRAM = "no TTFT histogram buckets (custom queries give quantiles only)"
+
+
+def ttft_inputs(
+    objective_s: float, buckets: Buckets | None, sum_rate: float | None = None
+) -> dict[Input, float | None]:
+    """The TTFT inputs of one rate window of the TTFT histogram (module docstring), each None where
+    the window cannot say (no requests: the quantiles, the share and the mean; no histogram: all)."""
+    count = total(buckets) if buckets else None
+    has = bool(buckets) and count is not None and count > 0
+    return {
+        Input.TTFT_P95_SECONDS: histogram_quantile(0.95, buckets) if has and buckets else None,
+        Input.TTFT_P99_SECONDS: histogram_quantile(0.99, buckets) if has and buckets else None,
+        Input.TTFT_OVER_OBJECTIVE: share_above(objective_s, buckets) if has and buckets else None,
+        Input.REQUESTS_PER_S: count,
+        Input.TTFT_MEAN_SECONDS: sum_rate / count if has and count and sum_rate is not None else None,
+    }
+
+
+def itl_inputs(
+    objective_s: float | None, quantile: float, buckets: Buckets | None, sum_rate: float | None
+) -> dict[Input, float | None]:
+    """The inter-token latency inputs of one rate window of its histogram: the mean (sum over count),
+    the tail at ``quantile`` and the share over ``objective_s`` (None without one), each None where
+    the window had no gap."""
+    count = total(buckets) if buckets else None
+    has = bool(buckets) and count is not None and count > 0
+    return {
+        Input.ITL_MEAN_SECONDS: sum_rate / count if has and count and sum_rate is not None else None,
+        Input.ITL_TAIL_SECONDS: histogram_quantile(quantile, buckets) if has and buckets else None,
+        Input.ITL_OVER_OBJECTIVE: (
+            share_above(objective_s, buckets) if has and buckets and objective_s is not None else None
+        ),
+    }
+
+
+@dataclass
+class Readings:
+    """One target's reads at one instant: values (inputs and what inputs come from), the latency
+    histograms' summed bucket rates, and why what is unknown is unknown."""
+
+    # Keyed by Input or Reading (each a str: a test may name them in words).
+    values: dict[str, float] = field(default_factory=dict)
+    histograms: dict[str, Buckets] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def update(self, other: Readings) -> None:
+        """Take ``other``'s reads (a family read for several targets with one selector)."""
+        self.values.update(other.values)
+        self.histograms.update(other.histograms)
+        self.missing.update(other.missing)
+
+    def observation(self, now: datetime, policy: TargetPolicy, **state: Any) -> Observation:
+        """The Observation at ``now`` under ``policy``'s objectives (module docstring); ``state``: the
+        fields that are not inputs (the HPA, whether it was read, the ScaledObject's fallback)."""
+        values: dict[str, Any] = {k: v for k, v in self.values.items() if k in INPUT_SET}
+        missing: dict[str, str] = {k: v for k, v in self.missing.items() if k in INPUT_SET}
+        self._ttft(policy, values, missing)
+        itl = self.histograms.get(Reading.ITL)
+        if itl:
+            derived = itl_inputs(
+                policy.itl_objective_seconds,
+                policy.ttft_objective_percentile / 100.0,
+                itl,
+                self.values.get(Reading.ITL_SUM),
+            )
+            values.update({k: v for k, v in derived.items() if v is not None})
+        self._router(policy, values, missing)
+        reporting = self.values.get(Reading.REPLICAS_REPORTING)
+        if reporting is not None:
+            for name in (Input.CURRENT_REPLICAS, Input.READY_REPLICAS):
+                if values.get(name) is None:
+                    values[name] = round(reporting)
+                    missing.pop(name, None)
+        return Observation(now=now, missing=missing, **values, **state)
+
+    def _ttft(self, policy: TargetPolicy, values: dict[str, Any], missing: dict[str, str]) -> None:
+        """The TTFT inputs from the histogram; without one, why not (a custom engine's quantiles stay)."""
+        buckets = self.histograms.get(Reading.TTFT)
+        if buckets is None:
+            failed = self.missing.get(Reading.TTFT)  # the preset's histogram could not be read
+            if failed is not None:
+                for name in (Input.TTFT_P95_SECONDS, Input.TTFT_P99_SECONDS):
+                    if name not in values:
+                        missing[name] = failed
+            why = missing.get(Input.TTFT_P99_SECONDS, failed or NO_HISTOGRAM)
+            for name in TTFT_INPUTS[2:]:
+                missing[name] = why
+            return
+        derived = ttft_inputs(policy.ttft_objective_seconds, buckets, self.values.get(Reading.TTFT_SUM))
+        for name, value in derived.items():
+            if value is not None:
+                values[name] = value
+            elif name is Input.TTFT_MEAN_SECONDS and derived[Input.TTFT_P99_SECONDS] is not None:
+                missing[name] = self.missing.get(Reading.TTFT_SUM, NO_REQUESTS)
+            else:
+                missing[name] = NO_REQUESTS
+
+    def _router(self, policy: TargetPolicy, values: dict[str, Any], missing: dict[str, str]) -> None:
+        """The router's reads: its saturation only with no stale endpoint, and its TTFT as the users'."""
+        if policy.router == "none":
+            return
+        stale = self.values.get(Reading.ROUTER_STALE_ENDPOINTS)
+        if Input.ROUTER_SATURATION in values and stale != 0:
+            values.pop(Input.ROUTER_SATURATION)
+            unread = self.missing.get(Reading.ROUTER_STALE_ENDPOINTS, "no data")
+            missing[Input.ROUTER_SATURATION] = (
+                f"{stale:g} stale endpoints read as saturated"
+                if stale is not None
+                else f"stale endpoints unknown ({unread})"
+            )
+        buckets = self.histograms.get(Reading.ROUTER_TTFT)
+        if buckets:
+            seen = ttft_inputs(policy.ttft_objective_seconds, buckets)
+            for name in (Input.TTFT_P95_SECONDS, Input.TTFT_P99_SECONDS, Input.TTFT_OVER_OBJECTIVE):
+                if seen[name] is not None:
+                    values[name] = seen[name]
+                    missing.pop(name, None)
