@@ -43,7 +43,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -205,6 +205,24 @@ class ServingPod(Pod):
         return len(starts)
 
 
+def pick(ready: Sequence[ServingPod], active: Iterable[ServingPod], now: float, what: str) -> ServingPod:
+    """The pod a request is routed to: the Ready one with the fewest outstanding requests (the
+    earliest free on a tie); with none Ready, the first to become Ready, where it waits.
+    ClusterError naming ``what`` (the fleet, a pool) when no pod can ever serve."""
+    best: ServingPod | None = None
+    best_key = (math.inf, math.inf)
+    for pod in ready:
+        key = (pod.outstanding(now), pod.free_at)
+        if key < best_key:
+            best, best_key = pod, key
+    if best is not None:
+        return best
+    starting = [p for p in active if p.state is PodState.STARTING]
+    if starting:
+        return min(starting, key=lambda p: p.ready_at)
+    raise ClusterError(f"no pod can ever serve: {what} has no Ready or starting replica")
+
+
 @dataclass(frozen=True, slots=True)
 class FleetView:
     """What Kubernetes and Prometheus would show about the fleet at one instant."""
@@ -248,19 +266,7 @@ class Cluster(PodLifecycle[ServingPod]):
     # ---- requests --------------------------------------------------------------------
 
     def _pick(self, now: float) -> ServingPod:
-        best: ServingPod | None = None
-        best_key = (math.inf, math.inf)
-        for pod in self.ready:
-            key = (pod.outstanding(now), pod.free_at)
-            if key < best_key:
-                best, best_key = pod, key
-        if best is not None:
-            return best
-        # No Ready pod: the request waits for the first one to become Ready.
-        starting = [p for p in self.active if p.state is PodState.STARTING]
-        if starting:
-            return min(starting, key=lambda p: p.ready_at)
-        raise ClusterError("no pod can ever serve: the fleet has no Ready or starting replica")
+        return pick(self.ready, self.active, now, "the fleet")
 
     def assign(self, now: float, prompt_tokens: float, output_tokens: float) -> tuple[float, float]:
         """Route and schedule one request arriving at ``now``; returns (first token, end) times."""

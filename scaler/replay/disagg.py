@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from scaler.pods import PodLifecycle, PodState
-from scaler.replay.cluster import ClusterConfig, ClusterError, ServingPod
+from scaler.pods import PodLifecycle
+from scaler.replay.cluster import ClusterConfig, ClusterError, ServingPod, pick
 from scaler.replay.trace import Trace
 
 ROLES = ("prefill", "decode")
@@ -118,18 +118,7 @@ class Pool(PodLifecycle[ServingPod]):
     def _pick(self, now: float) -> ServingPod:
         if now >= self._next_event:
             self.advance(now)
-        best: ServingPod | None = None
-        best_key = (math.inf, math.inf)
-        for pod in self.ready:
-            key = (pod.outstanding(now), pod.free_at)
-            if key < best_key:
-                best, best_key = pod, key
-        if best is not None:
-            return best
-        starting = [p for p in self.active if p.state is PodState.STARTING]
-        if starting:  # no Ready pod: the request waits for the first to become Ready
-            return min(starting, key=lambda p: p.ready_at)
-        raise ClusterError(f"no {self.role} pod can ever serve: the pool has no Ready or starting replica")
+        return pick(self.ready, self.active, now, f"the {self.role} pool")
 
     def prefill(self, now: float, prompt_tokens: float) -> tuple[float, float]:
         """Route one prompt arriving at ``now``: (when its prefill starts, when it ends)."""
