@@ -6,9 +6,9 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -24,6 +24,8 @@ from scaler.replay import cli as replay_cli
 from scaler.sources.files import InputFileError, load_scaledobject, read_observations
 
 if TYPE_CHECKING:
+    from scaler.coldstart import PodTimes
+
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
@@ -148,12 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _checked(spec: ScaledObject) -> TargetPolicy:
     """The trigger's policy (or MetadataError), after warning of what KEDA would refuse or misread."""
     policy = parse_metadata(spec.metadata)
-    assert spec.trigger_index is not None  # load_scaledobject refuses an object without one
-    raw = spec.raw.get("spec")
-    raw_spec: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    for warning in dryrun.manifest_warnings(
-        raw_spec, spec.trigger_index, policy.min_replicas, policy.max_replicas
-    ):
+    for warning in dryrun.manifest_warnings(spec, policy.min_replicas, policy.max_replicas):
         print(f"scaler: warning: {warning}", file=sys.stderr)
     return policy
 
@@ -242,7 +239,15 @@ def _converted(text: str) -> tuple[str, list[str]]:
 def _replay(args: argparse.Namespace) -> int:
     from scaler.sources.history import read_history
 
-    return replay_cli.run(args, replay_cli.Upstream(read_history, _converted))
+    def read_pods(kubeconfig: str | None, namespace: str, deployment: str) -> tuple[str, list[PodTimes]]:
+        from scaler.sources.kubernetes import KubernetesConfigError, read_pod_times
+
+        try:
+            return read_pod_times(kubeconfig, namespace, deployment)
+        except KubernetesConfigError as exc:  # the user's input: one error line, exit 2
+            raise ValueError(f"--kubeconfig: {exc}") from None
+
+    return replay_cli.run(args, replay_cli.Upstream(read_history, _converted, read_pods))
 
 
 def _dry_run(args: argparse.Namespace) -> int:

@@ -66,19 +66,37 @@ def quantile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def measure(pods: Iterable[PodTimes], window: int = WINDOW) -> ColdStart:
-    """p90s over the ``window`` most recently created pods that became Ready."""
-    done: list[tuple[float, str, float, float | None]] = []  # created, name, ready, scheduled
+def _recent(pods: Iterable[PodTimes], window: int) -> list[tuple[float, str, float, float | None]]:
+    """(created, name, ready, scheduled) of the ``window`` most recently created pods that became Ready."""
+    done: list[tuple[float, str, float, float | None]] = []
     for p in pods:
         if p.created_at is not None and p.ready_at is not None and p.ready_at >= p.created_at:
             done.append((p.created_at, p.name, p.ready_at, p.scheduled_at))
-    recent = sorted(done)[-window:]
+    return sorted(done)[-window:]
+
+
+def measure(pods: Iterable[PodTimes], window: int = WINDOW) -> ColdStart:
+    """p90s over the ``window`` most recently created pods that became Ready."""
+    recent = _recent(pods, window)
     if not recent:
         return NONE
     leads = [ready - created for created, _, ready, _ in recent]
     pending = [max(0.0, at - created) for created, _, _, at in recent if at is not None]
     startup = [max(0.0, ready - at) for _, _, ready, at in recent if at is not None]
     return ColdStart(len(recent), quantile(leads, 0.9), quantile(pending, 0.9), quantile(startup, 0.9))
+
+
+def startup_times(pods: Iterable[PodTimes], window: int = WINDOW) -> list[float]:
+    """What each of the ``window`` most recently created pods that became Ready took once it had
+    a node: Ready - scheduled, or Ready - created when its scheduling time is unknown.
+
+    The replay's simulated pod waits for its GPUs itself, then starts for one cold start: this
+    is that start. *Example*: created at 0, scheduled at 2, Ready at 182 -> 180 s.
+    """
+    return [
+        ready - (created if at is None else max(created, at))
+        for created, _, ready, at in _recent(pods, window)
+    ]
 
 
 def lead(configured: float | None, measured: ColdStart | None) -> tuple[float, str]:

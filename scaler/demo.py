@@ -40,7 +40,9 @@ from typing import Any
 import yaml
 
 from scaler.app import decision_printer, dry_run_live, live_source, wall_clock
-from scaler.hpa import Behavior, Hpa, MetricType
+from scaler.hpa import Hpa, MetricType
+from scaler.inventory import ScaledObject
+from scaler.manifest import first_scaledobject
 from scaler.model import Decision, Signal
 from scaler.outputs.dryrun import Summary
 from scaler.registry import Target
@@ -82,61 +84,47 @@ def window_opening(now: datetime) -> datetime:
     return (now + timedelta(seconds=30 + 59)).replace(second=0, microsecond=0)
 
 
-def example_behavior() -> dict[str, Any]:
-    """The example ScaledObject's HPA ``behavior`` (scaler/examples/scaledobject.yaml)."""
-    text = (resources.files("scaler") / "examples" / "scaledobject.yaml").read_text()
-    behavior: dict[str, Any] = yaml.safe_load(text)["spec"]["advanced"]["horizontalPodAutoscalerConfig"][
-        "behavior"
-    ]
-    return behavior
-
-
-def demo_scaledobject(now: datetime) -> dict[str, object]:
-    """The embedded ScaledObject, with a one-minute pre-warm window opening 30-90 s from now."""
+def demo_scaledobject(now: datetime) -> dict[str, Any]:
+    """The example ScaledObject (scaler/examples/scaledobject.yaml: its HPA behavior, fallback and
+    intervals) with the demo's bounds, 2 to 12, and trigger, whose one-minute pre-warm window
+    opens 30-90 s from now."""
     opens = window_opening(now)
     closes = opens + timedelta(minutes=1)
-    return {
-        "apiVersion": "keda.sh/v1alpha1",
-        "kind": "ScaledObject",
-        "metadata": {"name": "llama-3-8b", "namespace": "inference"},
-        "spec": {
-            "scaleTargetRef": {"name": "vllm-llama-3-8b"},
-            "minReplicaCount": 2,
-            "maxReplicaCount": 12,
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": example_behavior()}},
-            "triggers": [
-                {
-                    "type": "external",
-                    "metadata": {
-                        "scalerAddress": "demo:9090",
-                        "engine": "vllm",
-                        "labelSelector": 'model_name="meta-llama/Llama-3.1-8B-Instruct"',
-                        "minReplicas": "2",
-                        "maxReplicas": "12",
-                        "targetQueuePerReplica": "10",
-                        "promptTokensPerSecondPerReplica": f"{PREFILL_PER_REPLICA:g}",
-                        "generationTokensPerSecondPerReplica": f"{DECODE_PER_REPLICA:g}",
-                        "coldStartSeconds": "20",
-                        "prewarmStart": f"{opens.minute} {opens.hour} * * *",
-                        "prewarmEnd": f"{closes.minute} {closes.hour} * * *",
-                        "prewarmReplicas": "6",
-                        "timezone": "UTC",
-                    },
-                }
-            ],
-        },
+    text = (resources.files("scaler") / "examples" / "scaledobject.yaml").read_text()
+    doc = dict(first_scaledobject(text, "scaler/examples/scaledobject.yaml"))
+    doc["metadata"] = {"name": "llama-3-8b", "namespace": "inference"}
+    doc["spec"] = {
+        **doc["spec"],
+        "scaleTargetRef": {"name": "vllm-llama-3-8b"},
+        "minReplicaCount": 2,
+        "maxReplicaCount": 12,
+        "triggers": [
+            {
+                "type": "external",
+                "metadata": {
+                    "scalerAddress": "demo:9090",
+                    "engine": "vllm",
+                    "labelSelector": 'model_name="meta-llama/Llama-3.1-8B-Instruct"',
+                    "minReplicas": "2",
+                    "maxReplicas": "12",
+                    "targetQueuePerReplica": "10",
+                    "promptTokensPerSecondPerReplica": f"{PREFILL_PER_REPLICA:g}",
+                    "generationTokensPerSecondPerReplica": f"{DECODE_PER_REPLICA:g}",
+                    "coldStartSeconds": "20",
+                    "prewarmStart": f"{opens.minute} {opens.hour} * * *",
+                    "prewarmEnd": f"{closes.minute} {closes.hour} * * *",
+                    "prewarmReplicas": "6",
+                    "timezone": "UTC",
+                },
+            }
+        ],
     }
+    return doc
 
 
-def demo_hpa(doc: dict[str, object]) -> Hpa:
-    """The HPA KEDA creates for the ScaledObject ``doc``: its replica bounds and ``behavior``."""
-    spec = doc["spec"]
-    assert isinstance(spec, dict)
-    return Hpa(
-        int(spec["minReplicaCount"]),
-        int(spec["maxReplicaCount"]),
-        Behavior.from_spec(spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]),
-    )
+def demo_hpa(so: ScaledObject) -> Hpa:
+    """The HPA KEDA creates for the ScaledObject: its replica bounds and ``behavior``."""
+    return Hpa(so.min_replica_count, so.max_replica_count, so.behavior)
 
 
 def served_metric(replicas: int) -> list[tuple[float, float, MetricType]]:
@@ -283,11 +271,10 @@ async def run_demo(
         opens_s = (window_opening(started) - started).total_seconds()
         if duration_s is None:
             duration_s = opens_s + END_S
-        doc = demo_scaledobject(started)
+        spec = scaledobject_from_dict(demo_scaledobject(started))
         # KEDA creates the HPA for the ScaledObject; the cluster runs it and reports it, so the
         # tolerance the decision reads is the one that turns its target into replicas.
-        cluster.create_hpa(demo_hpa(doc))
-        spec = scaledobject_from_dict(doc)
+        cluster.create_hpa(demo_hpa(spec))
         meta = spec.metadata
         write(
             f"# demo: Prometheus {prometheus.url} scraping a simulated vLLM fleet at {fleet.address};"

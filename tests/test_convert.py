@@ -297,7 +297,11 @@ def test_an_object_s_own_fallback_and_behavior_are_kept() -> None:
             None,
             r"triggers\[1\] \(cron\): desiredReplicas='40' is above maxReplicaCount \(12\)",
         ),
-        (QUEUE, "minReplicaCount: two\n", "minReplicaCount='two' is not an integer"),
+        (
+            QUEUE,
+            "minReplicaCount: two\n",
+            r"spec.minReplicaCount: 'two' is not an integer >= 0 \(KEDA's CRD\)",
+        ),
     ],
     ids=["no-prometheus-trigger", "already-converted", "cron-above-max", "bad-min-replicas"],
 )

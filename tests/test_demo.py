@@ -104,7 +104,7 @@ def test_the_demo_s_cluster_reports_the_tolerance_its_hpa_applies() -> None:
     clock = _Clock()
     cluster = SimulatedCluster(gpus_total=16, cold_start_s=20.0, initial_replicas=2, clock=clock)
     doc = demo_scaledobject(START)
-    hpa = demo_hpa(doc)
+    hpa = demo_hpa(scaledobject_from_dict(doc))
     cluster.create_hpa(hpa)
     assert cluster.sync_hpa(served_metric(10)).replicas == 10
     state = cluster.workload("inference", "llama-3-8b")

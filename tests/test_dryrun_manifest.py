@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from scaler.engine import Engine, Observation
+from scaler.inventory import scaledobject_from_json
 from scaler.outputs.dryrun import Summary, format_line, manifest_warnings
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "scaler" / "examples" / "scaledobject.yaml"
@@ -24,16 +25,23 @@ def _spec(**changes: Any) -> dict[str, Any]:
     return spec
 
 
+def _warnings(spec: dict[str, Any], trigger_index: int, low: int, high: int) -> list[str]:
+    """The dry-run's warnings for a ScaledObject of ``spec``, read through the one model."""
+    so = scaledobject_from_json({"kind": "ScaledObject", "spec": spec}, trigger_index, strict=True)
+    assert so.trigger_index == trigger_index
+    return manifest_warnings(so, low, high)
+
+
 def test_the_example_draws_no_warning() -> None:
     """The example ScaledObject is one KEDA accepts and reads as the scaler does."""
-    assert manifest_warnings(_spec(), 0, 2, 16) == []
+    assert _warnings(_spec(), 0, 2, 16) == []
 
 
 def test_unquoted_metadata_values_are_named_with_the_quoted_form() -> None:
     """A YAML number or bool in the metadata is named with the string KEDA's CRD wants."""
     spec = _spec()
     spec["triggers"][0]["metadata"].update({"minReplicas": 2, "gpuCheck": True, "maxPendingReplicas": 0})
-    warnings = manifest_warnings(spec, 0, 2, 16)
+    warnings = _warnings(spec, 0, 2, 16)
     assert len(warnings) == 3
     assert any("triggers[0].metadata.minReplicas: 2 is not a string" in w for w in warnings)
     assert any('write gpuCheck: "true"' in w for w in warnings)
@@ -44,7 +52,7 @@ def test_target_utilization_is_named_as_no_longer_used() -> None:
     """targetUtilization is accepted (old manifests keep working) and the warning says to delete it."""
     spec = _spec()
     spec["triggers"][0]["metadata"]["targetUtilization"] = "0.75"
-    warnings = manifest_warnings(spec, 0, 2, 16)
+    warnings = _warnings(spec, 0, 2, 16)
     assert len(warnings) == 1
     assert "targetUtilization is no longer used" in warnings[0]
 
@@ -65,7 +73,7 @@ def test_replica_counts_that_disagree_with_the_metadata_are_named(
     changes: dict[str, Any], expected: str
 ) -> None:
     """minReplicaCount/maxReplicaCount (KEDA's defaults when unset) must equal the metadata's bounds."""
-    warnings = manifest_warnings(_spec(**changes), 0, 2, 16)
+    warnings = _warnings(_spec(**changes), 0, 2, 16)
     assert len(warnings) == 1
     assert expected in warnings[0]
 
@@ -74,7 +82,7 @@ def test_a_second_trigger_is_named_with_what_it_costs() -> None:
     """Another trigger beside this one is reported: the HPA's max defeats the GPU check."""
     spec = _spec()
     spec["triggers"].insert(0, {"type": "cpu", "metadata": {"value": "60"}})
-    warnings = manifest_warnings(spec, 1, 2, 16)
+    warnings = _warnings(spec, 1, 2, 16)
     assert warnings == [
         "2 triggers (also cpu): the HPA takes the largest of its triggers' metrics, so while another"
         " trigger asks for more, the GPU check cannot hold a scale-up"

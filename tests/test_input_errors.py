@@ -116,6 +116,38 @@ def test_a_misspelled_spec_field_is_named_with_the_field_meant(
     )
 
 
+@pytest.mark.parametrize("command", ["dry-run", "replay", "convert"])
+def test_a_value_keda_refuses_is_named_with_the_field_and_the_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Every command reading a manifest names each value KEDA's CRD refuses, and its rule, at once."""
+    text = EXAMPLE.read_text()
+    assert "  pollingInterval: 15\n" in text
+    assert "  minReplicaCount: 2\n" in text
+    so = tmp_path / "so.yaml"
+    so.write_text(
+        text.replace("  pollingInterval: 15\n", '  pollingInterval: "15s"\n').replace(
+            "  minReplicaCount: 2\n", "  minReplicaCount: 20\n"
+        )
+    )
+    if command == "dry-run":
+        observations = tmp_path / "obs.jsonl"
+        observations.write_text('{"now": "2026-12-01T03:00:00Z", "queue_waiting": 0}\n')
+        argv = ["dry-run", "--scaledobject", str(so), "--observations", str(observations)]
+    elif command == "replay":
+        trace = tmp_path / "requests.csv"
+        trace.write_text(HEADER + "0,10,20\n1,10,20\n")
+        argv = replay_argv(tmp_path, trace, so)
+    else:
+        argv = ["convert", str(so)]
+    line = error_line(capsys, argv)
+    assert line.endswith(
+        ": spec.minReplicaCount: 20 is above maxReplicaCount 16"
+        " (KEDA's CRD: minReplicaCount <= maxReplicaCount);"
+        " spec.pollingInterval: '15s' is not an integer >= 1 (KEDA's CRD)"
+    )
+
+
 def test_doctor_says_a_missing_kubeconfig_does_not_exist(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from scaler.inputs import Input
+from scaler.inventory import ScaledObjectError
 from scaler.replay.keda import (
     CronTrigger,
     ExternalTrigger,
     PodSeries,
     PrometheusTrigger,
-    ScaledObjectError,
     aggregate,
     load_scaledobject_model,
     map_query,
@@ -188,3 +188,33 @@ def test_published_baseline_is_the_published_configuration() -> None:
     assert (cron.window.start, cron.window.end, cron.window.replicas) == ("0 9 * * 1-5", "0 12 * * 1-5", 8)
     assert cron.window.timezone == "Asia/Shanghai"
     assert model.cooldown_period_s == 300
+
+
+def test_the_replay_runs_the_one_scaledobject_model() -> None:
+    """The replay's bounds, polling and behavior are the one model's, not a second parse."""
+    from scaler.inventory import ScaledObject, scaledobject_from_json
+
+    doc = so(
+        [{"type": "prometheus", "metadata": {"query": "sum(x_waiting)", "threshold": "5"}}],
+        minReplicaCount=3,
+        maxReplicaCount=9,
+        pollingInterval=10,
+        advanced={"horizontalPodAutoscalerConfig": {"behavior": {"scaleUp": {"tolerance": "50m"}}}},
+    )
+    model = scaledobject_model(doc)
+    assert type(model.scaledobject) is ScaledObject
+    assert model.scaledobject == scaledobject_from_json(doc, name_default="scaledobject")
+    assert (model.min_replicas, model.max_replicas, model.polling_interval_s) == (3, 9, 10)
+    assert model.behavior is model.scaledobject.behavior
+    assert model.behavior.scale_up.tolerance == 0.05
+
+
+def test_a_bad_spec_field_names_the_file_the_field_and_the_rule(tmp_path: Path) -> None:
+    """A count KEDA's CRD refuses stops the replay with the file, the field and the rule."""
+    path = tmp_path / "so.yaml"
+    text = (ROOT / "scaler/examples/baseline.yaml").read_text()
+    assert "pollingInterval: 15" in text
+    path.write_text(text.replace("pollingInterval: 15", 'pollingInterval: "15s"'))
+    with pytest.raises(ScaledObjectError) as caught:
+        load_scaledobject_model(path)
+    assert str(caught.value) == f"{path}: spec.pollingInterval: '15s' is not an integer >= 1 (KEDA's CRD)"

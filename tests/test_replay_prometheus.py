@@ -8,9 +8,11 @@ dates (retention long enough to keep them). It is read in windows of two minutes
 
 from __future__ import annotations
 
+import csv
+import itertools
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +192,10 @@ def test_a_plain_keda_object_is_replayed_against_its_conversion(
     assert "scaler replay: converted" in err
     assert "threshold 5 became targetQueuePerReplica" in err
     assert "scaler replay: limit: requests a router, gateway or client dropped" in err
+    assert "cold start 180s: the default" in lines  # no --kubeconfig: not measured, and said so
+    assert "scaler replay: limit: the cold start is the default 180s; not measured: --kubeconfig" in err
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["cold_start"]["source"] == "default"
     assert summary["baseline"].endswith("(as written)")
     assert summary["prometheus"]["windows"] == 180
     assert summary["start"] == (BURST[0] - timedelta(hours=3)).isoformat()
@@ -347,3 +352,154 @@ def test_trace_options_are_refused_with_prometheus(
     code = main(["replay", *source, "--scaledobject", str(so), *extra])
     assert code == 2
     assert says in capsys.readouterr().err
+
+
+# Run 3 against a real control plane (tests/data/real-cluster/run3-gpu-gate-off.csv, copied
+# from the shared folder, sampled every 5 s; the file has times of day, the day is ours).
+RUN3 = Path(__file__).resolve().parent / "data" / "real-cluster" / "run3-gpu-gate-off.csv"
+RUN3_DAY = "2026-11-25"
+EPOCH_0836 = datetime.fromisoformat(f"{RUN3_DAY}T08:10:36+00:00").timestamp()
+
+
+def _pods_of_run3() -> list[tuple[str, str, str | None, str | None]]:
+    """(name, created, scheduled, Ready) of each pod the Deployment created during run 3, as its
+    timeline shows them: pods are created when ``deploy_spec`` rises, scheduled at once unless
+    ``pods_pending`` rose with them, and Ready, oldest first, when ``pods_ready`` rises. The pod
+    Ready before the recording began is left out: its times were not recorded.
+
+    *Result*: one pod created 08:10:36 and Ready 08:10:56; six created 08:11:06, four of them
+    Ready 08:11:26 and two Pending to the end (no GPU left).
+    """
+    rows = list(csv.DictReader(RUN3.read_text().splitlines()))
+    pods: list[list[str | None]] = []  # name, created, scheduled, ready
+    for before, row in itertools.pairwise(rows):
+        at = f"{RUN3_DAY}T{row['time']}Z"
+        created = int(row["deploy_spec"]) - int(before["deploy_spec"])
+        pending = int(row["pods_pending"]) - int(before["pods_pending"])
+        for i in range(max(0, created)):
+            pods.append([f"vllm-llama-{len(pods) + 1}", at, at if i < created - pending else None, None])
+        waiting = [p for p in pods if p[2] is not None and p[3] is None]
+        for pod in waiting[: max(0, int(row["pods_ready"]) - int(before["pods_ready"]))]:
+            pod[3] = at
+    return [(str(name), str(created), scheduled, ready) for name, created, scheduled, ready in pods]
+
+
+def _cluster_of_run3() -> list[dict[str, Any]]:
+    """The Deployment, its pods from run 3, and another Deployment's slow pod the selector leaves out."""
+    from tests import k8s_double as k8s
+
+    labels = {"app": "vllm-llama"}
+    objects = [k8s.deployment("vllm-llama", "inference", replicas=8, match_labels=labels)]
+    for name, created, scheduled, ready in _pods_of_run3():
+        objects.append(
+            k8s.pod(
+                name,
+                "inference",
+                labels=labels,
+                node="gpu-a" if scheduled else None,
+                ready=ready is not None,
+                created=created,
+                scheduled_at=scheduled,
+                ready_at=ready,
+            )
+        )
+    objects.append(
+        k8s.pod(
+            "other-0",
+            "inference",
+            labels={"app": "other"},
+            node="gpu-b",
+            ready=True,
+            created=f"{RUN3_DAY}T08:00:00Z",
+            scheduled_at=f"{RUN3_DAY}T08:00:00Z",
+            ready_at=f"{RUN3_DAY}T08:10:00Z",
+        )
+    )
+    return objects
+
+
+def test_the_cold_start_is_measured_from_the_deployment_s_pods(
+    history: tuple[LocalPrometheus, Truth], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --kubeconfig the pods of the ScaledObject's Deployment give the cold start, read through
+    the real client: run 3's five Ready pods took 20 s each; Pending pods and others' pods do not count."""
+    from tests import k8s_double as k8s
+
+    prom, _ = history
+    since, until = AROUND_BURST
+    with k8s.KubeDouble(token="t") as double:
+        for obj in _cluster_of_run3():
+            double.apply(obj)
+        config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "t")
+        code = _replay(
+            prom,
+            tmp_path,
+            *("--prometheus", prom.url, "--since", since, "--until", until, "--step", "2m"),
+            *("--kubeconfig", str(config), "--out", str(tmp_path / "a")),
+        )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[0].endswith("cold start 20s")
+    assert (
+        "cold start 20s: measured, the median of 5 pod(s) of Deployment inference/vllm-llama from scheduled"
+        " to Ready (p90 20s, 20-20s)"
+    ) in out.splitlines()
+    assert "scaler replay: limit: every replayed pod starts in 20s, the median of the pods" in err
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["cluster"]["cold_start_s"] == 20
+    assert summary["cold_start"] == {
+        "seconds": 20.0,
+        "source": "measured",
+        "deployment": "inference/vllm-llama",
+        "pods_measured": 5,
+        "median_s": 20.0,
+        "p90_s": 20.0,
+        "range_s": [20.0, 20.0],
+    }
+
+
+def test_a_missing_deployment_is_named_and_a_missing_kubeconfig_stops_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reader returns the Deployment's pods and names a Deployment that is not there (the replay
+    then runs on the default and says why); a kubeconfig that is not there is one error line, exit 2."""
+    from scaler.sources.kubernetes import KubernetesReadError, read_pod_times
+    from tests import k8s_double as k8s
+
+    with k8s.KubeDouble(token="t") as double:
+        for obj in _cluster_of_run3():
+            double.apply(obj)
+        config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "t")
+        where, pods = read_pod_times(str(config), "inference", "vllm-llama")
+        assert where == "inference/vllm-llama"
+        assert sorted(p.name for p in pods) == [f"vllm-llama-{i}" for i in range(1, 8)]
+        assert [
+            (p.name, p.created_at, p.ready_at) for p in pods if p.name in ("vllm-llama-1", "vllm-llama-7")
+        ] == [
+            ("vllm-llama-1", EPOCH_0836, EPOCH_0836 + 20),  # the docstring's result, read back
+            ("vllm-llama-7", EPOCH_0836 + 30, None),
+        ]
+        with pytest.raises(
+            KubernetesReadError, match=r'^Deployment inference/gone: HTTP 404 Not Found: .*"gone"'
+        ):
+            read_pod_times(str(config), "inference", "gone")
+    so = tmp_path / "plain.yaml"
+    so.write_text(PLAIN)
+    missing = tmp_path / "missing"
+    code = main(
+        [
+            "replay",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--scaledobject",
+            str(so),
+            "--kubeconfig",
+            str(missing),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert (
+        err.splitlines()[-1] == f"scaler replay: error: --kubeconfig: the kubeconfig {missing} does not exist"
+    )
+    assert "Traceback" not in err

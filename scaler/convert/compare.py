@@ -104,9 +104,10 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
 
 def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) -> int:
     """Replay the old and the new object (and the old at equal attainment); print the table."""
+    from scaler.inventory import ScaledObjectError
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.compare import compare, initial_ready, run_keda
-    from scaler.replay.keda import ScaledObjectError, scaledobject_model
+    from scaler.replay.keda import scaledobject_model
     from scaler.replay.report import all_figures, figures, table
     from scaler.replay.trace import TraceError
 

@@ -20,7 +20,7 @@ from scaler.config import MetadataError, parse_metadata
 from scaler.convert.keys import unknown_keys
 from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
 from scaler.convert.triggers import Triggers
-from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
+from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.manifest import yaml_problem
 
 DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
@@ -62,13 +62,17 @@ def _convert(doc: CommentedMap, scaler_address: str, out: Conversion) -> None:
     spec = doc.get("spec")
     if not isinstance(spec, CommentedMap):
         raise ConvertError("the ScaledObject has no spec")
+    try:
+        so = scaledobject_from_json(doc, strict=True)  # what the object sets, read once
+    except ScaledObjectError as exc:
+        raise ConvertError(str(exc)) from None
     triggers = spec.get("triggers")
     if not isinstance(triggers, list) or not triggers:
         raise ConvertError("the ScaledObject has no triggers")
     walk = Triggers(out, {"scalerAddress": scaler_address})
     walk.walk(triggers)
     metadata = walk.metadata
-    _replica_bounds(spec, metadata, out, walk.origin)
+    _replica_bounds(so, spec, metadata, out, walk.origin)
     high = int(metadata["maxReplicas"])
     for where, window, written in walk.windows:
         if window["replicas"] > high:
@@ -95,26 +99,25 @@ def _convert(doc: CommentedMap, scaler_address: str, out: Conversion) -> None:
         spec.yaml_set_comment_before_after_key(
             "triggers", before="\n".join(textwrap.wrap(note, 86)), indent=2
         )
-    _add_example_safety(spec, out)
-
-
-def _int(value: Any, what: str) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        raise ConvertError(f"{what}={value!r} is not an integer") from None
+    _add_example_safety(so, spec, out)
 
 
 def _replica_bounds(
-    spec: CommentedMap, metadata: dict[str, str], out: Conversion, origin: dict[str, tuple[str, Any]]
+    so: ScaledObject,
+    spec: CommentedMap,
+    metadata: dict[str, str],
+    out: Conversion,
+    origin: dict[str, tuple[str, Any]],
 ) -> None:
-    for key, written in (("minReplicas", "minReplicaCount"), ("maxReplicas", "maxReplicaCount")):
-        if written in spec:
-            origin[key] = (f"spec.{written}", spec[written])
-    low = _int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT), "minReplicaCount")
-    high = _int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT), "maxReplicaCount")
+    low, high = so.min_replica_count, so.max_replica_count
+    for key, written, value in (
+        ("minReplicas", "minReplicaCount", low),
+        ("maxReplicas", "maxReplicaCount", high),
+    ):
+        if so.sets(written):
+            origin[key] = (f"spec.{written}", value)
     if low < 1:
-        was = f"Was {low}" if "minReplicaCount" in spec else "Not set (KEDA's default is 0)"
+        was = f"Was {low}" if so.sets("minReplicaCount") else "Not set (KEDA's default is 0)"
         spec["minReplicaCount"] = 1
         spec.yaml_set_comment_before_after_key(
             "minReplicaCount",
@@ -126,15 +129,13 @@ def _replica_bounds(
             f"spec.minReplicaCount: {was[0].lower() + was[1:]}, became 1: a cold start on the next request"
             " is avoided"
         )
-        low = 1
-    if high < low:
-        raise ConvertError(f"spec.maxReplicaCount={high} is below minReplicaCount ({low})")
-    if "maxReplicaCount" not in spec:
+        low = 1  # maxReplicaCount is at least 1 (KEDA's CRD): the bounds still hold
+    if not so.sets("maxReplicaCount"):
         spec["maxReplicaCount"] = high
         out.changes.append(
             f"spec.maxReplicaCount: written as {high} (KEDA's default), so the trigger can match it"
         )
-    if "idleReplicaCount" in spec:
+    if so.idle_replica_count is not None:
         del spec["idleReplicaCount"]
         out.changes.append(
             "spec.idleReplicaCount dropped: this scaler is always active, its floor is minReplicas"
@@ -147,25 +148,23 @@ def _replica_bounds(
     )
 
 
-def _add_example_safety(spec: CommentedMap, out: Conversion) -> None:
+def _add_example_safety(so: ScaledObject, spec: CommentedMap, out: Conversion) -> None:
     """The example's ``fallback`` and HPA ``behavior``, where the object has none."""
     example = example_document()["spec"]
-    if "fallback" in spec:
+    if so.fallback is not None:
         out.warnings.append(
             "spec.fallback kept as written; the example uses failureThreshold 4 and"
             " behavior: currentReplicasIfHigher (KEDA 2.17+)"
         )
     else:
         fallback = copy.deepcopy(example["fallback"])
-        fallback["replicas"] = max(int(spec.get("minReplicaCount", 1)), 1)
+        fallback["replicas"] = max(so.min_replica_count, 1)
         spec["fallback"] = fallback
         out.changes.append(
             "spec.fallback added: after 4 failed polls KEDA keeps the current replicas (or"
             f" {fallback['replicas']}, if higher) until the scaler answers again"
         )
-    advanced = spec.get("advanced")
-    hpa_config = advanced.get("horizontalPodAutoscalerConfig") if isinstance(advanced, Mapping) else None
-    if isinstance(hpa_config, Mapping) and "behavior" in hpa_config:
+    if so.sets("advanced.horizontalPodAutoscalerConfig.behavior"):
         out.warnings.append(
             "advanced.horizontalPodAutoscalerConfig.behavior kept as written; the example's (scale-down"
             " window 0, 2 pods/min; scale-up at once) lets the scaler's hold do the holding (docs/deploy.md)"
@@ -174,7 +173,10 @@ def _add_example_safety(spec: CommentedMap, out: Conversion) -> None:
     behavior = copy.deepcopy(example["advanced"]["horizontalPodAutoscalerConfig"]["behavior"])
     for policy in behavior["scaleUp"]["policies"]:
         if policy["type"] == "Pods":
-            policy["value"] = int(spec["maxReplicaCount"])
+            policy["value"] = so.max_replica_count
+    # Where the behavior is written: the object's own mappings, kept with their comments.
+    advanced = spec.get("advanced")
+    hpa_config = advanced.get("horizontalPodAutoscalerConfig") if isinstance(advanced, Mapping) else None
     if not isinstance(advanced, CommentedMap):
         advanced = CommentedMap()
         spec["advanced"] = advanced

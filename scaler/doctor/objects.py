@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
-from scaler.inventory import deployment_from_json, scaledobject_from_json
+from scaler.inventory import ScaledObject, Trigger, deployment_from_json
 from scaler.presets import PRESETS
 
 Severity = Literal["error", "warning", "info"]
@@ -41,11 +41,11 @@ class RouterQueue:
 
 @dataclass(frozen=True)
 class Cluster:
-    """What the checks read: the API's JSON, as listed."""
+    """What the checks read: the API's JSON as listed, the ScaledObjects as the one model."""
 
     nodes: Sequence[Mapping[str, Any]] = ()
     deployments: Sequence[Mapping[str, Any]] = ()
-    scaledobjects: Sequence[Mapping[str, Any]] = ()
+    scaledobjects: Sequence[ScaledObject] = ()  # parsed once into the one model
     hpas: Sequence[Mapping[str, Any]] = ()
     ingresses: Sequence[Mapping[str, Any]] = ()
     version: tuple[int, int] | None = None  # the API server's major.minor
@@ -80,25 +80,30 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def is_this_scaler(trigger: Mapping[str, Any]) -> bool:
+def so_key(so: ScaledObject) -> str:
+    """``namespace/name`` of a ScaledObject."""
+    return f"{so.namespace}/{so.name}"
+
+
+def is_this_scaler(trigger: Trigger) -> bool:
     """An external trigger whose metadata is this scaler's keys (and KEDA's) only."""
-    if trigger.get("type") not in ("external", "external-push"):
+    if not trigger.external:
         return False
-    keys = {k.removesuffix(FROM_ENV_SUFFIX) for k in (trigger.get("metadata") or {})}
+    keys = {k.removesuffix(FROM_ENV_SUFFIX) for k in trigger.metadata}
     return bool(keys & set(ALIASES)) and keys <= set(ALIASES) | KEDA_KEYS
 
 
-def our_trigger(so: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
+def our_trigger(so: ScaledObject) -> tuple[int, Trigger] | None:
     """This scaler's trigger in a ScaledObject, with its index, or None."""
-    for index, trigger in enumerate((so.get("spec") or {}).get("triggers") or []):
+    for index, trigger in enumerate(so.triggers):
         if is_this_scaler(trigger):
             return index, trigger
     return None
 
 
-def policy_of(trigger: Mapping[str, Any]) -> TargetPolicy | None:
+def policy_of(trigger: Trigger) -> TargetPolicy | None:
     """The trigger's metadata parsed, or None when it is invalid (``*FromEnv`` keys left out)."""
-    meta = {str(k): str(v) for k, v in (trigger.get("metadata") or {}).items()}
+    meta = {k: str(v) for k, v in trigger.metadata.items()}
     try:
         return parse_metadata({k: v for k, v in meta.items() if not k.endswith(FROM_ENV_SUFFIX)})
     except MetadataError:
@@ -111,14 +116,9 @@ def containers(deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(spec.get("containers") or [])
 
 
-def targets_of(scaledobjects: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def targets_of(scaledobjects: Iterable[ScaledObject]) -> dict[str, ScaledObject]:
     """ "ns/deployment" -> the ScaledObject that scales it (apps/v1 Deployments only)."""
-    out = {}
-    for so in scaledobjects:
-        parsed = scaledobject_from_json(so)  # KEDA's defaults for scaleTargetRef, read once
-        if parsed.unsupported_target() is None:
-            out[f"{parsed.namespace}/{parsed.target_name}"] = so
-    return out
+    return {f"{so.namespace}/{so.target_name}": so for so in scaledobjects if so.unsupported_target() is None}
 
 
 def inference_deployments(cluster: Cluster) -> dict[str, Mapping[str, Any]]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from scaler.doctor.objects import Cluster, RouterQueue, key_of, our_trigger, policy_of
+from scaler.doctor.objects import Cluster, RouterQueue, our_trigger, policy_of, so_key
 from scaler.doctor.stacks import engine_queue_only
 from scaler.presets import QUEUE_FIELD, ROUTERS, Kind, Preset, Select, preset_for
 
@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 
 def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
-    """List what the checks read, through the real client (raw JSON, no models)."""
+    """List what the checks read, through the real client (raw JSON; ScaledObjects parsed once)."""
     from kubernetes import client
 
+    from scaler.inventory import scaledobject_from_json
     from scaler.sources.kubernetes import api_client
 
     api = api_client(kubeconfig)
@@ -46,10 +47,13 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
     return Cluster(
         nodes=list(raw(core.list_node).get("items") or []),
         deployments=items(apps.list_namespaced_deployment, apps.list_deployment_for_all_namespaces),
-        scaledobjects=items(
-            lambda ns, **kw: custom.list_namespaced_custom_object(*keda, ns, "scaledobjects", **kw),
-            lambda **kw: custom.list_cluster_custom_object(*keda, "scaledobjects", **kw),
-        ),
+        scaledobjects=[
+            scaledobject_from_json(so)
+            for so in items(
+                lambda ns, **kw: custom.list_namespaced_custom_object(*keda, ns, "scaledobjects", **kw),
+                lambda **kw: custom.list_cluster_custom_object(*keda, "scaledobjects", **kw),
+            )
+        ],
         hpas=items(
             autoscaling.list_namespaced_horizontal_pod_autoscaler,
             autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces,
@@ -73,14 +77,14 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
         if policy is None or family is None:
             continue  # engine: custom (or invalid metadata): nothing to count by
         if prom is None:
-            out[key_of(so)] = None
+            out[so_key(so)] = None
             continue
         matchers = policy.series_matchers  # the labelSelector's and, with a role, the role's
         by = tuple(sorted({m.name for m in matchers}))
         address = policy.prometheus_address
         client_ = PrometheusClient(address) if address else prom
         samples = client_.instant(family.render(by, "1m"))
-        out[key_of(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
+        out[so_key(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
     return out
 
 
@@ -101,7 +105,7 @@ def router_queues(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[R
         if address not in found:
             client_ = PrometheusClient(address)
             found[address] = tuple(q for router in ROUTERS.values() for q in _queues(client_, router))
-        out[key_of(so)] = found[address]
+        out[so_key(so)] = found[address]
     return out
 
 

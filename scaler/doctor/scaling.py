@@ -13,10 +13,10 @@ from scaler.doctor.objects import (
     meta_of,
     our_trigger,
     policy_of,
+    so_key,
     targets_of,
 )
 from scaler.hpa import SEVERAL_TRIGGERS
-from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
 from scaler.presets import GPU_UTILISATION
 
 TOLERANCE_DEFAULT_ON = (1, 35)  # KEP-4951: beta, on by default (alpha behind a gate in 1.33)
@@ -27,13 +27,12 @@ def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
     inference = inference_deployments(cluster)
     targets = {id(so): key for key, so in targets_of(cluster.scaledobjects).items()}
     for so in cluster.scaledobjects:
-        spec = so.get("spec") or {}
-        triggers = list(spec.get("triggers") or [])
-        where = f"ScaledObject {key_of(so)}"
+        triggers = so.triggers
+        where = f"ScaledObject {so_key(so)}"
         ours = our_trigger(so)
         if ours is not None and len(triggers) > 1:
             policy = policy_of(ours[1])
-            others = ", ".join(str(t.get("type")) for i, t in enumerate(triggers) if i != ours[0])
+            others = ", ".join(t.type for i, t in enumerate(triggers) if i != ours[0])
             gate = policy is None or policy.gpu_check
             yield Finding(
                 "error" if gate else "warning",
@@ -45,8 +44,8 @@ def check_triggers(cluster: Cluster, options: Options) -> Iterable[Finding]:
         if targets.get(id(so)) not in inference:
             continue
         for trigger in triggers:
-            kind = trigger.get("type")
-            query = str((trigger.get("metadata") or {}).get("query", ""))
+            kind = trigger.type
+            query = str(trigger.metadata.get("query", ""))
             if kind in ("cpu", "memory") or (kind == "prometheus" and GPU_UTILISATION.search(query)):
                 what = "GPU utilisation" if kind == "prometheus" else f"{kind} utilisation"
                 yield Finding(
@@ -63,17 +62,15 @@ def check_bounds(cluster: Cluster, options: Options) -> Iterable[Finding]:
     """scale-to-zero and bounds-disagree findings from the ScaledObjects' replica bounds."""
     inference = inference_deployments(cluster)
     for key, so in targets_of(cluster.scaledobjects).items():
-        spec = so.get("spec") or {}
-        where = f"ScaledObject {key_of(so)}"
-        low = int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT))
-        high = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
+        where = f"ScaledObject {so_key(so)}"
+        low, high = so.min_replica_count, so.max_replica_count
         if key in inference and low == 0:
             yield Finding(
                 "error",
                 "scale-to-zero",
                 where,
                 "minReplicaCount is 0"
-                + ("" if "minReplicaCount" in spec else " (KEDA's default)")
+                + ("" if so.sets("minReplicaCount") else " (KEDA's default)")
                 + ": the next request after a lull waits a whole cold start",
                 "set minReplicaCount to 1 or more (and minReplicas to the same)",
             )
@@ -124,16 +121,12 @@ def check_tolerance(cluster: Cluster, options: Options) -> Iterable[Finding]:
     for so in cluster.scaledobjects:
         if our_trigger(so) is None:
             continue
-        spec = so.get("spec") or {}
-        behavior = ((spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}).get(
-            "behavior"
-        ) or {}
-        high = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
-        if high >= 10 and "tolerance" not in (behavior.get("scaleUp") or {}):
+        tolerance = so.sets("advanced.horizontalPodAutoscalerConfig.behavior.scaleUp.tolerance")
+        if so.max_replica_count >= 10 and not tolerance:
             yield Finding(
                 "warning",
                 "hpa-tolerance",
-                f"ScaledObject {key_of(so)}",
+                f"ScaledObject {so_key(so)}",
                 f"Kubernetes {cluster.version[0]}.{cluster.version[1]} takes a per-HPA tolerance but none is"
                 " set: from 10 replicas the HPA's default 10 % swallows a step of one (the scaler then"
                 " steps further than it needs to)",
@@ -146,7 +139,7 @@ def check_scraped(cluster: Cluster, options: Options) -> Iterable[Finding]:
     for so in cluster.scaledobjects:
         if our_trigger(so) is None:
             continue
-        key = key_of(so)
+        key = so_key(so)
         count = cluster.scraped.get(key)
         if key not in cluster.scraped:
             continue

@@ -33,9 +33,10 @@ from scaler.doctor.objects import (
     meta_of,
     our_trigger,
     policy_of,
+    so_key,
     targets_of,
 )
-from scaler.inventory import deployment_from_json
+from scaler.inventory import ScaledObject, deployment_from_json
 from scaler.matchers import LabelMatcher
 from scaler.presets import NO_ROUTER, PRESETS, Kind, queue_read, removed_in
 
@@ -60,7 +61,7 @@ class EngineQueueRead:
     address: str | None  # its prometheusAddress (None: the one doctor was given)
 
 
-def engine_queue_only(so: Mapping[str, Any]) -> EngineQueueRead | None:
+def engine_queue_only(so: ScaledObject) -> EngineQueueRead | None:
     """How ``so`` reads the servers' queue, when it reads no router's; else None.
 
     This scaler's trigger with an engine preset and ``router: none``; or a KEDA ``prometheus``
@@ -72,11 +73,7 @@ def engine_queue_only(so: Mapping[str, Any]) -> EngineQueueRead | None:
         if policy is None or policy.engine not in PRESETS or policy.router != NO_ROUTER:
             return None
         return EngineQueueRead(policy.engine, policy.matchers, policy.prometheus_address)
-    reads = [
-        queue_read(str((t.get("metadata") or {}).get("query", "")))
-        for t in (so.get("spec") or {}).get("triggers") or []
-        if isinstance(t, Mapping) and t.get("type") == "prometheus"
-    ]
+    reads = [queue_read(str(t.metadata.get("query", ""))) for t in so.triggers if t.type == "prometheus"]
     found = [r for r in reads if r is not None]
     engines = [r for r in found if r.preset.kind is Kind.ENGINE]
     if not engines or any(r.preset.kind is Kind.ROUTER for r in found):
@@ -99,7 +96,7 @@ def check_router_queue(cluster: Cluster, options: Options) -> Iterable[Finding]:
     """router-queue-unread findings: a router's queue exists for a ScaledObject reading the servers' only."""
     for so in cluster.scaledobjects:
         read = engine_queue_only(so)
-        queues = cluster.router_queues.get(key_of(so), ())
+        queues = cluster.router_queues.get(so_key(so), ())
         held = [q for q in queues if _serves(read, q)] if read is not None else []
         if not held:
             continue
@@ -108,7 +105,7 @@ def check_router_queue(cluster: Cluster, options: Options) -> Iterable[Finding]:
         yield Finding(
             "error",
             "router-queue-unread",
-            f"ScaledObject {key_of(so)}",
+            f"ScaledObject {so_key(so)}",
             f"requests wait in the router ({pools}: its queue series exist, flow control is on) but"
             " it reads only the servers' queue, which the router holds near its saturation point"
             " while the backlog grows in the router",
@@ -152,7 +149,7 @@ def check_pd_roles(cluster: Cluster, options: Options) -> Iterable[Finding]:
         if target is None:
             continue
         selector = deployment_from_json(target).selector
-        where = f"ScaledObject {key_of(so)}"
+        where = f"ScaledObject {so_key(so)}"
         taken = [d for d in here if not selector.empty and selector.matches(_template_labels(d))]
         if {_side(_template_labels(d)) for d in taken} >= {"prefill", "decode"}:
             yield Finding(
@@ -186,14 +183,14 @@ def check_pd_roles(cluster: Cluster, options: Options) -> Iterable[Finding]:
             )
 
 
-def _queries(so: Mapping[str, Any]) -> Sequence[tuple[str, str]]:
+def _queries(so: ScaledObject) -> Sequence[tuple[str, str]]:
     """The user's queries in ``so``: (where, query) for each custom query of this scaler's trigger
     and each KEDA prometheus trigger's query."""
     ours = our_trigger(so)
     out = []
-    for index, trigger in enumerate((so.get("spec") or {}).get("triggers") or []):
-        meta = (trigger.get("metadata") or {}) if isinstance(trigger, Mapping) else {}
-        if isinstance(trigger, Mapping) and trigger.get("type") == "prometheus" and "query" in meta:
+    for index, trigger in enumerate(so.triggers):
+        meta = trigger.metadata
+        if trigger.type == "prometheus" and "query" in meta:
             out.append((f"triggers[{index}] query", str(meta["query"])))
         elif ours is not None and ours[0] == index:
             out += [(f"triggers[{index}] {k}", str(meta[k])) for k in CUSTOM_QUERY_KEYS if k in meta]
@@ -208,7 +205,7 @@ def check_removed_metrics(cluster: Cluster, options: Options) -> Iterable[Findin
                 yield Finding(
                     "warning",
                     "removed-metric",
-                    f"ScaledObject {key_of(so)}",
+                    f"ScaledObject {so_key(so)}",
                     f"{where} reads {name}, removed by {removal.by}: on a current server it returns nothing",
                     f"read {removal.instead}",
                 )

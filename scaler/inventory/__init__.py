@@ -7,7 +7,8 @@ calls in here; tests call in here with tables. One module per thing:
 ``quantities``     which resources are GPUs; Kubernetes quantities; a pod's effective requests
 ``fields``         typed reads of the API's untyped JSON
 ``selectors``      label selectors, node selector terms, taints and tolerations
-``objects``        Nodes, Pods, ScaledObjects, Deployments and the replica requirement, decoded
+``objects``        Nodes, Pods, Deployments and the replica requirement, decoded
+``scaledobject``   KEDA's ScaledObject: the one model of it, with KEDA's defaults and the CRD's rules
 ``fit``            how many more replicas fit on the nodes (``schedulable_replicas``)
 ``workload``       one workload's replica counts and GPU room (``workload_state``)
 =================  ======================================================================
@@ -30,12 +31,10 @@ from scaler.inventory.objects import (
     Node,
     Pod,
     ReplicaRequirement,
-    ScaledObject,
     deployment_from_json,
     node_from_json,
     pod_from_json,
     requirement_from_pod_spec,
-    scaledobject_from_json,
 )
 from scaler.inventory.quantities import (
     DEFAULT_GPU_RESOURCE,
@@ -45,6 +44,13 @@ from scaler.inventory.quantities import (
     is_gpu_resource,
     parse_count,
     pod_requests,
+)
+from scaler.inventory.scaledobject import (
+    Fallback,
+    ScaledObject,
+    ScaledObjectError,
+    Trigger,
+    scaledobject_from_json,
 )
 from scaler.inventory.selectors import (
     BLOCKING_EFFECTS,
@@ -68,6 +74,7 @@ __all__ = [
     "TERMINAL_PHASES",
     "UNSCHEDULABLE_TAINT_KEY",
     "Deployment",
+    "Fallback",
     "LabelSelector",
     "Node",
     "NodeFit",
@@ -76,10 +83,12 @@ __all__ = [
     "ReplicaRequirement",
     "Requirement",
     "ScaledObject",
+    "ScaledObjectError",
     "Schedulable",
     "SelectorError",
     "Taint",
     "Toleration",
+    "Trigger",
     "Unknown",
     "WorkloadState",
     "container_requests",

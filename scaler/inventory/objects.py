@@ -1,8 +1,8 @@
 """Kubernetes objects as the inventory needs them, decoded from the API's JSON. Pure.
 
 Nodes (GPU allocatable, labels, taints, Ready), Pods (effective GPU requests, phase,
-Ready and its timestamps), KEDA ScaledObjects (what they scale, their HPA), Deployments
-(replicas, selector) and the replica requirement read from a pod template.
+Ready and its timestamps), Deployments (replicas, selector) and the replica requirement read
+from a pod template. KEDA's ScaledObject has a module of its own (``scaledobject``).
 *Example*: a Deployment whose template requests ``nvidia.com/gpu: 1`` and tolerates the
 GPU taint decodes to ``ReplicaRequirement({"nvidia.com/gpu": 1}, tolerations=(...))``.
 """
@@ -211,93 +211,6 @@ def requirement_from_pod_spec(
             for t in _items(required.get("nodeSelectorTerms"))
         )
     return ReplicaRequirement(gpus, _labels(pod_spec.get("nodeSelector")), tolerations, terms)
-
-
-# KEDA's defaults for what a ScaledObject leaves out (keda.sh/docs "ScaledObject specification"),
-# written once: the dry-run's warnings, the replay's model and convert read them here.
-KEDA_MIN_REPLICA_COUNT = 0
-KEDA_MAX_REPLICA_COUNT = 100
-KEDA_POLLING_INTERVAL_S = 30
-KEDA_COOLDOWN_PERIOD_S = 300
-EXTERNAL_TRIGGER_TYPES = ("external", "external-push")
-
-
-@dataclass(frozen=True, slots=True)
-class ScaledObject:
-    """A KEDA ScaledObject, the one type every reader uses: what it scales, its HPA, its triggers.
-
-    ``trigger_index`` is this scaler's trigger (the first external one, or the one asked
-    for; None when it has none) and ``metadata`` that trigger's metadata as KEDA sends it, as
-    strings. ``raw`` is the whole document when it was read from a manifest (the dry-run's
-    warnings read it); the inventory's cached objects leave it empty. The replay's
-    ``ScaledObjectModel`` is a view of the same document with its triggers modelled.
-    """
-
-    namespace: str
-    name: str
-    target_kind: str = "Deployment"
-    target_name: str = ""
-    target_api_version: str = "apps/v1"
-    hpa_name: str = ""  # status.hpaName, or KEDA's default keda-hpa-<name>
-    fallback_active: bool = False  # the Fallback condition is True: KEDA serves fallback replicas
-    triggers: tuple[Mapping[str, Any], ...] = ()
-    trigger_index: int | None = None
-    metadata: Mapping[str, str] = field(default_factory=dict)
-    raw: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", _freeze(self.metadata))
-
-    def unsupported_target(self) -> str | None:
-        """Why the scale target cannot be read, or None for an apps/v1 Deployment."""
-        if not self.target_name:
-            return f"ScaledObject {self.namespace}/{self.name} has no spec.scaleTargetRef.name"
-        group = self.target_api_version.split("/")[0] if "/" in self.target_api_version else ""
-        if self.target_kind != "Deployment" or group != "apps":
-            return (
-                f"ScaledObject {self.namespace}/{self.name} scales {self.target_kind}"
-                f" {self.target_name} ({self.target_api_version}); only apps/v1 Deployments are supported"
-            )
-        return None
-
-
-def scaledobject_from_json(
-    obj: Mapping[str, Any],
-    trigger_index: int | None = None,
-    namespace_default: str = "",
-    name_default: str = "",
-) -> ScaledObject:
-    """A ScaledObject from the API's JSON or a manifest, with KEDA's defaults for its target and
-    HPA name. This scaler's trigger is the first external one, or the one at ``trigger_index``
-    if that one is external; the defaults name a manifest that leaves namespace or name out."""
-    meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
-    status = _obj(obj.get("status"))
-    ref = _obj(spec.get("scaleTargetRef"))
-    name = _str(meta.get("name")) or name_default
-    configured_hpa = _str(_obj(_obj(spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get("name"))
-    triggers = tuple(_items(spec.get("triggers")))
-    external = [
-        (i, t)
-        for i, t in enumerate(triggers)
-        if t.get("type") in EXTERNAL_TRIGGER_TYPES and trigger_index in (None, i)
-    ]
-    index, trigger = external[0] if external else (None, {})
-    return ScaledObject(
-        namespace=_str(meta.get("namespace")) or namespace_default,
-        name=name,
-        # KEDA's defaults for scaleTargetRef: kind Deployment, apiVersion apps/v1.
-        target_kind=_str(ref.get("kind")) or "Deployment",
-        target_name=_str(ref.get("name")),
-        target_api_version=_str(ref.get("apiVersion")) or "apps/v1",
-        hpa_name=_str(status.get("hpaName")) or configured_hpa or f"keda-hpa-{name}",
-        fallback_active=any(
-            _str(c.get("type")) == "Fallback" and _str(c.get("status")) == "True"
-            for c in _items(status.get("conditions"))
-        ),
-        triggers=triggers,
-        trigger_index=index,
-        metadata={str(k): str(v) for k, v in _obj(trigger.get("metadata")).items()},
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,9 @@ from scaler.coldstart import NONE as NO_COLD_START
 from scaler.coldstart import ColdStart, PodTimes
 from scaler.coldstart import measure as measure_cold_start
 from scaler.inventory.fit import NodeFit, schedulable_replicas
-from scaler.inventory.objects import Deployment, Node, Pod, ScaledObject
+from scaler.inventory.objects import Deployment, Node, Pod
 from scaler.inventory.quantities import DEFAULT_GPU_RESOURCE
+from scaler.inventory.scaledobject import ScaledObject
 from scaler.model import HpaStatus
 
 

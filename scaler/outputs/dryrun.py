@@ -24,13 +24,11 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping
 from datetime import UTC
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from scaler.hpa import SEVERAL_TRIGGERS
-from scaler.inventory.objects import KEDA_MAX_REPLICA_COUNT, KEDA_MIN_REPLICA_COUNT
+from scaler.inventory import ScaledObject
 from scaler.model import Capacity, Decision, Signal
 
 
@@ -145,10 +143,8 @@ def format_json(decision: Decision, name: str | None = None) -> str:
     return json.dumps(body, sort_keys=False, separators=(",", ":"))
 
 
-def manifest_warnings(
-    spec: Mapping[str, Any], trigger_index: int, min_replicas: int, max_replicas: int
-) -> list[str]:
-    """What KEDA would refuse or misread in a ScaledObject's ``spec``, one line each.
+def manifest_warnings(so: ScaledObject, min_replicas: int, max_replicas: int) -> list[str]:
+    """What KEDA would refuse or misread in a ScaledObject with this scaler's trigger, one line each.
 
     * a metadata value that YAML reads as a number, bool or null: the CRD declares
       ``metadata`` a map of strings, so the API server refuses the object;
@@ -163,33 +159,31 @@ def manifest_warnings(
     the external one give three warnings.
     """
     out: list[str] = []
-    triggers = [t for t in spec.get("triggers") or () if isinstance(t, Mapping)]
-    metadata = triggers[trigger_index].get("metadata") if trigger_index < len(triggers) else None
-    for key, value in (metadata or {}).items():
+    index, trigger = so.trigger_index, so.trigger
+    metadata = trigger.metadata if trigger is not None else {}
+    for key, value in metadata.items():
         if not isinstance(value, str):
             shown = json.dumps(value)
             out.append(
-                f"triggers[{trigger_index}].metadata.{key}: {shown} is not a string; KEDA's CRD takes"
+                f"triggers[{index}].metadata.{key}: {shown} is not a string; KEDA's CRD takes"
                 f' strings only, so the API server refuses the object: write {key}: "{shown.strip(chr(34))}"'
             )
-    for field, key, keda_default, mine in (
-        ("minReplicaCount", "minReplicas", KEDA_MIN_REPLICA_COUNT, min_replicas),
-        ("maxReplicaCount", "maxReplicas", KEDA_MAX_REPLICA_COUNT, max_replicas),
+    for field, key, theirs, mine in (
+        ("minReplicaCount", "minReplicas", so.min_replica_count, min_replicas),
+        ("maxReplicaCount", "maxReplicas", so.max_replica_count, max_replicas),
     ):
-        given = spec.get(field)
-        theirs = given if isinstance(given, int) else keda_default
         if theirs != mine:
-            unset = "" if isinstance(given, int) else f" (not set: KEDA's default {keda_default})"
+            unset = "" if so.sets(field) else f" (not set: KEDA's default {theirs})"
             out.append(
                 f"spec.{field} {theirs}{unset} differs from metadata {key} {mine}: the HPA keeps"
                 f" replicas within spec.{field}, whatever the scaler decides; set both to {mine}"
             )
-    if len(triggers) > 1:
-        others = ", ".join(str(t.get("type")) for i, t in enumerate(triggers) if i != trigger_index)
-        out.append(f"{len(triggers)} triggers (also {others}): {SEVERAL_TRIGGERS}")
-    if metadata and "targetUtilization" in metadata:
+    if len(so.triggers) > 1:
+        others = ", ".join(t.type for i, t in enumerate(so.triggers) if i != index)
+        out.append(f"{len(so.triggers)} triggers (also {others}): {SEVERAL_TRIGGERS}")
+    if "targetUtilization" in metadata:
         out.append(
-            f"triggers[{trigger_index}].metadata.targetUtilization is no longer used: the load signal's"
+            f"triggers[{index}].metadata.targetUtilization is no longer used: the load signal's"
             " headroom comes from ttftObjectiveSeconds and ttftObjectivePercentile at the forecast load;"
             " delete the key"
         )

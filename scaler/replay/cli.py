@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 from scaler.replay import INSTALL_HINT, missing_extra
 
 if TYPE_CHECKING:
+    from scaler.coldstart import PodTimes
+    from scaler.replay.cluster import ClusterConfig
     from scaler.replay.history import HistoryReader, Measured
     from scaler.replay.keda import ScaledObjectModel
     from scaler.replay.span import Span
+    from scaler.replay.startup import ColdStartChoice
     from scaler.replay.trace import Trace
 
 # The simulation's modules (numpy, the engine) load in run(), so `scaler --help` stays fast.
@@ -30,16 +33,21 @@ PROGRESS_MIN_REQUESTS = 200_000
 
 
 Converter = Callable[[str], tuple[str, list[str]]]
+# (kubeconfig, namespace, Deployment) -> ("namespace/name" as read, its current pods' times);
+# LookupError naming what the API did not give.
+PodReader = Callable[[str | None, str, str], "tuple[str, list[PodTimes]]"]
 
 
 @dataclass(frozen=True)
 class Upstream:
     """What the replay takes from modules that import-linter keeps it from importing (the caller,
-    ``scaler.cli``, passes them): the Prometheus history reader, and ``scaler convert``'s rewrite of
-    a plain KEDA ScaledObject's YAML (the new text, and one line per change)."""
+    ``scaler.cli``, passes them): the Prometheus history reader, ``scaler convert``'s rewrite of
+    a plain KEDA ScaledObject's YAML (the new text, and one line per change), and the reader of a
+    Deployment's pods (``scaler.sources.kubernetes.read_pod_times``) for ``--kubeconfig``."""
 
     read_history: HistoryReader
     convert: Converter
+    read_pods: PodReader | None = None
 
 
 HISTORY_DEFAULTS = {"since": "7d", "step": "1m"}
@@ -124,6 +132,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "prompt_tokens_per_req,output_tokens_per_req), to replay later with --trace",
     )
     p.add_argument("--cluster", default=None, help="cluster model (YAML); defaults in docs/replay.md")
+    p.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="measure the cold start from the pods of the ScaledObject's Deployment through this"
+        " kubeconfig (the median from scheduled to Ready; cold_start_s in --cluster wins; default:"
+        " not measured, 180s)",
+    )
     p.add_argument("--out", default="replay-out", help="folder for summary.json and replay.png")
     p.add_argument("--seed", type=int, default=0, help="seed for expanding rate traces into requests")
     p.add_argument("--sizes-from", default=None, help="request trace whose token sizes a rate trace borrows")
@@ -196,8 +211,9 @@ def _objects(
     A plain KEDA ``--scaledobject`` (no external trigger) is converted as ``scaler convert`` does,
     each change on stderr, and is the baseline unless ``--baseline`` is given.
     """
+    from scaler.inventory import ScaledObjectError
     from scaler.manifest import first_scaledobject
-    from scaler.replay.keda import ScaledObjectError, load_scaledobject_model, scaledobject_model
+    from scaler.replay.keda import load_scaledobject_model, scaledobject_model
 
     scaler_so = load_scaledobject_model(args.scaledobject)
     plain = None
@@ -237,6 +253,40 @@ def _from_prometheus(args: argparse.Namespace, upstream: Upstream | None, policy
     return measured
 
 
+def _cold_start(
+    args: argparse.Namespace, upstream: Upstream | None, so: ScaledObjectModel, cluster: ClusterConfig
+) -> ColdStartChoice:
+    """The cold start to replay with (``scaler.replay.startup``): --cluster's, the Deployment's
+    pods' through --kubeconfig, or the default (its limits are printed once the trace is read)."""
+    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.startup import choose
+
+    configured: float | None = None
+    if args.cluster and "cold_start_s" in ClusterConfig.load_written(args.cluster)[1]:
+        configured = cluster.cold_start_s
+    default = ClusterConfig().cold_start_s
+    if not args.kubeconfig:
+        choice = choose(configured, default)
+    else:
+        if upstream is None or upstream.read_pods is None:
+            raise ValueError("--kubeconfig needs the Kubernetes reader (run it as `scaler replay`)")
+        target = so.scaledobject
+        unsupported = target.unsupported_target()
+        where = f"{target.namespace or '(the context namespace)'}/{target.target_name}"
+        if unsupported is not None:
+            choice = choose(configured, default, where, problem=unsupported)
+        else:
+            from scaler.coldstart import startup_times
+
+            try:
+                where, pods = upstream.read_pods(args.kubeconfig, target.namespace, target.target_name)
+            except LookupError as exc:
+                choice = choose(configured, default, where, problem=str(exc))
+            else:
+                choice = choose(configured, default, where, startup_times(pods))
+    return choice
+
+
 def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: PLR0915 - one command's steps, in order
     from scaler.config import parse_metadata
     from scaler.replay.cluster import ClusterConfig
@@ -248,6 +298,9 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
     _refuse_mixed(args)
     cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
     scaler_so, baseline_so, baseline_name = _objects(args, upstream)
+    # Before the history is read: a kubeconfig that cannot be used stops the replay at once.
+    cold_start = _cold_start(args, upstream, scaler_so, cluster)
+    cluster = cluster.with_overrides(cold_start_s=cold_start.seconds)
     assert scaler_so.external is not None
     policy = parse_metadata(scaler_so.external.metadata)
     objective = args.objective or policy.ttft_objective_seconds
@@ -268,6 +321,8 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
             trace = trace.window(float(a) * 3600, float(b) * 3600)
     if len(trace) == 0:
         raise TraceError("the trace holds no request")
+    for line in cold_start.limits:
+        print(f"scaler replay: limit: {line}", file=sys.stderr)
 
     runs = 2 + 2  # the two policies and about two clairvoyant passes
     with _progress(runs * len(trace), len(trace) >= PROGRESS_MIN_REQUESTS) as progress:
@@ -289,6 +344,7 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
         f"{trace.source}: {len(trace):,} requests over {minutes:,.0f} min from {start.isoformat()};"
         f" cluster: {cluster.describe()}"
     )
+    print(cold_start.said)
     if trace.note:
         print(f"note: {trace.note}")
     print(table(rows, objective))
@@ -315,6 +371,7 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
         "seed": args.seed,
         "objective_s": objective,
         "cluster": cluster.__dict__,
+        "cold_start": cold_start.to_json(),
         "scaledobject": str(args.scaledobject),
         "baseline": baseline_name,
         "clairvoyant": {

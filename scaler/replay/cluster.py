@@ -154,13 +154,18 @@ class ClusterConfig:
     @classmethod
     def load(cls, path: str | Path) -> ClusterConfig:
         """The cluster model in a CLUSTER.yaml file; ClusterError when unreadable or invalid."""
+        return cls.load_written(path)[0]
+
+    @classmethod
+    def load_written(cls, path: str | Path) -> tuple[ClusterConfig, frozenset[str]]:
+        """The cluster model in a CLUSTER.yaml file and the keys it writes (the rest are defaults)."""
         try:
             raw = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise ClusterError(f"cannot read {path}: {exc}") from None
         if not isinstance(raw, Mapping):
             raise ClusterError(f"{path}: expected a mapping of cluster keys")
-        return cls.from_mapping(raw)
+        return cls.from_mapping(raw), frozenset(str(k) for k in raw)
 
 
 class ServingPod(Pod):

@@ -373,4 +373,5 @@ def role_scaledobject(so: ScaledObjectModel, role: str, **metadata: str) -> Scal
         raise ValueError(f"{so.name} has no external trigger of this scaler to give a role")
     changed = ExternalTrigger(external.name, {**external.metadata, "role": role, **metadata})
     triggers = tuple(changed if t is external else t for t in so.triggers)
-    return dataclasses.replace(so, name=f"{so.name}-{role}", triggers=triggers)
+    renamed = dataclasses.replace(so.scaledobject, name=f"{so.name}-{role}")
+    return dataclasses.replace(so, scaledobject=renamed, triggers=triggers)

@@ -51,8 +51,9 @@ STANDING_LIMITS = (
     "every request of a window gets the window's mean prompt and output tokens (the counters hold"
     " sums, not sizes): a long prompt inside a window is spread over its neighbours, so the"
     " replay's TTFT tails are kinder than the servers' were",
-    "the fleet's physics (prefill rate, batch slots, cold start, GPUs) are --cluster's model, not"
-    " measured: compare the keda baseline's row with the measured line to see how well it fits",
+    "the fleet's physics (prefill rate, batch slots, GPUs) are --cluster's model, not measured"
+    " (the cold start has its own line): compare the keda baseline's row with the measured line to"
+    " see how well it fits",
 )
 
 

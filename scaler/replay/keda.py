@@ -24,14 +24,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scaler.config import PrewarmWindow
-from scaler.hpa import Behavior, BehaviorError, MetricType
+from scaler.hpa import Behavior, MetricType
 from scaler.inputs import Input
-from scaler.inventory.objects import (
-    KEDA_COOLDOWN_PERIOD_S,
-    KEDA_MAX_REPLICA_COUNT,
-    KEDA_MIN_REPLICA_COUNT,
-    KEDA_POLLING_INTERVAL_S,
-)
+from scaler.inventory.scaledobject import ScaledObject, ScaledObjectError, scaledobject_from_json
+from scaler.inventory.scaledobject import Trigger as ScaledObjectTrigger
 from scaler.manifest import ManifestError, first_scaledobject
 
 # The simulated series a trigger's query can stand for: the router's queue, three inputs, GPU utilisation.
@@ -74,12 +70,6 @@ _PER_POD = re.compile(r"avg\s*by\s*\(\s*pod\s*\)", re.I)
 _AGGREGATION = re.compile(r"^\s*(sum|avg|max|min)\s*(by\s*\([^)]*\)\s*|without\s*\([^)]*\)\s*)?\(", re.I)
 
 
-class ScaledObjectError(ValueError):
-    """A ScaledObject the replay cannot model; the message says what."""
-
-    pass
-
-
 @dataclass(frozen=True)
 class PrometheusTrigger:
     """A ``prometheus`` trigger as a simulated series, its aggregation and threshold."""
@@ -114,16 +104,43 @@ Trigger = PrometheusTrigger | CronTrigger | ExternalTrigger
 
 @dataclass(frozen=True)
 class ScaledObjectModel:
-    """A ScaledObject as the replay runs it: bounds, intervals, HPA behavior and triggers."""
+    """A ScaledObject as the replay runs it: the one model (``scaledobject``) and its triggers
+    modelled. Bounds, polling and behavior are the model's; the floor is at least 1 (the
+    replay does not scale to zero, ``notes`` says so)."""
 
-    name: str
-    min_replicas: int
-    max_replicas: int
-    polling_interval_s: float
-    cooldown_period_s: float
-    behavior: Behavior
+    scaledobject: ScaledObject
     triggers: tuple[Trigger, ...]
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        """The ScaledObject's name."""
+        return self.scaledobject.name
+
+    @property
+    def min_replicas(self) -> int:
+        """minReplicaCount, at least 1: scaling to zero is not modelled."""
+        return max(1, self.scaledobject.min_replica_count)
+
+    @property
+    def max_replicas(self) -> int:
+        """maxReplicaCount."""
+        return self.scaledobject.max_replica_count
+
+    @property
+    def polling_interval_s(self) -> float:
+        """pollingInterval, in seconds."""
+        return float(self.scaledobject.polling_interval_s)
+
+    @property
+    def cooldown_period_s(self) -> float:
+        """cooldownPeriod, in seconds (read and reported; it only governs scaling to zero)."""
+        return float(self.scaledobject.cooldown_period_s)
+
+    @property
+    def behavior(self) -> Behavior:
+        """The HPA's behavior (advanced.horizontalPodAutoscalerConfig.behavior, defaults filled)."""
+        return self.scaledobject.behavior
 
     @property
     def external(self) -> ExternalTrigger | None:
@@ -159,24 +176,20 @@ def _float(raw: Mapping[str, Any], key: str, where: str) -> float:
     return value
 
 
-def _trigger(index: int, raw: Mapping[str, Any]) -> Trigger:
-    kind = raw.get("type")
-    meta = raw.get("metadata") or {}
-    name = str(raw.get("name") or f"{kind}-{index}")
+def _trigger(index: int, trigger: ScaledObjectTrigger) -> Trigger:
+    kind, meta = trigger.type, trigger.metadata
+    name = trigger.name or f"{kind}-{index}"
     where = f"trigger {index} ({kind})"
-    if not isinstance(meta, Mapping):
-        raise ScaledObjectError(f"{where}: metadata must be a mapping")
-    if kind in ("external", "external-push"):
-        return ExternalTrigger(name, {str(k): str(v) for k, v in meta.items()})
+    if trigger.external:
+        return ExternalTrigger(name, {k: str(v) for k, v in meta.items()})
     if kind == "prometheus":
         query = str(meta.get("query") or "")
         if not query:
             raise ScaledObjectError(f"{where}: query is required")
         series, aggregation = map_query(query)
-        metric_type = str(raw.get("metricType") or "AverageValue")
-        if metric_type not in ("AverageValue", "Value"):
+        if trigger.metric_type not in ("AverageValue", "Value"):
             raise ScaledObjectError(
-                f"{where}: metricType {metric_type} is not modelled (AverageValue, Value)"
+                f"{where}: metricType {trigger.metric_type} is not modelled (AverageValue, Value)"
             )
         threshold = _float(meta, "threshold", where)
         per_pod = bool(_PER_POD.search(query))
@@ -186,7 +199,7 @@ def _trigger(index: int, raw: Mapping[str, Any]) -> Trigger:
             threshold,
             series,
             aggregation,
-            metric_type,  # type: ignore[arg-type]
+            trigger.metric_type,  # type: ignore[arg-type]
             per_pod,
         )
     if kind == "cron":
@@ -204,39 +217,18 @@ def _trigger(index: int, raw: Mapping[str, Any]) -> Trigger:
 
 
 def scaledobject_model(doc: Mapping[str, Any]) -> ScaledObjectModel:
-    """The model of a ScaledObject document; ScaledObjectError for what is invalid or cannot be modelled."""
-    spec = doc.get("spec") or {}
-    meta = doc.get("metadata") or {}
-    raw_triggers = spec.get("triggers") or []
-    if not raw_triggers:
+    """The replay's model of a ScaledObject document: the one model, parsed strictly, and its
+    triggers modelled; ScaledObjectError for what is invalid or cannot be modelled."""
+    so = scaledobject_from_json(doc, name_default="scaledobject", strict=True)
+    if not so.triggers:
         raise ScaledObjectError("the ScaledObject has no triggers")
-    triggers = tuple(_trigger(i, t) for i, t in enumerate(raw_triggers))
+    triggers = tuple(_trigger(i, t) for i, t in enumerate(so.triggers))
     notes: list[str] = []
-    min_count = int(spec.get("minReplicaCount", KEDA_MIN_REPLICA_COUNT))
-    if min_count < 1:
+    if so.min_replica_count < 1:
         notes.append("minReplicaCount 0: scaling to zero is not modelled, the floor is 1")
-        min_count = 1
-    max_count = int(spec.get("maxReplicaCount", KEDA_MAX_REPLICA_COUNT))
-    if max_count < min_count:
-        raise ScaledObjectError(f"maxReplicaCount {max_count} < minReplicaCount {min_count}")
-    advanced = spec.get("advanced") or {}
-    hpa_config = advanced.get("horizontalPodAutoscalerConfig") or {}
-    try:
-        behavior = Behavior.from_spec(hpa_config.get("behavior"))
-    except BehaviorError as exc:
-        raise ScaledObjectError(f"advanced.horizontalPodAutoscalerConfig.behavior: {exc}") from None
-    if advanced.get("scalingModifiers"):
+    if so.sets("advanced.scalingModifiers"):
         notes.append("scalingModifiers is not modelled: the HPA takes the max over triggers")
-    return ScaledObjectModel(
-        name=str(meta.get("name", "scaledobject")),
-        min_replicas=min_count,
-        max_replicas=max_count,
-        polling_interval_s=float(spec.get("pollingInterval", KEDA_POLLING_INTERVAL_S)),
-        cooldown_period_s=float(spec.get("cooldownPeriod", KEDA_COOLDOWN_PERIOD_S)),
-        behavior=behavior,
-        triggers=triggers,
-        notes=tuple(notes),
-    )
+    return ScaledObjectModel(so, triggers, tuple(notes))
 
 
 def load_scaledobject_model(path: str | Path) -> ScaledObjectModel:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scaler.inventory import ScaledObject, scaledobject_from_json
+from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.manifest import ManifestError, first_scaledobject
 from scaler.model import HpaStatus, Observation
 
@@ -23,11 +22,15 @@ class InputFileError(ValueError):
 
 
 def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = None) -> ScaledObject:
-    """A manifest's ScaledObject, from its first external trigger (or the one at ``trigger_index``)."""
-    scaledobject = scaledobject_from_json(doc, trigger_index, "default", "scaledobject")
+    """A manifest's ScaledObject, from its first external trigger (or the one at ``trigger_index``);
+    InputFileError naming every field that breaks KEDA's rules."""
+    try:
+        scaledobject = scaledobject_from_json(doc, trigger_index, "default", "scaledobject", strict=True)
+    except ScaledObjectError as exc:
+        raise InputFileError(str(exc)) from None
     if scaledobject.trigger_index is None:
         raise InputFileError("the ScaledObject has no trigger of type external (or external-push)")
-    return replace(scaledobject, raw=doc)
+    return scaledobject
 
 
 def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> ScaledObject:
@@ -37,9 +40,13 @@ def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> Sca
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc}") from None
     try:
-        return scaledobject_from_dict(first_scaledobject(text, str(path)), trigger_index)
+        doc = first_scaledobject(text, str(path))
     except ManifestError as exc:
         raise InputFileError(str(exc)) from None
+    try:
+        return scaledobject_from_dict(doc, trigger_index)
+    except InputFileError as exc:
+        raise InputFileError(f"{path}: {exc}") from None
 
 
 def parse_time(value: Any) -> datetime:

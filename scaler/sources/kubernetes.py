@@ -1,43 +1,33 @@
-"""Kubernetes inventory: informer-style caches of nodes, pods, Deployments and ScaledObjects.
+"""Kubernetes inventory: the cluster's nodes, pods, Deployments, ScaledObjects and HPAs, read
+through watched caches.
 
-One background thread per resource lists it (paged), then watches from the list's
-``resourceVersion`` and applies every event to a local cache, the way client-go's
-reflector does:
+One ``scaler.sources.reflector.Reflector`` per resource keeps a local cache in step with
+the API server (list, then watch, and recover: that module says how). Reads never touch the
+API: ``workload()`` answers from the caches in microseconds, or ``Unknown(reason)`` while a
+cache has not synced yet or a resource has been failing for longer than
+``failure_grace_seconds``, so callers fail open. RBAC: get, list and watch on nodes, pods,
+deployments.apps and scaledobjects.keda.sh (and horizontalpodautoscalers.autoscaling, for
+the landing monitor only), cluster-wide.
 
-* a watch that ends cleanly (the server's ``timeoutSeconds``) resumes from the last
-  version seen, without a list;
-* ``410 Gone``/``Expired`` (the version was compacted away) re-lists at once;
-* any other failure (HTTP errors, dropped connections, bad data) re-lists after an
-  exponential backoff with jitter, reset once events flow again.
-
-Reads never touch the API: ``workload()`` answers from the caches in microseconds, or
-``Unknown(reason)`` while a cache has not synced yet or a resource has been failing for
-longer than ``failure_grace_seconds``, so callers fail open. RBAC: get, list and watch on
-nodes, pods, deployments.apps and scaledobjects.keda.sh, cluster-wide.
-
-All I/O goes through the official client, asking for raw JSON (``_preload_content=False``)
-so objects stay plain typed data; ``scaler.inventory`` turns them into values and does
-the arithmetic.
+Here too: the client's configuration (``api_client``: in-cluster, or a kubeconfig named
+when it is missing), and the pods' index by namespace and by GPU use. ``scaler.inventory``
+turns the raw JSON into values and does the arithmetic.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
-import random
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from kubernetes import client
 from kubernetes import config as _config
-from kubernetes.client.exceptions import ApiException
 
 from scaler.coldstart import WINDOW as COLD_START_WINDOW
 from scaler.coldstart import PodTimes
@@ -58,11 +48,13 @@ from scaler.inventory import (
     workload_state,
 )
 from scaler.model import HpaStatus
+from scaler.sources.reflector import Key, Logger, Reflector, Store, describe
 
 __all__ = [
     "InventoryOptions",
     "KubernetesConfigError",
     "KubernetesInventory",
+    "KubernetesReadError",
     "Unknown",
     "WorkloadState",
 ]
@@ -71,22 +63,16 @@ __all__ = [
 kube_config: Any = _config
 
 KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
-MAX_ERROR_CHARS = 300
-
-Key = tuple[str, str]
-T = TypeVar("T")
-
-
-class Logger(Protocol):
-    """What this module needs of a logger: structlog's bound loggers fit."""
-
-    def warning(self, event: str, /, **kw: Any) -> Any: ...
-
-    def info(self, event: str, /, **kw: Any) -> Any: ...
+KEDA_MISSING = "is KEDA installed? the ScaledObject CRD keda.sh/v1alpha1 was not found"
 
 
 class KubernetesConfigError(RuntimeError):
     """No usable Kubernetes client configuration (in-cluster or kubeconfig)."""
+
+
+class KubernetesReadError(LookupError):
+    """The API did not give what was asked (not found, forbidden, unreachable); the message says
+    what and why, without secrets."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,87 +89,7 @@ class InventoryOptions:
     default_gpu_resource: str = DEFAULT_GPU_RESOURCE  # for gpusPerReplica when the template has no GPU
 
 
-# ---- caches ------------------------------------------------------------------------------
-
-
-def _obj(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = _obj(obj.get("metadata"))
-    namespace, name = meta.get("namespace"), meta.get("name")
-    return (namespace if isinstance(namespace, str) else "", name if isinstance(name, str) else "")
-
-
-class _Store(Generic[T]):
-    """One resource's cache: projected values by (namespace, name). Writers hold ``lock``."""
-
-    def __init__(
-        self,
-        resource: str,
-        lock: threading.Lock,
-        project: Callable[[Mapping[str, Any]], T],
-        log: Logger | None,
-    ) -> None:
-        self.resource = resource
-        self.items: dict[Key, T] = {}
-        self._lock = lock
-        self._project = project
-        self._log = log
-
-    def _value(self, obj: Mapping[str, Any]) -> T | None:
-        try:
-            return self._project(obj)
-        except Exception as exc:  # noqa: BLE001 - one malformed object must not stop the watch
-            if self._log is not None:
-                self._log.warning(
-                    "kubernetes_object_skipped",
-                    resource=self.resource,
-                    object="/".join(p for p in _key(obj) if p),
-                    error=_describe(exc),
-                )
-            return None
-
-    def replace(self, objects: list[Mapping[str, Any]]) -> None:
-        fresh = {}
-        for obj in objects:
-            value = self._value(obj)
-            if value is not None:
-                fresh[_key(obj)] = value
-        with self._lock:
-            self.items = fresh
-            self._reindex()
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        key, value = _key(obj), self._value(obj)
-        with self._lock:
-            old = self.items.pop(key, None)
-            if old is not None:
-                self._unindex(key, old)
-            if value is not None:
-                self.items[key] = value
-                self._index(key, value)
-
-    def delete(self, obj: Mapping[str, Any]) -> None:
-        key = _key(obj)
-        with self._lock:
-            old = self.items.pop(key, None)
-            if old is not None:
-                self._unindex(key, old)
-
-    def _reindex(self) -> None:
-        for key, value in self.items.items():
-            self._index(key, value)
-
-    def _index(self, key: Key, value: T) -> None:
-        return None
-
-    def _unindex(self, key: Key, value: T) -> None:
-        return None
-
-
-class _PodStore(_Store[Pod]):
+class _PodStore(Store[Pod]):
     """Pods, indexed by namespace (workload counts) and by GPU use (node inventory)."""
 
     def __init__(self, lock: threading.Lock, log: Logger | None) -> None:
@@ -206,265 +112,6 @@ class _PodStore(_Store[Pod]):
         if not pods:
             self.by_namespace.pop(key[0], None)
         self.holding.pop(key, None)
-
-
-# ---- list and watch ----------------------------------------------------------------------
-
-
-class _ExpiredError(Exception):
-    """410: the resource version is gone; list again."""
-
-
-class _WatchError(Exception):
-    """An ERROR event other than 410 inside a watch stream."""
-
-
-def _describe(exc: BaseException) -> str:
-    """A short, secret-free description: status and the API's message, never headers."""
-    if isinstance(exc, ApiException):
-        text = f"HTTP {exc.status} {exc.reason or ''}".rstrip()
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
-            message = json.loads(exc.body or "").get("message")
-            if isinstance(message, str) and message:
-                text = f"{text}: {message}"
-    elif isinstance(exc, _ExpiredError | _WatchError):
-        text = str(exc)
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
-
-
-def _hint(resource: str, exc: BaseException) -> str:
-    status = exc.status if isinstance(exc, ApiException) else None
-    if status == 403:
-        return f" (RBAC: the scaler needs get, list and watch on {resource} cluster-wide)"
-    if status == 404 and resource == KEDA_PLURAL:
-        return " (is KEDA installed? the ScaledObject CRD keda.sh/v1alpha1 was not found)"
-    return ""
-
-
-def _lines(response: Any) -> Iterator[bytes]:
-    """Newline-delimited JSON from a chunked stream; events may span or share chunks."""
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=True):
-        lines = (buffer + (chunk if isinstance(chunk, bytes) else str(chunk).encode())).split(b"\n")
-        buffer = lines.pop()  # the unfinished tail
-        yield from (line for line in lines if line.strip())
-    if buffer.strip():
-        yield buffer
-
-
-def _release(response: Any) -> None:
-    """Return a fully read response's connection to the pool."""
-    with contextlib.suppress(Exception):
-        response.release_conn()
-
-
-def _close(response: Any) -> None:
-    """Close a stream's connection (it may be mid-response), then free its pool slot."""
-    with contextlib.suppress(Exception):
-        response.close()
-    _release(response)
-
-
-def _interrupt(response: Any) -> None:
-    """Unblock a thread reading ``response`` (from another thread)."""
-    shutdown = getattr(response, "shutdown", None)  # urllib3 >= 2.3
-    if callable(shutdown):
-        with contextlib.suppress(Exception):
-            shutdown()
-            return
-    sock = getattr(getattr(response, "connection", None), "sock", None)
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-
-class _Reflector:
-    """Keeps one ``_Store`` in step with the API server: list, then watch, and recover."""
-
-    def __init__(
-        self,
-        resource: str,
-        call: Callable[..., Any],
-        store: _Store[Any],
-        options: InventoryOptions,
-        clock: Callable[[], float],
-        log: Logger | None,
-        stopping: threading.Event,
-    ) -> None:
-        self.resource = resource
-        self.synced = threading.Event()
-        self._call = call
-        self._store = store
-        self._options = options
-        self._clock = clock
-        self._log = log
-        self._stopping = stopping
-        self._state = threading.Lock()
-        self._failing_since: float | None = None
-        self._error = ""
-        self._response: Any = None
-        self._delay = options.backoff_initial_seconds
-        self._expired_in_a_row = 0
-        self._thread = threading.Thread(target=self._run, name=f"k8s-watch-{resource}", daemon=True)
-
-    # -- called from other threads --
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def interrupt(self) -> None:
-        with self._state:
-            response = self._response
-        if response is not None:
-            _interrupt(response)
-
-    def join(self, timeout: float) -> None:
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def problem(self, now: float) -> str | None:
-        with self._state:
-            if not self.synced.is_set():
-                return f"{self.resource} not listed yet" + (f" ({self._error})" if self._error else "")
-            if self._failing_since is not None:
-                failing = now - self._failing_since
-                if failing > self._options.failure_grace_seconds:
-                    return f"{self.resource} watch failing for {failing:.0f}s ({self._error})"
-        return None
-
-    # -- the watch thread --
-
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                version = self._list()
-                while not self._stopping.is_set():
-                    version = self._watch(version)
-            except _ExpiredError:
-                if self._stopping.is_set():
-                    return
-                self._expired_in_a_row += 1
-                if self._expired_in_a_row > 1:  # expired again before any event: do not spin
-                    self._stopping.wait(self._next_delay())
-            except Exception as exc:  # noqa: BLE001 - every failure re-lists; which one is recorded and logged
-                if self._stopping.is_set():
-                    return
-                delay = self._next_delay()
-                self._failed(exc, delay)
-                self._stopping.wait(delay)
-
-    def _next_delay(self) -> float:
-        delay = self._delay
-        self._delay = min(self._delay * 2, self._options.backoff_max_seconds)
-        return delay * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not cryptography
-
-    def _progress(self) -> None:
-        self._delay = self._options.backoff_initial_seconds
-        self._expired_in_a_row = 0
-
-    def _failed(self, exc: BaseException, delay: float) -> None:
-        """Record a failure; log when a failure episode starts or its error changes, not every retry."""
-        error = _describe(exc) + _hint(self.resource, exc)
-        with self._state:
-            news = self._failing_since is None or error != self._error
-            if self._failing_since is None:
-                self._failing_since = self._clock()
-            self._error = error
-        if news and self._log is not None:
-            self._log.warning(
-                "kubernetes_watch_failed",
-                resource=self.resource,
-                error=error,
-                retry_in_seconds=round(delay, 2),
-            )
-
-    def _healthy(self) -> None:
-        with self._state:
-            since, self._failing_since, self._error = self._failing_since, None, ""
-        if since is not None and self._log is not None:
-            self._log.info(
-                "kubernetes_watch_recovered",
-                resource=self.resource,
-                failed_for_seconds=round(self._clock() - since, 1),
-            )
-
-    def _list(self) -> str:
-        objects: list[Mapping[str, Any]] = []
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "limit": self._options.page_size,
-                "_preload_content": False,
-                "_request_timeout": self._options.request_timeout_seconds,
-            }
-            if token:
-                kwargs["_continue"] = token
-            try:
-                response = self._call(**kwargs)
-            except ApiException as exc:
-                if exc.status == 410:  # the continue token expired: start the list over
-                    raise _ExpiredError(f"list of {self.resource} expired while paging") from exc
-                raise
-            try:
-                body = _obj(json.loads(response.data))
-            finally:
-                _release(response)
-            items = body.get("items")
-            if isinstance(items, list):
-                objects.extend(i for i in items if isinstance(i, Mapping))
-            meta = _obj(body.get("metadata"))
-            token = meta.get("continue") or None
-            if not token:
-                version = meta.get("resourceVersion")
-                break
-        self._store.replace(objects)
-        self.synced.set()
-        self._healthy()
-        return version if isinstance(version, str) else ""
-
-    def _watch(self, version: str) -> str:
-        timeout = int(self._options.watch_timeout_seconds * (1 + random.random()))  # noqa: S311 - jitter
-        connect = self._options.request_timeout_seconds
-        response = self._call(
-            watch=True,
-            resource_version=version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=timeout,
-            _preload_content=False,
-            _request_timeout=(connect, timeout + connect),
-        )
-        with self._state:
-            self._response = response
-        try:
-            if self._stopping.is_set():
-                return version
-            self._healthy()
-            for line in _lines(response):
-                event = _obj(json.loads(line))
-                kind, obj = event.get("type"), _obj(event.get("object"))
-                if kind == "ERROR":
-                    code, message = obj.get("code"), obj.get("message", "")
-                    if code == 410:
-                        raise _ExpiredError(f"watch of {self.resource} expired: {message}")
-                    raise _WatchError(f"watch ERROR {code} {obj.get('reason', '')}: {message}")
-                if kind in ("ADDED", "MODIFIED"):
-                    self._store.upsert(obj)
-                elif kind == "DELETED":
-                    self._store.delete(obj)
-                elif kind != "BOOKMARK":
-                    continue
-                seen = _obj(obj.get("metadata")).get("resourceVersion")
-                if isinstance(seen, str) and seen:
-                    version = seen
-                self._progress()
-            self._progress()  # a clean end: the server's timeout
-            return version
-        finally:
-            with self._state:
-                self._response = None
-            _close(response)
 
 
 # ---- the inventory -----------------------------------------------------------------------
@@ -510,6 +157,58 @@ def api_client(kubeconfig: str | None = None) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
+def _context_namespace(kubeconfig: str | None) -> str:
+    """The namespace the kubeconfig's current context names, or "" when it names none."""
+    try:
+        _, active = kube_config.list_kube_config_contexts(config_file=kubeconfig)
+    except (kube_config.ConfigException, OSError, ValueError, TypeError):
+        return ""
+    namespace = (active or {}).get("context", {}).get("namespace")
+    return namespace if isinstance(namespace, str) else ""
+
+
+def read_pod_times(
+    kubeconfig: str | None, namespace: str, deployment: str, page_size: int = 500
+) -> tuple[str, list[PodTimes]]:
+    """One read through the real client, no watch: the Deployment ``namespace/deployment``
+    ("" names the kubeconfig context's namespace, else ``default``) and, of the pods its
+    selector matches that have not finished, when each was created, scheduled and became
+    Ready. Returns ``namespace/deployment`` as read and the pods' times.
+
+    KubernetesConfigError for a kubeconfig that cannot be used; KubernetesReadError for what
+    the API did not give (the Deployment not found, RBAC, an unreachable server).
+    """
+    api = api_client(kubeconfig)
+    namespace = namespace or _context_namespace(kubeconfig) or "default"
+    where = f"Deployment {namespace}/{deployment}"
+    # Raw JSON (``_preload_content=False``): the response, not the client's model, hence Any.
+    apps: Any = client.AppsV1Api(api)
+    core: Any = client.CoreV1Api(api)
+    try:
+        response = apps.read_namespaced_deployment(deployment, namespace, _preload_content=False)
+        parsed = deployment_from_json(json.loads(response.data))
+        if parsed.problem:
+            raise KubernetesReadError(f"{where}: {parsed.problem}")
+        pods: list[Pod] = []
+        token: str | None = None
+        while True:
+            page = core.list_namespaced_pod(
+                namespace, limit=page_size, _continue=token or None, _preload_content=False
+            )
+            body = json.loads(page.data)
+            pods += [pod_from_json(item) for item in body.get("items") or []]
+            token = (body.get("metadata") or {}).get("continue") or None
+            if not token:
+                break
+    except KubernetesReadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say which
+        raise KubernetesReadError(f"{where}: {describe(exc)}") from None
+    mine = [p for p in pods if not p.terminal and parsed.selector.matches(p.labels)]
+    times = [PodTimes(p.name, p.created_at, p.scheduled_at, p.ready_at) for p in mine]
+    return f"{namespace}/{deployment}", times
+
+
 class KubernetesInventory:
     """Cluster GPU inventory and workload state from watched caches. Thread-safe.
 
@@ -535,35 +234,35 @@ class KubernetesInventory:
         # still exist: their timestamps are in the API).
         self._pod_times: dict[tuple[str, str], tuple[PodTimes, ...]] = {}
         patterns = self._options.gpu_resource_patterns
-        self._nodes: _Store[Node] = _Store("nodes", self._lock, node_from_json, log)
+        self._nodes: Store[Node] = Store("nodes", self._lock, node_from_json, log)
         self._pods = _PodStore(self._lock, log)
-        self._deployments: _Store[Deployment] = _Store(
+        self._deployments: Store[Deployment] = Store(
             "deployments", self._lock, functools.partial(deployment_from_json, gpu_patterns=patterns), log
         )
-        self._scaledobjects: _Store[ScaledObject] = _Store(
-            KEDA_PLURAL, self._lock, scaledobject_from_json, log
-        )
+        self._scaledobjects: Store[ScaledObject] = Store(KEDA_PLURAL, self._lock, scaledobject_from_json, log)
         # The HPAs KEDA creates: read by the landing monitor only, so their watch failing
         # (an older ClusterRole without them) leaves the rest of the inventory standing.
-        self._hpas: _Store[HpaStatus] = _Store("horizontalpodautoscalers", self._lock, hpa_from_json, log)
+        self._hpas: Store[HpaStatus] = Store("horizontalpodautoscalers", self._lock, hpa_from_json, log)
         core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
         custom = client.CustomObjectsApi(api_client)
         autoscaling = client.AutoscalingV2Api(api_client)
-        sources: list[tuple[str, Callable[..., Any], _Store[Any]]] = [
-            ("nodes", core.list_node, self._nodes),
-            ("pods", core.list_pod_for_all_namespaces, self._pods),
-            ("deployments", apps.list_deployment_for_all_namespaces, self._deployments),
+        # (resource, its list call, its cache, what a 404 on the list means)
+        sources: list[tuple[str, Callable[..., Any], Store[Any], str]] = [
+            ("nodes", core.list_node, self._nodes, ""),
+            ("pods", core.list_pod_for_all_namespaces, self._pods, ""),
+            ("deployments", apps.list_deployment_for_all_namespaces, self._deployments, ""),
             (
                 KEDA_PLURAL,
                 functools.partial(custom.list_cluster_custom_object, KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL),
                 self._scaledobjects,
+                KEDA_MISSING,
             ),
         ]
         self._reflectors = [
-            _Reflector(name, call, store, self._options, clock, log, self._stopping)
-            for name, call, store in sources
+            Reflector(name, call, store, self._options, clock, log, self._stopping, missing)
+            for name, call, store, missing in sources
         ]
-        self._hpa_reflector = _Reflector(
+        self._hpa_reflector = Reflector(
             "horizontalpodautoscalers",
             autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces,
             self._hpas,
@@ -612,7 +311,7 @@ class KubernetesInventory:
         self.stop()
 
     @property
-    def _all_reflectors(self) -> list[_Reflector]:
+    def _all_reflectors(self) -> list[Reflector]:
         return [*self._reflectors, self._hpa_reflector]
 
     @property
