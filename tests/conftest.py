@@ -26,6 +26,11 @@ from typing import Any
 import grpc
 import pytest
 
+# urllib3 probes for IPv6 by binding a socket the first time it is imported (HAS_IPV6): imported
+# here, at collection, so that a unit test whose code first imports it is not taken for one that
+# starts a component (it failed when run alone, and could under a random order).
+import urllib3  # noqa: F401
+
 from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, PrometheusNotInstalledError, find_binary
 
