@@ -44,7 +44,6 @@ The run exits non-zero when any target is missed.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -61,6 +60,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.harness import trace_parser  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import BUCKET_S, clairvoyant, initial_ready, run_keda  # noqa: E402
 from scaler.replay.keda import ExternalTrigger, ScaledObjectModel, load_scaledobject_model  # noqa: E402
@@ -538,12 +538,7 @@ def ablation_table(cells: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
-    parser.add_argument("--quick", action="store_true", help="seed 0 only")
-    parser.add_argument("--traces", nargs="+", default=list(TRACES), choices=TRACES)
+    parser = trace_parser(__doc__, TRACES)
     parser.add_argument("--ablation", action="store_true", help="each mechanism removed in turn (seed 0)")
     parser.add_argument(
         "--only",

@@ -9,6 +9,7 @@ GetMetrics + IsActive (KEDA's GetMetricsAndActivity calls both).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import os
@@ -31,6 +32,17 @@ from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
+
+
+def trace_parser(doc: str | None, traces: Sequence[str]) -> argparse.ArgumentParser:
+    """The options every trace-replaying benchmark takes: ``--seeds``, ``--quick`` (seed 0 only)
+    and ``--traces`` (of ``traces``); each benchmark adds its own."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
+    parser.add_argument("--quick", action="store_true", help="seed 0 only")
+    parser.add_argument("--traces", nargs="+", default=list(traces), choices=traces)
+    return parser
+
 
 ROOT = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -26,7 +26,6 @@ twice the objective. The run exits non-zero when any target is missed.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import multiprocessing
@@ -42,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
+from benchmarks.harness import trace_parser  # noqa: E402
 from scaler.replay.cluster import ClusterConfig  # noqa: E402
 from scaler.replay.disagg import ROLES, DisaggConfig  # noqa: E402
 from scaler.replay.disagg_run import (  # noqa: E402
@@ -190,12 +190,7 @@ def verdicts(cells: Sequence[dict[str, Any]]) -> list[tuple[bool, str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
-    parser.add_argument("--quick", action="store_true", help="seed 0 only")
-    parser.add_argument("--traces", nargs="+", default=list(TRACES), choices=TRACES)
+    parser = trace_parser(__doc__, TRACES)
     parser.add_argument("--workers", type=int, default=2, help="cells run in parallel (default 2)")
     parser.add_argument(
         "--json", default=None, help="where the figures go (default benchmarks/results/pd_quality.json)"

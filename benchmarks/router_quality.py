@@ -32,7 +32,6 @@ The run exits non-zero when a target of the ``router`` configuration is missed.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import multiprocessing
@@ -48,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
+from benchmarks.harness import trace_parser  # noqa: E402
 from scaler.inputs import Input  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import clairvoyant, initial_ready  # noqa: E402
@@ -235,12 +235,7 @@ def summary(cells: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
-    parser.add_argument("--quick", action="store_true", help="seed 0 only")
-    parser.add_argument("--traces", nargs="+", default=list(TRACES), choices=TRACES)
+    parser = trace_parser(__doc__, TRACES)
     parser.add_argument("--physics", nargs="+", default=list(PHYSICS), choices=PHYSICS)
     parser.add_argument(
         "--kv-full",
