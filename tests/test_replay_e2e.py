@@ -168,7 +168,7 @@ def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() ->
     cold = measure(cluster.ready_times)
     policy = KedaPolicy("this scaler", load_scaledobject_model(ROOT / "benchmarks" / "scaledobject-70b.yaml"))
     policy.tick(
-        TickInputs(
+        TickInputs.seen(
             now_s=421.0,
             now=START,
             spec_replicas=8,

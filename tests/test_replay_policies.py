@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from scaler.inputs import Input, Reading
 from scaler.model import Signal
@@ -60,7 +62,7 @@ def tick(now: datetime, **values: Any) -> TickInputs:
         },
         {} if buckets is None else {Reading.TTFT: buckets},
     )
-    return TickInputs(readings=readings, **state)
+    return TickInputs.seen(readings=readings, **state)
 
 
 def so(*triggers: dict[str, Any]) -> Any:
@@ -168,3 +170,33 @@ def test_the_replay_models_the_hpa_tolerance_and_the_scaler_accounts_for_it() ->
         hpa = policy.latest.observation.hpa
         assert hpa is not None
         assert hpa.scale_up_tolerance == (0.1 if behavior is None else 0.0)
+
+
+def test_a_tick_builds_its_series_once_only_for_a_policy_that_reads_them_and_never_after() -> None:
+    """The clairvoyant never reads the series, so the replay builds none for it; a reading policy
+    builds them once however often it reads; once the tick has ended they cannot be built."""
+    built: list[int] = []
+    shown = tick(datetime(2026, 1, 5, 12, tzinfo=UTC))
+
+    def observe() -> tuple[PodSeries, Readings]:
+        built.append(1)
+        return shown.pods, shown.readings
+
+    clairvoyant = ClairvoyantPolicy("c", [3] * 10, bucket_s=60, lead_s=180, min_replicas=1)
+    ticked = TickInputs(0.0, shown.now, 2, 2, observe)
+    assert clairvoyant.tick(ticked) == 3
+    assert built == []
+    keda = KedaPolicy(
+        "k",
+        so({"type": "prometheus", "metadata": {"query": "sum(vllm:num_requests_waiting)", "threshold": "5"}}),
+    )
+    keda.tick(ticked)
+    assert ticked.readings is shown.readings
+    assert built == [1]
+    ticked.end()
+    assert ticked.pods is shown.pods  # read during the tick: kept
+    late = TickInputs(5.0, shown.now, 2, 2, observe)
+    late.end()
+    with pytest.raises(RuntimeError, match="after its tick"):
+        _ = late.readings
+    assert built == [1]

@@ -44,7 +44,8 @@ class Watch:
         self.targets: list[int] = []  # the scaler's target at each refresh (KedaPolicy only)
 
     def tick(self, tick: TickInputs) -> int | None:
-        """Record the tick, then let the inner policy act."""
+        """Record the tick (its series read now, while they are the tick's), then let the inner policy act."""
+        assert tick.readings is not None
         self.ticks.append(tick)
         decisions = getattr(self.inner, "decisions", 0)
         wanted: int | None = self.inner.tick(tick)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,7 +35,7 @@ from scaler.coldstart import measure as measure_cold_start
 from scaler.inputs import Input, Reading
 from scaler.readings import Readings
 from scaler.replay.compare import BUCKET_S
-from scaler.replay.disagg import ROLES, DisaggConfig, Pool, busy_per_bucket, kv_usage
+from scaler.replay.disagg import ROLES, DisaggConfig, Pool, PoolView, busy_per_bucket, kv_usage
 from scaler.replay.keda import ExternalTrigger, PodSeries, ScaledObjectModel
 from scaler.replay.policies import ClairvoyantPolicy, TickInputs
 from scaler.replay.replay import HIST_BIN_S, RATE_WINDOW_S, TTFT_BUCKETS, WARMUP_S, Policy, cumulative_buckets
@@ -196,6 +197,47 @@ class _Loop:
             series.first_token(admitted, ttft)
             series.generation(admitted, end, self.outputs[i] - 1)
 
+    def _observed(
+        self,
+        role: str,
+        view: PoolView,
+        prompt: float,
+        gen: float,
+        buckets: Mapping[float, float],
+        sums: float,
+    ) -> tuple[PodSeries, Readings]:
+        """What Kubernetes and Prometheus would show of ``role``'s pool, as the live source reads
+        them (built only when its policy reads them: ``TickInputs``)."""
+        cfg = self.config.cluster
+        pool = self.pools[role]
+        busy = prompt / cfg.prefill_tokens_per_s if role == "prefill" else gen / cfg.decode_tokens_per_s
+        cold = self.cold[role][1]
+        kv = kv_usage(view, pool.slots_per_pod) if role == "decode" else None
+        read: dict[str, float] = {
+            Input.QUEUE_WAITING: float(sum(view.waiting)),
+            Input.REQUESTS_RUNNING: float(sum(view.running)),
+            Input.PROMPT_TOKENS_PER_S: prompt,
+            Input.GENERATION_TOKENS_PER_S: gen,
+            Input.CURRENT_REPLICAS: view.replicas,
+            Input.READY_REPLICAS: view.ready,
+            Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
+            Input.PENDING_REPLICAS: view.pending,
+            Input.STARTING_REPLICAS: view.starting,
+            Input.COLD_START_SAMPLES: cold.samples,
+            Input.DEPLOYMENT_REPLICAS: self.spec[role],
+            Reading.TTFT_SUM: sums,
+        }
+        for name, value in (
+            (Input.KV_CACHE_USAGE, kv),
+            (Input.COLD_START_SECONDS, cold.lead_p90_s),
+            (Input.COLD_START_PENDING_SECONDS, cold.pending_p90_s),
+        ):
+            if value is not None:
+                read[name] = value
+        slots = pool.slots_per_pod
+        pods = PodSeries(view.waiting, view.running, busy, view.ready, cfg.gpus_per_replica, slots)
+        return pods, Readings(read, {Reading.TTFT: buckets})
+
     def control(self, t: float, tick_s: float) -> None:
         """One control tick at ``t``: each pool's policy reads its pool's series and sets its replicas."""
         self.decode_until(t)
@@ -206,49 +248,21 @@ class _Loop:
                     pool.gpu_seconds,
                     pool.pending_pod_seconds,
                 )
-        cfg = self.config.cluster
         for role, pool in self.pools.items():
             view = pool.view(t)
             prompt, gen, buckets, sums = self.series[role].read(t)
             key = (len(pool.ready_times), pool.ready_times[-1] if pool.ready_times else None)
             if role not in self.cold or self.cold[role][0] != key:
                 self.cold[role] = (key, measure_cold_start(pool.ready_times))
-            busy = prompt / cfg.prefill_tokens_per_s if role == "prefill" else gen / cfg.decode_tokens_per_s
-            cold = self.cold[role][1]
-            kv = kv_usage(view, pool.slots_per_pod) if role == "decode" else None
-            # What Kubernetes and Prometheus would show of this pool, as the live source reads them.
-            read: dict[str, float] = {
-                Input.QUEUE_WAITING: float(sum(view.waiting)),
-                Input.REQUESTS_RUNNING: float(sum(view.running)),
-                Input.PROMPT_TOKENS_PER_S: prompt,
-                Input.GENERATION_TOKENS_PER_S: gen,
-                Input.CURRENT_REPLICAS: view.replicas,
-                Input.READY_REPLICAS: view.ready,
-                Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
-                Input.PENDING_REPLICAS: view.pending,
-                Input.STARTING_REPLICAS: view.starting,
-                Input.COLD_START_SAMPLES: cold.samples,
-                Input.DEPLOYMENT_REPLICAS: self.spec[role],
-                Reading.TTFT_SUM: sums,
-            }
-            for name, value in (
-                (Input.KV_CACHE_USAGE, kv),
-                (Input.COLD_START_SECONDS, cold.lead_p90_s),
-                (Input.COLD_START_PENDING_SECONDS, cold.pending_p90_s),
-            ):
-                if value is not None:
-                    read[name] = value
             inputs = TickInputs(
-                now_s=t - self.w,
-                now=self.start + timedelta(seconds=t - self.w),
-                spec_replicas=self.spec[role],
-                status_replicas=view.replicas,
-                pods=PodSeries(
-                    view.waiting, view.running, busy, view.ready, cfg.gpus_per_replica, pool.slots_per_pod
-                ),
-                readings=Readings(read, {Reading.TTFT: buckets}),
+                t - self.w,
+                self.start + timedelta(seconds=t - self.w),
+                self.spec[role],
+                view.replicas,
+                partial(self._observed, role, view, prompt, gen, buckets, sums),
             )
             wanted = self.policies[role].tick(inputs)
+            inputs.end()
             if wanted is not None and wanted != self.spec[role]:
                 pool.scale_to(wanted, t)
                 self.spec[role] = wanted

@@ -12,8 +12,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from scaler.engine import Engine
@@ -38,17 +37,72 @@ ROUTER_READS = frozenset(
 HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default
 
 
-@dataclass(frozen=True, slots=True)
 class TickInputs:
-    """Everything a policy may read at one control tick: the simulated Deployment and pods, and what
-    Kubernetes and Prometheus would show of them (``readings``, as the live source reads them)."""
+    """Everything a policy may read at one control tick: the simulated Deployment, and what
+    Kubernetes and Prometheus would show of it and its pods (``pods``, ``readings``, as the live
+    source reads them).
 
-    now_s: float
-    now: datetime
-    spec_replicas: int
-    status_replicas: int  # pods counted by the Deployment, Pending included
-    pods: PodSeries
-    readings: Readings
+    ``spec_replicas`` and ``status_replicas`` are the Deployment's own fields, which the HPA reads
+    at every sync. ``pods`` and ``readings`` are built by ``observe`` the first time a policy reads
+    either, at most once per tick: a policy that never observes (the clairvoyant) or does not
+    observe at this tick (this scaler between refreshes, KEDA between polls) costs the replay no
+    series. The replay's state does not move until the policy returns, so what ``observe`` builds
+    is the same whenever in the tick it is called; after the tick (``end``) it would not be, so a
+    policy that keeps a tick reads its series during it.
+    """
+
+    __slots__ = ("_observe", "_seen", "now", "now_s", "spec_replicas", "status_replicas")
+
+    def __init__(
+        self,
+        now_s: float,
+        now: datetime,
+        spec_replicas: int,
+        status_replicas: int,  # pods counted by the Deployment, Pending included
+        observe: Callable[[], tuple[PodSeries, Readings]],
+    ) -> None:
+        self.now_s = now_s
+        self.now = now
+        self.spec_replicas = spec_replicas
+        self.status_replicas = status_replicas
+        self._observe = observe
+        self._seen: tuple[PodSeries, Readings] | None = None
+
+    @classmethod
+    def seen(
+        cls,
+        now_s: float,
+        now: datetime,
+        spec_replicas: int,
+        status_replicas: int,
+        pods: PodSeries,
+        readings: Readings,
+    ) -> TickInputs:
+        """A tick whose series are already built."""
+        return cls(now_s, now, spec_replicas, status_replicas, lambda: (pods, readings))
+
+    def end(self) -> None:
+        """The tick is over: its series, if not read yet, can no longer be built as they were."""
+        self._observe = _ended
+
+    def _observed(self) -> tuple[PodSeries, Readings]:
+        if self._seen is None:
+            self._seen = self._observe()
+        return self._seen
+
+    @property
+    def pods(self) -> PodSeries:
+        """Per-pod values, as a prometheus trigger's query returns them."""
+        return self._observed()[0]
+
+    @property
+    def readings(self) -> Readings:
+        """The inputs and histograms, as the live source reads them."""
+        return self._observed()[1]
+
+
+def _ended() -> tuple[PodSeries, Readings]:
+    raise RuntimeError("a tick's series are read after its tick: read them during it (TickInputs)")
 
 
 class KedaPolicy:

@@ -181,7 +181,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         done_bins = max(done_bins, second)
 
     def control(t: float) -> None:
-        nonlocal spec, scale_events, peak, cold_start_key, cold_start
+        nonlocal spec, scale_events, peak
         view = cluster.view(t)
         second = int(t)
         integrate_to(second)
@@ -193,75 +193,75 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             prompt_cum[second] - prompt_cum[second - window] + before * history_prompt
         ) / RATE_WINDOW_S
         gen_rate = max(0.0, gen_cum[second] - gen_cum[second - window] + before * history_gen) / RATE_WINDOW_S
-        serving = cluster.ready + cluster.draining
-        waiting = [p.waiting(t) for p in serving]
-        running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
-        busy = cfg.busy_fraction(prompt_rate, gen_rate)
-        hist_end = min(second // HIST_BIN_S, last_hist)
-        hist_start = max(0, hist_end - RATE_WINDOW_S // HIST_BIN_S)
-        window_counts = ttft_hist[hist_start:hist_end].sum(axis=0)
-        ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S)
-        ttft_sum_rate = float(ttft_sums[hist_start:hist_end].sum()) / RATE_WINDOW_S
-        # The KV cache's usage, the mean over the serving pods (cluster model).
-        kv = (
-            min(1.0, sum(running) * cfg.kv_cache_usage_full_batch / (len(running) * cfg.decode_slots))
-            if serving
-            else None
-        )
-        ready_times = cluster.ready_times
-        key = (len(ready_times), ready_times[-1] if ready_times else None)
-        if key != cold_start_key:
-            cold_start_key, cold_start = key, measure_cold_start(ready_times)
-        # What Kubernetes and Prometheus would show: the Deployment's pods, the servers' series.
-        read: dict[str, float] = {
-            Input.QUEUE_WAITING: float(view.waiting),
-            Input.REQUESTS_RUNNING: float(view.running),
-            Input.PROMPT_TOKENS_PER_S: prompt_rate,
-            Input.GENERATION_TOKENS_PER_S: gen_rate,
-            Input.CURRENT_REPLICAS: view.replicas,
-            Input.READY_REPLICAS: view.ready,
-            Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
-            Input.PENDING_REPLICAS: view.pending,
-            Input.STARTING_REPLICAS: view.starting,
-            Input.COLD_START_SAMPLES: cold_start.samples,
-            Input.DEPLOYMENT_REPLICAS: spec,
-            Reading.TTFT_SUM: ttft_sum_rate,
-        }
-        for name, value in (
-            (Input.KV_CACHE_USAGE, None if kv is None else min(1.0, kv)),
-            (Input.COLD_START_SECONDS, cold_start.lead_p90_s),
-            (Input.COLD_START_PENDING_SECONDS, cold_start.pending_p90_s),
-        ):
-            if value is not None:
-                read[name] = value
-        histograms: dict[str, Mapping[float, float]] = {Reading.TTFT: ttft_window}
-        if router is not None:
-            # llm-d's router: its queue, its pool saturation (no endpoint is ever stale here) and
-            # its TTFT histogram, queue time included, as the live source reads them.
-            read[Input.ROUTER_QUEUE_WAITING] = float(router.queued)
-            read[Input.ROUTER_SATURATION] = router.saturation(t)
-            read[Reading.ROUTER_STALE_ENDPOINTS] = 0.0
-            histograms[Reading.ROUTER_TTFT] = cumulative_buckets(
-                router_hist[hist_start:hist_end].sum(axis=0), RATE_WINDOW_S
+
+        def observe() -> tuple[PodSeries, Readings]:
+            """What Kubernetes and Prometheus would show now: the Deployment's pods, the servers'
+            series (built only when the policy reads them: ``TickInputs``)."""
+            nonlocal cold_start_key, cold_start
+            serving = cluster.ready + cluster.draining
+            waiting = [p.waiting(t) for p in serving]
+            running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
+            hist_end = min(second // HIST_BIN_S, last_hist)
+            hist_start = max(0, hist_end - RATE_WINDOW_S // HIST_BIN_S)
+            window_counts = ttft_hist[hist_start:hist_end].sum(axis=0)
+            ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S)
+            ttft_sum_rate = float(ttft_sums[hist_start:hist_end].sum()) / RATE_WINDOW_S
+            # The KV cache's usage, the mean over the serving pods (cluster model).
+            kv = (
+                min(1.0, sum(running) * cfg.kv_cache_usage_full_batch / (len(running) * cfg.decode_slots))
+                if serving
+                else None
             )
-        inputs = TickInputs(
-            now_s=t - w,
-            now=start + timedelta(seconds=t - w),
-            spec_replicas=spec,
-            status_replicas=view.replicas,
-            pods=PodSeries(
+            ready_times = cluster.ready_times
+            key = (len(ready_times), ready_times[-1] if ready_times else None)
+            if key != cold_start_key:
+                cold_start_key, cold_start = key, measure_cold_start(ready_times)
+            read: dict[str, float] = {
+                Input.QUEUE_WAITING: float(view.waiting),
+                Input.REQUESTS_RUNNING: float(view.running),
+                Input.PROMPT_TOKENS_PER_S: prompt_rate,
+                Input.GENERATION_TOKENS_PER_S: gen_rate,
+                Input.CURRENT_REPLICAS: view.replicas,
+                Input.READY_REPLICAS: view.ready,
+                Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
+                Input.PENDING_REPLICAS: view.pending,
+                Input.STARTING_REPLICAS: view.starting,
+                Input.COLD_START_SAMPLES: cold_start.samples,
+                Input.DEPLOYMENT_REPLICAS: spec,
+                Reading.TTFT_SUM: ttft_sum_rate,
+            }
+            for name, value in (
+                (Input.KV_CACHE_USAGE, None if kv is None else min(1.0, kv)),
+                (Input.COLD_START_SECONDS, cold_start.lead_p90_s),
+                (Input.COLD_START_PENDING_SECONDS, cold_start.pending_p90_s),
+            ):
+                if value is not None:
+                    read[name] = value
+            histograms: dict[str, Mapping[float, float]] = {Reading.TTFT: ttft_window}
+            if router is not None:
+                # llm-d's router: its queue, its pool saturation (no endpoint is ever stale here)
+                # and its TTFT histogram, queue time included, as the live source reads them.
+                read[Input.ROUTER_QUEUE_WAITING] = float(router.queued)
+                read[Input.ROUTER_SATURATION] = router.saturation(t)
+                read[Reading.ROUTER_STALE_ENDPOINTS] = 0.0
+                histograms[Reading.ROUTER_TTFT] = cumulative_buckets(
+                    router_hist[hist_start:hist_end].sum(axis=0), RATE_WINDOW_S
+                )
+            pods = PodSeries(
                 waiting,
                 running,
-                busy,
+                cfg.busy_fraction(prompt_rate, gen_rate),
                 view.ready,
                 cfg.gpus_per_replica,
                 cfg.decode_slots,
                 cfg.kv_cache_usage_full_batch,
                 0 if router is None else router.queued,
-            ),
-            readings=Readings(read, histograms),
-        )
+            )
+            return pods, Readings(read, histograms)
+
+        inputs = TickInputs(t - w, start + timedelta(seconds=t - w), spec, view.replicas, observe)
         wanted = policy.tick(inputs)
+        inputs.end()
         if wanted is not None and wanted != spec:
             cluster.scale_to(wanted, t)
             spec = wanted
