@@ -190,8 +190,8 @@ def _ablate(name: str) -> None:
     from scaler import demand as demand_module
     from scaler import engine as engine_module
     from scaler import forecast as forecast_module
+    from scaler.model import Proposal, Signal
     from scaler.signals import load as load_module
-    from scaler.signals import queue as queue_module
     from scaler.signals import table as table_module
 
     if name == "offered demand":  # size what was served: no queue growth
@@ -212,7 +212,7 @@ def _ablate(name: str) -> None:
 
         engine_module.Engine._forecasts = ratio_only  # type: ignore[method-assign]
     elif name == "denoised errors":
-        load_module.denoise = lambda errors, noise: tuple(errors)  # type: ignore[assignment]
+        load_module.denoise = lambda errors, noise: tuple(errors)
     elif name == "queueing headroom":  # size at the stable count: servers just above the load
 
         def stable_only(
@@ -234,10 +234,10 @@ def _ablate(name: str) -> None:
     elif name == "backlog (queue signal)":  # the engine walks the table, so the table is patched
 
         def abstain(inputs: Any) -> Any:
-            return queue_module.Proposal(queue_module.Signal.QUEUE, None, "ablated")
+            return Proposal(Signal.QUEUE, None, "ablated")
 
-        table_module.SIGNALS = tuple(  # type: ignore[assignment]
-            (signal, abstain if signal is queue_module.Signal.QUEUE else propose)
+        table_module.SIGNALS = tuple(
+            (signal, abstain if signal is Signal.QUEUE else propose)
             for signal, propose in table_module.SIGNALS
         )
     elif name == "slots resource":  # sizes on prefill only, as the reference policy does
@@ -247,7 +247,7 @@ def _ablate(name: str) -> None:
             found, unknown = resources(*args, **kwargs)
             return [(r, f) for r, f in found if r.name != "slots"], unknown
 
-        load_module.resources = prefill_only  # type: ignore[assignment]
+        load_module.resources = prefill_only
     elif name in ABLATION_PARAMS:
         pass
     elif name != "none":

@@ -108,7 +108,7 @@ def main() -> int:
     bad: list[str] = []
     started = time.monotonic()
     try:
-        stub = pb_grpc.ExternalScalerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        stub = pb_grpc.ExternalScalerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))  # type: ignore[no-untyped-call]
         for i in range(args.maps):
             md = random_map(rng)
             name = rng.choice(["llama", "", "x" * 300, f"so-{i}"])

@@ -346,7 +346,7 @@ class KedaClient:
 
     async def register(self, concurrency: int = 50) -> float:
         async with grpc.aio.insecure_channel(self.address) as channel:
-            stub = pb_grpc.ExternalScalerStub(channel)
+            stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
             started = time.monotonic()
             semaphore = asyncio.Semaphore(concurrency)
 
@@ -364,7 +364,7 @@ class KedaClient:
         gc.disable()
         try:
             async with grpc.aio.insecure_channel(self.address) as channel:
-                stub = pb_grpc.ExternalScalerStub(channel)
+                stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
                 await stub.IsActive(self.refs[0], timeout=10)
                 for _ in range(count):
                     await asyncio.sleep(gap_s)
@@ -397,7 +397,7 @@ class KedaClient:
     ) -> None:
         rng = random.Random(seed)
         async with grpc.aio.insecure_channel(self.address) as channel:
-            stub = pb_grpc.ExternalScalerStub(channel)
+            stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
             # KEDA keeps its connection pooled: connect before the clock starts.
             await stub.IsActive(self.refs[0], timeout=10)
             loop = asyncio.get_running_loop()

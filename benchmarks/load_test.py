@@ -82,7 +82,8 @@ def main() -> int:
         stack.close()
 
     # every failure, sorted: the documented UNAVAILABLE of short-staleness targets, or not
-    documented, unexpected = Counter(), Counter()
+    documented: Counter[tuple[str, str]] = Counter()
+    unexpected: Counter[tuple[str, str, str]] = Counter()
     ref_by_time: list[tuple[float, str, str, str]] = recorder.failures
     for _, method, code, details in ref_by_time:
         name = details.split(":", 1)[0].split("/")[-1] if "/" in details else ""

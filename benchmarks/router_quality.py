@@ -77,7 +77,11 @@ def fleet_and_scaledobjects() -> tuple[ClusterConfig, ScaledObjectModel, ScaledO
         f"scaledobject-70b-llm-d.yaml must be scaledobject-70b.yaml plus router and inferencePool, not {extra}"
     )
     assert extra["router"] == "llm-d", f"scaledobject-70b-llm-d.yaml has router {extra['router']}, not llm-d"
-    assert dataclasses.replace(routed, name=engine_only.name, triggers=engine_only.triggers) == engine_only
+    same_keys = ("name", "hpa_name", "triggers", "metadata")  # the name, and the trigger compared above
+    one, other = routed.scaledobject, engine_only.scaledobject
+    assert dataclasses.replace(one, **{k: getattr(other, k) for k in same_keys}) == other, (
+        "scaledobject-70b-llm-d.yaml must differ from scaledobject-70b.yaml only in its name and trigger"
+    )
     return fleet, routed, engine_only
 
 

@@ -18,6 +18,7 @@ import json
 import platform
 import time
 import urllib.request
+from typing import Any
 
 from benchmarks.harness import (
     ALL_CPUS,
@@ -86,7 +87,9 @@ def main() -> int:
         rss = rss_mb(scaler.pid)
         burst = Recorder()
         asyncio.run(KedaClient(f"127.0.0.1:{port}", refs, burst).bursts(args.bursts))
-        queries = stack.prometheus.query('sum(prometheus_http_requests_total{handler="/api/v1/query"})')
+        queries: list[dict[str, Any]] = stack.prometheus.query(
+            'sum(prometheus_http_requests_total{handler="/api/v1/query"})'
+        )
     finally:
         scaler.terminate()
         scaler.wait(30)
