@@ -26,6 +26,7 @@ from scaler.replay.span import span
 from scaler.sim.prometheus import LocalPrometheus, free_port
 from scaler.sources import history as history_source
 from scaler.sources.history import read_history
+from scaler.sources.prometheus import router_queues
 from tests.conftest import require_prometheus
 from tests.vllm_history import BURST, MODEL, OUTAGE, POOL, START, Truth, week
 
@@ -75,6 +76,7 @@ ROUTED = {
     "router": "llm-d",
     "inferencePool": POOL,
 }
+SERVERS_ONLY = {k: v for k, v in ROUTED.items() if k not in ("router", "inferencePool")}
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +87,23 @@ def measured(history: tuple[LocalPrometheus, Truth]) -> Measured:
     return from_prometheus(read_history, prom.url, policy, span("7d", END.isoformat(), "2m", START))
 
 
+def _largest_errors(measured: Measured, truth: Truth) -> dict[str, tuple[int, float]]:
+    """Per series (arrivals, prompt and output tokens per request): the window read furthest from
+    the week as written, and how far, over the windows with samples."""
+    seen = np.ones(len(truth.arrivals), dtype=bool)
+    seen[list(truth.outage_windows())] = False  # no sample there: interpolated, checked below
+    out = {}
+    for name, got, want in (
+        ("arrivals", measured.rates.rates, truth.arrivals),
+        ("prompt", measured.rates.prompt_tokens, truth.prompt),
+        ("output", measured.rates.output_tokens, truth.output),
+    ):
+        assert got is not None
+        error = np.where(seen, np.abs(np.asarray(got) / np.asarray(want) - 1), 0.0)
+        out[name] = (int(np.argmax(error)), float(error.max()))
+    return out
+
+
 def test_arrivals_and_tokens_per_request_match_the_week(
     measured: Measured, history: tuple[LocalPrometheus, Truth]
 ) -> None:
@@ -92,26 +111,46 @@ def test_arrivals_and_tokens_per_request_match_the_week(
     _, truth = history
     assert measured.start == START
     assert len(measured.rates.starts) == len(truth.arrivals) == 7 * 86400 // WINDOW_S
-    seen = np.ones(len(truth.arrivals), dtype=bool)
-    seen[list(truth.outage_windows())] = False  # no sample there: interpolated, checked below
-    for name, got, want in (
-        ("arrivals", measured.rates.rates, truth.arrivals),
-        ("prompt", measured.rates.prompt_tokens, truth.prompt),
-        ("output", measured.rates.output_tokens, truth.output),
-    ):
-        assert got is not None
-        error = np.abs(np.asarray(got) / np.asarray(want) - 1)[seen]
-        assert error.max() < 0.02, f"{name}: window {int(np.argmax(error))} off by {100 * error.max():.1f}%"
+    for name, (window, error) in _largest_errors(measured, truth).items():
+        assert error < 0.02, f"{name}: window {window} off by {100 * error:.1f}%"
     # The burst queued: served alone would have missed the queue's growth by far more than 2%,
     # and so would the servers' queue without the router's.
     burst = int((BURST[0] - START).total_seconds() // WINDOW_S) + 5
     assert truth.served[burst] < 0.85 * truth.arrivals[burst]
     prom, _ = history
-    servers_only = {k: v for k, v in ROUTED.items() if k not in ("router", "inferencePool")}
     unrouted = from_prometheus(
-        read_history, prom.url, parse_metadata(servers_only), span("7d", END.isoformat(), "2m", START)
+        read_history, prom.url, parse_metadata(SERVERS_ONLY), span("7d", END.isoformat(), "2m", START)
     )
     assert unrouted.rates.rates[burst] < 0.95 * truth.arrivals[burst]
+
+
+def test_a_router_the_scaledobject_does_not_read_is_found_and_its_queue_counted(
+    history: tuple[LocalPrometheus, Truth],
+) -> None:
+    """A ScaledObject on the servers' queue only, as a plain KEDA one is: the replay lists the router
+    queues, finds llm-d's for this model, counts what waited there as arrivals (the week as written,
+    within 2%) and says so; one for another model, or no lister, reads the servers alone."""
+    prom, truth = history
+    week_span = span("7d", END.isoformat(), "2m", START)
+    found = from_prometheus(read_history, prom.url, parse_metadata(SERVERS_ONLY), week_span, router_queues)
+    for name, (window, error) in _largest_errors(found, truth).items():
+        assert error < 0.02, f"{name}: window {window} off by {100 * error:.1f}%"
+    said = [
+        line for line in found.limits if line.startswith("the llm-d router (pool llama-pool) holds requests")
+    ]
+    assert len(said) == 1
+    assert f"router: llm-d, inferencePool: {POOL} in this scaler's trigger reads it" in said[0]
+    other = {**SERVERS_ONLY, "labelSelector": 'model_name="mistral-7b"'}
+    alone = from_prometheus(read_history, prom.url, parse_metadata(other), week_span, router_queues)
+    assert not any("router" in line and "holds requests" in line for line in alone.limits)
+
+    def unreachable(address: str, at: datetime) -> list[Any]:
+        raise RuntimeError(f"{address} refused")
+
+    failed = from_prometheus(read_history, prom.url, parse_metadata(SERVERS_ONLY), week_span, unreachable)
+    assert any(line.startswith("the routers' queues could not be listed (") for line in failed.limits)
+    burst = int((BURST[0] - START).total_seconds() // WINDOW_S) + 5
+    assert failed.rates.rates[burst] < 0.95 * truth.arrivals[burst]
 
 
 def test_the_outage_is_a_gap_that_is_said(measured: Measured) -> None:

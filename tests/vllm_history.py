@@ -12,7 +12,8 @@ result can be checked against them:
   ReplicaSet's do;
 * **served** first tokens: the arrivals plus what waited, up to what the pods serve; the
   queue holds the rest, half of it in llm-d's router (``llm_d_epp_flow_control_queue_size``
-  of the pool ``POOL``), half in the servers' (``vllm:num_requests_waiting``);
+  of the pool ``POOL``, for the model, as the EPP labels it), half in the servers'
+  (``vllm:num_requests_waiting``);
 * **tokens per request**: prompt ``900 + 300 sin(2 pi h / 24)``, output ``220 + 60 cos(2 pi h / 24)``
   (h the hour of the day, UTC), counted when the request is served;
 * the **TTFT histogram**: 0.3 s on average, 3 s while requests wait;
@@ -153,7 +154,7 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
             for pod in pods:
                 write(pod, MODEL, t0 + t, (1 - ROUTER_SHARE) * queue / len(pods), 8.0)
             write(other, OTHER, t0 + t, 0.0, 20.0)
-            router = f'llm_d_epp_flow_control_queue_size{{inference_pool="{POOL}"}}'
+            router = f'llm_d_epp_flow_control_queue_size{{inference_pool="{POOL}",model_name="{MODEL}"}}'
             families["llm_d_epp_flow_control_queue_size"].append(
                 f"{router} {ROUTER_SHARE * queue:.6f} {t0 + t}"
             )

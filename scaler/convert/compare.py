@@ -87,6 +87,7 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
     from scaler.replay.history import from_prometheus
     from scaler.replay.trace import load_trace
     from scaler.sources.history import read_history
+    from scaler.sources.prometheus import router_queues
 
     if bool(args.replay) == bool(args.prometheus):
         raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")
@@ -96,7 +97,7 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
         return load_trace(args.replay, None, 0, 1.0), start, None
     if args.start:
         raise ValueError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
-    measured = from_prometheus(read_history, args.prometheus, policy, history_span(args))
+    measured = from_prometheus(read_history, args.prometheus, policy, history_span(args), router_queues)
     for line in measured.limits:
         print(f"scaler convert: limit: {line}", file=sys.stderr)
     return measured.trace(0), measured.start, measured

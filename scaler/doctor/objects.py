@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
 from scaler.inventory import ScaledObject, Trigger, deployment_from_json
-from scaler.presets import PRESETS
+from scaler.presets import PRESETS, RouterQueue
 
 Severity = Literal["error", "warning", "info"]
 DEFAULT_MAX_GENERATION_S = 300.0  # the longest generation served, s (--max-generation-seconds)
@@ -27,16 +27,6 @@ class Finding:
     object: str  # Kind namespace/name
     problem: str
     fix: str
-
-
-@dataclass(frozen=True, slots=True)
-class RouterQueue:
-    """A router's queue series found in Prometheus: the router (its preset), pool and model."""
-
-    router: str
-    pool: str  # its pool label's value ("" for a router read without a pool)
-    model_label: str  # the label naming the model on the queue series
-    model: str
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from scaler.doctor.objects import Cluster, RouterQueue, our_trigger, policy_of, so_key
+from scaler.doctor.objects import Cluster, our_trigger, policy_of, so_key
 from scaler.doctor.stacks import engine_queue_only
-from scaler.presets import QUEUE_FIELD, ROUTERS, Kind, Preset, Select, preset_for
+from scaler.presets import RouterQueue, preset_for
 
 if TYPE_CHECKING:
-    from scaler.sources.prometheus import PrometheusClient
+    pass
 
 
 def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
@@ -91,7 +91,7 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
 def router_queues(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[RouterQueue, ...]]:
     """Per ScaledObject that reads only its servers' queue: the routers' queue series at its
     Prometheus (one query per router and Prometheus address), when ``prometheus`` is given."""
-    from scaler.sources.prometheus import PrometheusClient
+    from scaler.sources.prometheus import router_queues as read_router_queues
 
     if prometheus is None:
         return {}
@@ -103,22 +103,6 @@ def router_queues(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[R
             continue
         address = read.address or prometheus
         if address not in found:
-            client_ = PrometheusClient(address)
-            found[address] = tuple(q for router in ROUTERS.values() for q in _queues(client_, router))
+            found[address] = tuple(read_router_queues(address))
         out[so_key(so)] = found[address]
     return out
-
-
-def _queues(client_: PrometheusClient, router: Preset) -> list[RouterQueue]:
-    """The queue series of ``router`` at one Prometheus, one a pool and model (either name generation)."""
-    family = router.family(QUEUE_FIELD[Kind.ROUTER])
-    if family is None:
-        return []
-    model_label = family.model_label if family.select is Select.MODEL else router.model_label or ""
-    by = tuple(label for label in (router.pool_label, model_label) if label)
-    return [
-        RouterQueue(
-            router.name, s.labels.get(router.pool_label or "", ""), model_label, s.labels.get(model_label, "")
-        )
-        for s in client_.instant(family.render(by, "1m"))
-    ]

@@ -28,7 +28,6 @@ from scaler.doctor.objects import (
     Cluster,
     Finding,
     Options,
-    RouterQueue,
     key_of,
     meta_of,
     our_trigger,
@@ -38,7 +37,7 @@ from scaler.doctor.objects import (
 )
 from scaler.inventory import ScaledObject, deployment_from_json
 from scaler.matchers import LabelMatcher
-from scaler.presets import NO_ROUTER, PRESETS, Kind, queue_read, removed_in
+from scaler.presets import NO_ROUTER, PRESETS, Kind, holds_for, queue_read, removed_in
 
 # llm-d's prefill/decode role label and its values (llm-d/llm-d-router
 # pkg/epp/framework/plugins/scheduling/filter/bylabel/roles.go). A pod without the label is
@@ -81,23 +80,12 @@ def engine_queue_only(so: ScaledObject) -> EngineQueueRead | None:
     return EngineQueueRead(engines[0].preset.name, engines[0].matchers, None)
 
 
-def _serves(read: EngineQueueRead, queue: RouterQueue) -> bool:
-    """Whether the router's queue holds requests for the ScaledObject's servers: a router other
-    than the engine's own frontend, for the model its selector names (any, when it names none)."""
-    if queue.router == read.engine:
-        return False  # the engine's own frontend (Dynamo): its queue already counts the router's
-    on_model = [m for m in read.matchers if m.name == queue.model_label]
-    return all(m.matches({queue.model_label: queue.model}) for m in on_model) and (
-        bool(on_model) or not read.matchers
-    )
-
-
 def check_router_queue(cluster: Cluster, options: Options) -> Iterable[Finding]:
     """router-queue-unread findings: a router's queue exists for a ScaledObject reading the servers' only."""
     for so in cluster.scaledobjects:
         read = engine_queue_only(so)
         queues = cluster.router_queues.get(so_key(so), ())
-        held = [q for q in queues if _serves(read, q)] if read is not None else []
+        held = [q for q in queues if holds_for(read.engine, read.matchers, q)] if read is not None else []
         if not held:
             continue
         pools = ", ".join(sorted({f"{q.router} pool {q.pool or '?'}" for q in held}))

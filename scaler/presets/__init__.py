@@ -18,7 +18,15 @@ query reads: a preset's queue, a removed name).
 from __future__ import annotations
 
 from scaler.presets import engines, routers
-from scaler.presets.queries import GPU_UTILISATION, QueueRead, queue_read, removed_in
+from scaler.presets.queries import (
+    GPU_UTILISATION,
+    QueueRead,
+    RouterQueue,
+    holds_for,
+    queue_read,
+    removed_in,
+    router_queue_queries,
+)
 from scaler.presets.registry import (
     CUSTOM_ENGINE,
     DEFAULT_ENGINE,
@@ -62,15 +70,18 @@ __all__ = [
     "QueueRead",
     "Registry",
     "Removal",
+    "RouterQueue",
     "Select",
     "Selector",
     "choices",
     "engines",
+    "holds_for",
     "preset_for",
     "queue_read",
     "register",
     "registered",
     "removed_in",
+    "router_queue_queries",
     "routers",
     "unregister",
 ]

@@ -1,16 +1,20 @@
-"""What a user's query reads, as the registry knows it: a preset's queue, a removed metric name.
+"""What a user's query reads, as the registry knows it: a preset's queue, a removed metric name;
+and which router queues hold requests for a set of servers.
 
 ``scaler convert`` turns a KEDA trigger on a preset's queue into that preset; ``scaler
-doctor`` flags a ScaledObject that reads only the engine's queue, and a removed name.
+doctor`` flags a ScaledObject that reads only the engine's queue while a router's queue holds
+requests for its servers (``RouterQueue``, ``holds_for``), and a removed name; ``scaler replay
+--prometheus`` counts such a queue's requests as arrivals.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scaler.matchers import LabelMatcher, SelectorError, parse_selector
-from scaler.presets.registry import QUEUE_FIELD, REGISTRY, Preset, Removal
+from scaler.presets.registry import QUEUE_FIELD, REGISTRY, ROUTERS, Preset, Removal, Select
 
 _SUM_OF_ONE_SELECTOR = re.compile(
     r"^\s*sum\s*\(\s*(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*\)\s*$"
@@ -53,6 +57,45 @@ def queue_read(query: str) -> QueueRead | None:
                 rest = tuple(m for m in written if m not in selector.matchers)
                 return QueueRead(preset, selector.metric, rest)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class RouterQueue:
+    """A router's queue series found in Prometheus: the router (its preset), pool and model."""
+
+    router: str
+    pool: str  # its pool label's value ("" for a router read without a pool)
+    model_label: str  # the label naming the model on the queue series
+    model: str
+
+
+def router_queue_queries() -> list[tuple[Preset, str, str]]:
+    """Per router preset with a queue: the PromQL listing its queues (one series per pool and
+    model, over the last minute) and the label that names the model on them. *Example*: llm-d's
+    is ``sum by (inference_pool, model_name) (...)`` of its flow-control queue size."""
+    out = []
+    for router in ROUTERS.values():
+        family = router.family(QUEUE_FIELD[router.kind])
+        if family is None:
+            continue
+        model_label = family.model_label if family.select is Select.MODEL else router.model_label or ""
+        by = tuple(label for label in (router.pool_label, model_label) if label)
+        out.append((router, family.render(by, "1m"), model_label))
+    return out
+
+
+def holds_for(engine: str, matchers: Sequence[LabelMatcher], queue: RouterQueue) -> bool:
+    """Whether ``queue`` holds requests for the servers of ``engine`` that ``matchers`` select: a
+    router other than the engine's own frontend, for the model the matchers name (any, when they
+    name none). *Example*: llm-d's queue for ``model_name="llama"`` holds for vLLM servers
+    selected by ``model_name="llama"``, not for ``model_name="mistral"``; Dynamo's router holds
+    for no Dynamo servers (their own queue already counts it)."""
+    if queue.router == engine:
+        return False
+    on_model = [m for m in matchers if m.name == queue.model_label]
+    return all(m.matches({queue.model_label: queue.model}) for m in on_model) and (
+        bool(on_model) or not matchers
+    )
 
 
 def removed_in(query: str) -> list[tuple[str, Removal]]:

@@ -18,7 +18,7 @@ from scaler.replay import INSTALL_HINT, missing_extra
 if TYPE_CHECKING:
     from scaler.coldstart import PodTimes
     from scaler.replay.cluster import ClusterConfig
-    from scaler.replay.history import HistoryReader, Measured
+    from scaler.replay.history import HistoryReader, Measured, RouterFinder
     from scaler.replay.keda import ScaledObjectModel
     from scaler.replay.span import Span
     from scaler.replay.startup import ColdStartChoice
@@ -42,12 +42,14 @@ PodReader = Callable[[str | None, str, str], "tuple[str, list[PodTimes]]"]
 class Upstream:
     """What the replay takes from modules that import-linter keeps it from importing (the caller,
     ``scaler.cli``, passes them): the Prometheus history reader, ``scaler convert``'s rewrite of
-    a plain KEDA ScaledObject's YAML (the new text, and one line per change), and the reader of a
-    Deployment's pods (``scaler.sources.kubernetes.read_pod_times``) for ``--kubeconfig``."""
+    a plain KEDA ScaledObject's YAML (the new text, and one line per change), the reader of a
+    Deployment's pods (``scaler.sources.kubernetes.read_pod_times``) for ``--kubeconfig``, and the
+    lister of router queues (``scaler.sources.prometheus.router_queues``) for ``--prometheus``."""
 
     read_history: HistoryReader
     convert: Converter
     read_pods: PodReader | None = None
+    find_routers: RouterFinder | None = None
 
 
 HISTORY_DEFAULTS = {"since": "7d", "step": "1m"}
@@ -241,7 +243,9 @@ def _from_prometheus(args: argparse.Namespace, upstream: Upstream | None, policy
 
     if upstream is None:
         raise ValueError("--prometheus needs the Prometheus reader (run it as `scaler replay`)")
-    measured = from_prometheus(upstream.read_history, args.prometheus, policy, history_span(args))
+    measured = from_prometheus(
+        upstream.read_history, args.prometheus, policy, history_span(args), upstream.find_routers
+    )
     for line in measured.limits:
         print(f"scaler replay: limit: {line}", file=sys.stderr)
     if args.export:

@@ -20,6 +20,13 @@ the requests waiting went from 4 to 10, the prompt-token counter rose by 144,000
 and the generated-token counter by 24,000 (400/s). Arrivals: 2.0 + 6/60 = 2.1/s (126
 requests); 1,200 prompt and 200 output tokens per request.
 
+A ScaledObject that reads no router may still have one in front of its servers: llm-d's
+endpoint picker with flow control holds the backlog in its own queue while the servers' queue
+levels off. Given a ``RouterFinder``, ``from_prometheus`` lists the router queues Prometheus
+holds at the span's end, and when one holds requests for these servers
+(``scaler.presets.holds_for``: its model is the one the labelSelector names) it reads that
+queue too, so that what waited there counts as arrivals, and says so.
+
 Windows without a request rate or token rates are gaps. Those before the first window with
 data and after the last are cut; the others get rates and sizes interpolated linearly from
 the windows either side, and so do the sizes of windows that served nothing. Each window's
@@ -29,6 +36,7 @@ mean sizes. What the history cannot say is listed in ``Measured.limits``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,6 +48,7 @@ from numpy.typing import NDArray
 from scaler.config import TargetPolicy
 from scaler.inputs import Input
 from scaler.model import Observation
+from scaler.presets import NO_ROUTER, PRESETS, RouterQueue, holds_for
 from scaler.replay.span import Span
 from scaler.replay.trace import RateTrace, Trace, TraceError, expand_rates
 
@@ -135,13 +144,65 @@ def describe(policy: TargetPolicy) -> str:
     return f"engine {policy.engine}, {selector}{role}"
 
 
-def from_prometheus(reader: HistoryReader, address: str, policy: TargetPolicy, span: Span) -> Measured:
-    """Read ``span`` of ``policy``'s series through ``reader`` and turn it into a rate trace."""
+class RouterFinder(Protocol):
+    """Lists the router queue series a Prometheus holds at an instant
+    (``scaler.sources.prometheus.router_queues``); RuntimeError when it cannot."""
+
+    def __call__(self, address: str, at: datetime) -> Sequence[RouterQueue]:
+        """One per router, pool and model."""
+
+
+def from_prometheus(
+    reader: HistoryReader,
+    address: str,
+    policy: TargetPolicy,
+    span: Span,
+    routers: RouterFinder | None = None,
+) -> Measured:
+    """Read ``span`` of ``policy``'s series through ``reader`` and turn it into a rate trace; with
+    ``routers``, a router queue in front of the servers that ``policy`` reads none of is read too
+    (module docstring)."""
+    policy, found = _with_router_found(address, policy, span, routers)
     try:
         points, problems = reader(address, policy, span.start, span.end, span.step_s)
     except RuntimeError as exc:  # the reader's failure to read anything (PrometheusQueryError)
         raise HistoryError(str(exc)) from None
-    return measure(points, problems, span, policy)
+    measured = measure(points, problems, span, policy)
+    return dataclasses.replace(measured, limits=(*found, *measured.limits))
+
+
+def _with_router_found(
+    address: str, policy: TargetPolicy, span: Span, routers: RouterFinder | None
+) -> tuple[TargetPolicy, list[str]]:
+    """``policy`` reading the router queue that holds requests for its servers, when it reads none
+    and one is found; and the lines that say so (or that the routers could not be listed)."""
+    if routers is None or policy.router != NO_ROUTER or policy.engine not in PRESETS:
+        return policy, []
+    try:
+        queues = routers(address, span.end)
+    except RuntimeError as exc:
+        return policy, [
+            f"the routers' queues could not be listed ({exc}): requests a router held in front of the"
+            " servers are counted when a server took them"
+        ]
+    held = [q for q in queues if holds_for(policy.engine, policy.matchers, q)]
+    if not held:
+        return policy, []
+    first = held[0]
+    where = f"the {first.router} router" + (f" (pool {first.pool})" if first.pool else "")
+    others = (
+        f"; {len(held) - 1} other router queue(s) for these servers are not read" if len(held) > 1 else ""
+    )
+    written = f"router: {first.router}" + (f", inferencePool: {first.pool}" if first.pool else "")
+    line = (
+        f"{where} holds requests for these servers and the ScaledObject reads none of its queue: the"
+        f" trace counts what waited there as arrivals{others}; the replayed fleet has a router only if"
+        f" --cluster sets router: {first.router}, and without one the replayed ScaledObject sees the"
+        " whole backlog in the servers' queue, which it would not have seen live (scaler doctor:"
+        f" router-queue-unread; {written} in this scaler's trigger reads it)"
+    )
+    update = {"router": first.router, "inference_pool": first.pool or None}
+    return policy.model_copy(update=update), [line]
 
 
 def _column(values: Sequence[float | None]) -> NDArray[np.float64]:

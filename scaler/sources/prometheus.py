@@ -33,7 +33,16 @@ from scaler.config import TargetPolicy
 from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import INPUTS
-from scaler.presets import ROUTERS, Combine, Family, Preset, Select, preset_for
+from scaler.presets import (
+    ROUTERS,
+    Combine,
+    Family,
+    Preset,
+    RouterQueue,
+    Select,
+    preset_for,
+    router_queue_queries,
+)
 from scaler.readings import Readings
 from scaler.roles import RoleLabel, role_matcher
 
@@ -330,6 +339,20 @@ def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ..
     if family.select is Select.ANY:
         return ()
     return policy.series_matchers
+
+
+def router_queues(address: str, at: datetime | None = None) -> list[RouterQueue]:
+    """Every router queue series the Prometheus at ``address`` holds at ``at`` (else now), one per
+    router, pool and model (``scaler.presets.router_queue_queries``): one instant query per router
+    preset; PrometheusQueryError when one fails."""
+    client = PrometheusClient(address)
+    return [
+        RouterQueue(
+            router.name, s.labels.get(router.pool_label or "", ""), model_label, s.labels.get(model_label, "")
+        )
+        for router, query, model_label in router_queue_queries()
+        for s in client.instant(query, at)
+    ]
 
 
 def _apply(family: Family, samples: list[Sample], selector: Sequence[LabelMatcher], into: Readings) -> None:
