@@ -60,7 +60,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchmarks.harness import trace_parser  # noqa: E402
+from benchmarks.harness import target_lines, trace_parser  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import BUCKET_S, clairvoyant, initial_ready, run_keda  # noqa: E402
 from scaler.replay.keda import ExternalTrigger, ScaledObjectModel, load_scaledobject_model  # noqa: E402
@@ -582,8 +582,7 @@ def main() -> int:
     else:
         checks = verdicts(cells)
         lines = summary(cells)
-        lines += ["", f"## Targets ({sum(ok for ok, _ in checks)} of {len(checks)} met)"]
-        lines += [f"  [{'met' if ok else 'MISSED'}] {text}" for ok, text in checks]
+        lines += ["", *target_lines("Targets", checks)]
     for line in lines:
         print(line)
     print(f"total {time.perf_counter() - began:.0f}s")

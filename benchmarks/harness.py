@@ -44,6 +44,15 @@ def trace_parser(doc: str | None, traces: Sequence[str]) -> argparse.ArgumentPar
     return parser
 
 
+def target_lines(title: str, checks: Sequence[tuple[bool, str]]) -> list[str]:
+    """A benchmark's targets, counted in a heading and each beside its figure, ``MISSED`` where it
+    is not met."""
+    return [
+        f"## {title} ({sum(ok for ok, _ in checks)} of {len(checks)} met)",
+        *(f"  [{'met' if ok else 'MISSED'}] {text}" for ok, text in checks),
+    ]
+
+
 ROOT = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

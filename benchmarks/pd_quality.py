@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
-from benchmarks.harness import trace_parser  # noqa: E402
+from benchmarks.harness import target_lines, trace_parser  # noqa: E402
 from scaler.replay.cluster import ClusterConfig  # noqa: E402
 from scaler.replay.disagg import ROLES, DisaggConfig  # noqa: E402
 from scaler.replay.disagg_run import (  # noqa: E402
@@ -207,9 +207,7 @@ def main() -> int:
     for cell in cells:
         print_cell(cell)
     checks = verdicts(cells)
-    print(f"\n## Targets ({sum(ok for ok, _ in checks)} of {len(checks)} met)")
-    for ok, text in checks:
-        print(f"  [{'met' if ok else 'MISSED'}] {text}")
+    print("\n" + "\n".join(target_lines("Targets", checks)))
     print(f"total {time.perf_counter() - began:.0f}s")
     path = Path(args.json or HERE / "results" / "pd_quality.json")
     path.parent.mkdir(parents=True, exist_ok=True)

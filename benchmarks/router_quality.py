@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
-from benchmarks.harness import trace_parser  # noqa: E402
+from benchmarks.harness import target_lines, trace_parser  # noqa: E402
 from scaler.inputs import Input  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import clairvoyant, initial_ready  # noqa: E402
@@ -270,9 +270,7 @@ def main() -> int:
         print(line)
     for config in ("router", "engine only"):
         mine = [(ok, text) for c, ok, text in checks if c == config]
-        print(f"\n## Targets, {config} ({sum(ok for ok, _ in mine)} of {len(mine)} met)")
-        for ok, text in mine:
-            print(f"  [{'met' if ok else 'MISSED'}] {text}")
+        print("\n" + "\n".join(target_lines(f"Targets, {config}", mine)))
     wall = time.perf_counter() - began
     print(f"total {wall:.0f}s")
     default = "router_quality.json" if args.kv_full == 1.0 else f"router_quality_kv{args.kv_full:g}.json"

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks import decision_quality, pd_quality, router_quality
+from benchmarks.harness import target_lines
 from scaler import capacity, demand, engine, forecast
 from scaler.params import DeciderParams
 from scaler.signals import load, table
@@ -104,3 +105,14 @@ def test_pd_row_fleet_loads_as_two_separate_pools() -> None:
     assert so.external is not None
     assert config.cluster.physics == "separate"
     assert config.prefill_gpus == config.decode_gpus == so.max_replicas * config.cluster.gpus_per_replica
+
+
+def test_targets_are_counted_and_each_missed_one_says_so() -> None:
+    """The targets' heading counts those met; a missed one is printed MISSED beside its figure."""
+    checks = [(True, "a: 99.7% (target >= 99.5%)"), (False, "b: 1.13x (target <= 1.10x)")]
+    lines = target_lines("Targets", checks)
+    assert lines == [
+        "## Targets (1 of 2 met)",
+        "  [met] a: 99.7% (target >= 99.5%)",
+        "  [MISSED] b: 1.13x (target <= 1.10x)",
+    ]
