@@ -3,6 +3,7 @@
     nice .venv/bin/python benchmarks/decision_quality.py             # every trace, both physics, 3 seeds
     nice .venv/bin/python benchmarks/decision_quality.py --quick     # seed 0 only
     nice .venv/bin/python benchmarks/decision_quality.py --ablation  # each mechanism removed in turn
+    nice .venv/bin/python benchmarks/decision_quality.py --quick --kv-full 0.6  # max_num_seqs binds first
 
 For each trace, seed and physics (``shared``: prefill and decode add as GPU time;
 ``separate``: two resources, the tighter binds; docs/replay.md), on the fleet of
@@ -28,6 +29,10 @@ times the mean, shorter than the 180 s cold start, every 7-23 minutes); and two 
 (prompts around 1.3k and outputs around 1.5k tokens) and long-prompt (prompts of 10k-32k tokens,
 whose service sets a TTFT objective of 8 s). Then the README's example ScaledObject on the Azure
 trace with the replay's default cluster.
+
+``--kv-full F`` replays a fleet whose KV cache is only ``F`` used when every batch slot is busy
+(the cluster key ``kv_cache_usage_full_batch``): ``max_num_seqs`` binds before the cache fills,
+as on a small model with a large cache. The default, 1, is a fleet the KV cache bounds.
 
 Targets (issue 20), each printed beside its figure, ``MISSED`` where it is not met:
 
@@ -227,6 +232,8 @@ def _ablate(name: str) -> None:
             return 0.0 if replicas * self.per_replica > load else 1.0
 
         load_module.Resource.late = stable_only  # type: ignore[method-assign]
+    elif name == "cache share of a full batch":  # the KV reading as if a full batch filled the cache
+        capacity_module.CapacityModel._learn_kv_full = lambda self, *args: None  # type: ignore[method-assign]
     elif name == "capacity measurement":  # the configured capacities only (slots from the decode rate)
         capacity_module._Estimate.measure = lambda self, value, weight: None  # type: ignore[method-assign]
     elif name == "model bias":
@@ -271,6 +278,7 @@ ABLATIONS = (
     "denoised errors",
     "queueing headroom",
     "capacity measurement",
+    "cache share of a full batch",
     "decode slowdown",
     "model bias",
     "backlog (queue signal)",
@@ -295,9 +303,13 @@ def _scaler_run(
 # ---- one cell ----------------------------------------------------------------------------
 
 
-def reference(trace: Trace, physics: str, objective_s: float) -> tuple[ClusterConfig, Any, Any, int]:
+def reference(
+    trace: Trace, physics: str, objective_s: float, kv_full: float = 1.0
+) -> tuple[ClusterConfig, Any, Any, int]:
     """The cell's GPU limit (the unlimited clairvoyant's peak), the clairvoyant and its search."""
-    base = ClusterConfig.load(HERE / "cluster-70b.yaml").with_overrides(physics=physics)
+    base = ClusterConfig.load(HERE / "cluster-70b.yaml").with_overrides(
+        physics=physics, kv_cache_usage_full_batch=kv_full
+    )
     scaler_so = load_scaledobject_model(HERE / "scaledobject-70b.yaml")
     lo, hi = scaler_so.min_replicas, scaler_so.max_replicas
     unlimited = base.with_overrides(gpus_free=hi * base.gpus_per_replica)
@@ -334,15 +346,15 @@ def at_equal_attainment(points: Sequence[tuple[float, float]], attainment: float
     return float(np.interp(attainment, atts, hours)), ""
 
 
-def bench_cell(job: tuple[str, int, str, str]) -> dict[str, Any]:
+def bench_cell(job: tuple[str, int, str, str, float]) -> dict[str, Any]:
     """One trace, seed and physics: the clairvoyant and its frontier, the published baseline, four conditions."""
-    name, seed, physics, ablation = job
+    name, seed, physics, ablation, kv_full = job
     _ablate(ablation)
     began = time.perf_counter()
     trace = load_trace(name, seed)
     objective_s = objective(name)
     scaler_so = load_scaledobject_model(HERE / "scaledobject-70b.yaml")
-    cfg, ref, search, initial = reference(trace, physics, objective_s)
+    cfg, ref, search, initial = reference(trace, physics, objective_s, kv_full)
     conditions = CONDITIONS if ablation == "none" else CONDITIONS[:1]
     results = [
         _scaler_run(
@@ -547,6 +559,13 @@ def main() -> int:
         choices=ABLATIONS[1:],
         help="with --ablation: only these mechanisms",
     )
+    parser.add_argument(
+        "--kv-full",
+        type=float,
+        default=1.0,
+        help="the fleet's KV cache usage at a full batch (default 1: the KV cache bounds the batch;"
+        " below 1, max_num_seqs binds first and the cache never fills)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="replays run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()
@@ -554,7 +573,7 @@ def main() -> int:
     ablations = ("none", *(args.only or ABLATIONS[1:])) if args.ablation else ("none",)
     began = time.perf_counter()
     jobs = [
-        (name, seed, physics, ablation)
+        (name, seed, physics, ablation, args.kv_full)
         for ablation in ablations
         for name in args.traces
         for seed in (seeds if name != "azure" else [0])  # a request trace is the same for every seed
@@ -562,6 +581,7 @@ def main() -> int:
     ]
     print(
         f"decision quality: {len(jobs)} cells (traces {', '.join(args.traces)}; seeds {' '.join(map(str, seeds))})"
+        + (f"; KV cache {args.kv_full:g} used at a full batch" if args.kv_full != 1.0 else "")
     )
     # One process per cell: an ablation patches the decider in its own process only.
     with multiprocessing.Pool(args.workers, maxtasksperchild=1) as pool:
@@ -587,6 +607,8 @@ def main() -> int:
         print(line)
     print(f"total {time.perf_counter() - began:.0f}s")
     default = "decision_quality_ablation.json" if args.ablation else "decision_quality.json"
+    if args.kv_full != 1.0:
+        default = default.replace(".json", f"_kv{args.kv_full:g}.json")
     path = Path(args.json or HERE / "results" / default)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(

@@ -9,15 +9,27 @@ can show them; a configured value is only where they start.
 many as its KV cache holds at the traffic's sequence lengths). The KV cache's usage, averaged
 over the replicas, says how full they are:
 
-    S = running / ready / kv_cache_usage     while the cache is at least kv_min_usage used
-                                             (times 0.8 behind llm-d's flow control: its
-                                             router sends a replica nothing more once its
-                                             cache is 80% used, ``scaler.flowcontrol``)
-    S = running / ready                      without a KV gauge, while requests wait on every
-                                             replica (waiting >= ready): each is full; or while
-                                             a router (llm-d) reads its pool saturated
-    S = max_num_seqs                         where the stack exports it (Dynamo), or the KV
-                                             reading if that says fewer
+    S = running / ready / kv_cache_usage x u     while the cache is at least kv_min_usage used
+    u = min(F, 0.8 behind llm-d's flow control)  F: the cache's usage with every batch full
+                                                 (1 until seen); 0.8: the router sends a replica
+                                                 nothing more once its cache is 80% used
+                                                 (``scaler.flowcontrol``)
+    S = running / ready                          without a KV gauge, while requests wait on
+                                                 every replica (waiting >= ready): each is full;
+                                                 or while a router (llm-d) reads its pool
+                                                 saturated
+    S = max_num_seqs                             where the stack exports it (Dynamo), or the KV
+                                                 reading if that says fewer
+
+``F`` is below 1 where the engine's ``max_num_seqs`` binds before the cache fills (a small model
+on a large cache): a full batch leaves part of the cache unused, and without ``F`` the reading
+would count slots the engine never opens. It is read where requests wait on every replica
+(waiting >= ready: the batches are full) at two refreshes in a row (a one-refresh spike may
+wait for anything), while the Ready replicas have been the same for a rate window and a time
+in service (so that queues a scale-up left on the old replicas do not count) and the prompts
+arrive slower than the replicas prefill them (else they wait for prefill, not for a slot):
+``F`` moves toward the cache's usage then, by ``capacity_weight``. A refresh whose cache is
+fuller than ``F`` shows a batch that held more, and raises ``F`` to it at once.
 
 With the gauge the second reading is not taken (after a scale-up, queues left on the old
 replicas make requests wait while the new ones are nearly empty), and neither is taken for a
@@ -70,7 +82,9 @@ Ready replicas unchanged for a rate window (``rate_window_s``).
 the mean TTFT is 0.30 s. ``s = 0.25`` gives ``0.25 + C(4, 1.5) x 0.25 / 2.5 = 0.25 + 0.075 x 0.1 =
 0.257``, too little; ``s = 0.286`` gives ``0.286 + C(4, 1.72) x 0.286 / 2.28 = 0.286 + 0.11 x 0.125
 = 0.30``: the replica prefills ``1,000 / 0.286 = 3,500`` tokens/s. A KV cache 50% used on
-average while 12 sequences run per replica: 24 slots.
+average while 12 sequences run per replica: 24 slots. Where 24 sequences a replica were seen
+filling 60% of the cache with requests waiting on every replica (``F = 0.6``), the same 12
+sequences at 30% still read 24, not 40.
 """
 
 from __future__ import annotations
@@ -187,6 +201,9 @@ class CapacityModel:
         self._last_t: float | None = None
         self._steady = False
         self._shrunk_at: float | None = None
+        # The KV cache's mean usage when the replicas' batches are full (None: not seen; taken as 1).
+        self._kv_full: float | None = None
+        self._full_before = False  # requests waited on every replica at the previous refresh
         self.configure(policy)
 
     def configure(self, policy: TargetPolicy) -> None:
@@ -235,6 +252,30 @@ class CapacityModel:
             self.itl_slots(),
         )
 
+    def _learn_kv_full(
+        self, obs: Observation, demand: Demand, ready: int, running: float, waiting: float
+    ) -> None:
+        """The KV cache's usage with every batch full (module docstring): read where requests wait on
+        every replica at two refreshes in a row, of a settled fleet whose prefill keeps up; raised
+        at once wherever the cache is seen fuller."""
+        kv = obs.kv_cache_usage
+        full, full_before = waiting >= ready, self._full_before
+        self._full_before = full
+        if kv is None or not running or self._ready_since is None:
+            return
+        if self._kv_full is not None and kv > self._kv_full:
+            self._kv_full = min(1.0, kv)  # a batch ran with this much of the cache: it holds more
+            return
+        settled = obs.timestamp - self._ready_since[1] >= max(
+            self.params.rate_window_s, demand.time_in_service_s or 0.0
+        )
+        p, prompt_rate = self._prefill.value, obs.prompt_tokens_per_s
+        prefill_keeps_up = not (p and prompt_rate is not None and prompt_rate >= ready * p)
+        if full and full_before and settled and prefill_keeps_up and kv > 0:
+            old = self._kv_full
+            kv = min(1.0, kv)
+            self._kv_full = kv if old is None else old + self.params.capacity_weight * (kv - old)
+
     def _slot_readings(self, obs: Observation, ready: int, running: float, waiting: float) -> list[float]:
         """This refresh's readings of the batch slots per replica (module docstring)."""
         kv, saturation = obs.kv_cache_usage, obs.router_saturation
@@ -249,9 +290,11 @@ class CapacityModel:
             # The KV cache's mean usage over the replicas says how full they are. Behind llm-d's
             # flow control (its saturation is read) a replica is sent requests only while its
             # cache is below the router's threshold: it holds that share of what the cache does.
+            # Where the engine's max_num_seqs binds first, a full batch leaves part of the cache
+            # unused: the share it uses then, learned, scales the reading the same way.
             gate = KV_CACHE_UTIL_THRESHOLD if saturation is not None else 1.0
             if kv >= self.params.kv_min_usage:
-                readings.append(running / ready / kv * gate)
+                readings.append(running / ready / kv * min(gate, self._kv_full or 1.0))
         elif waiting >= ready:
             # Without it, requests waiting on every replica say they are full. (With it, that
             # reading would be fooled by queues left on a few replicas after a scale-up.)
@@ -276,6 +319,7 @@ class CapacityModel:
         # service: their sequences count in running, but they are no longer Ready.
         drained = self._shrunk_at is None or t - self._shrunk_at > (demand.time_in_service_s or 0.0)
         if running is not None and waiting is not None and drained:
+            self._learn_kv_full(obs, demand, ready, running, waiting)
             readings = self._slot_readings(obs, ready, running, waiting)
             if readings:
                 # An exported max_num_seqs is the most a replica runs; the cache may hold fewer.

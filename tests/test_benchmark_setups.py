@@ -22,6 +22,7 @@ from scaler.signals import load, table
 
 # Everything an ablation may replace: the classes and modules ``decision_quality._ablate`` patches.
 PATCHED = (
+    capacity.CapacityModel,
     capacity._Estimate,
     demand.DemandReader,
     engine.Engine,

@@ -69,6 +69,43 @@ def test_slots_from_waiting_only_without_a_kv_gauge() -> None:
     assert fooled.capacity().slots is None  # below a quarter of the cache: nothing to read
 
 
+def test_where_max_num_seqs_binds_first_the_cache_share_of_a_full_batch_is_learned() -> None:
+    """24 sequences a replica (max_num_seqs) fill 60% of the cache: 96 running on 4 replicas with 12
+    waiting. Until the fleet has settled the cache reading says 96 / 4 / 0.6 = 40; once requests
+    have waited on every replica of a settled fleet, the share a full batch uses (0.6) is learned and
+    every later reading, at any load, says 24. A cache seen fuller than that raises the share at once."""
+    model = CapacityModel(parse_metadata({}))
+    run(model, [steady(i, running=96.0, kv=0.6, waiting=12.0) for i in range(3)])
+    assert model.capacity().slots == pytest.approx(40.0)  # 30 s after the last change: not settled
+    reader = DemandReader()
+    learned = CapacityModel(parse_metadata({}))
+    for i in range(6):  # settled from 60 s (a rate window; 24 s in service)
+        obs = steady(i, running=96.0, kv=0.6, waiting=12.0)
+        learned.observe(obs, reader.read(obs))
+    for i in range(6, 300):  # then half the load: nobody waits, 30% of the cache
+        obs = steady(i, running=48.0, kv=0.3)
+        learned.observe(obs, reader.read(obs))
+    assert learned.capacity().slots == pytest.approx(24.0, rel=0.01)
+    obs = steady(300, running=112.0, kv=0.8)  # 28 a replica: the batch holds more than was learned
+    learned.observe(obs, reader.read(obs))
+    for i in range(301, 600):
+        obs = steady(i, running=48.0, kv=0.3)
+        learned.observe(obs, reader.read(obs))
+    assert learned.capacity().slots == pytest.approx(32.0, rel=0.01)  # 12 / 0.3 x 0.8
+
+
+def test_a_backlog_prefill_explains_teaches_nothing_of_the_batch() -> None:
+    """Requests waiting on every replica while the prompts arrive faster than the replicas prefill
+    them (5,000 tokens/s configured, 4 x 5,000 = 20,000 offered) wait for prefill, not for slots."""
+    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "5000"}))
+    run(
+        model,
+        [steady(i, running=96.0, kv=0.6, waiting=12.0, prompt_tokens_per_s=20000.0) for i in range(6)]
+        + [steady(i, running=48.0, kv=0.3) for i in range(6, 300)],
+    )
+    assert model.capacity().slots == pytest.approx(40.0, rel=0.01)
+
+
 def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> None:
     """A router that stops dispatching at saturation says each replica holds what it runs now; an
     exported max_num_seqs is the slots, unless the KV cache says fewer."""
