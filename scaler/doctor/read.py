@@ -10,14 +10,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scaler.doctor.objects import Cluster, our_trigger, policy_of, so_key
 from scaler.doctor.stacks import engine_queue_only
 from scaler.presets import RouterQueue, preset_for
-
-if TYPE_CHECKING:
-    pass
 
 
 def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
