@@ -114,6 +114,19 @@ def test_the_router_queue_is_waiting_demand() -> None:
     assert got.rates.rates.tolist() == pytest.approx([2.5])
 
 
+def test_a_router_queue_that_appears_late_leaves_the_earlier_queue_growth_counted() -> None:
+    """The router's queue series exists only from minute 2 (a router put in front mid-span): before
+    it, the servers' queue growth still counts (4 -> 34 waiting is 0.5/s more), not nothing."""
+    routed = parse_metadata({**ROUTED, "router": "llm-d", "inferencePool": "pool"})
+    got = measure(
+        [point(0, waiting=4), point(1, waiting=34), point(2, waiting=34, router_queue_waiting=0.0)],
+        {},
+        window(2),
+        routed,
+    )
+    assert got.rates.rates.tolist() == pytest.approx([2.5, 2.0])
+
+
 def test_an_unread_router_queue_is_said() -> None:
     """A router configured whose queue cannot be read: a limit names it and the error."""
     routed = parse_metadata({**ROUTED, "router": "llm-d", "inferencePool": "pool"})

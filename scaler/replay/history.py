@@ -305,8 +305,8 @@ def measure(
     queue = _column([None if p is None else p.queue_waiting for p in at])
     routed = _column([None if p is None else p.router_queue_waiting for p in at])
     router_read = policy.router != "none" and bool(np.isfinite(routed).any())
-    if router_read:  # waiting in front of the servers is waiting too
-        queue = queue + routed
+    if router_read:  # waiting in front of the servers is waiting too; no series there: none held
+        queue = queue + np.where(np.isfinite(routed), routed, 0.0)
     window = at[1:]  # point k describes window k - 1
 
     def col(name: str) -> NDArray[np.float64]:
