@@ -48,7 +48,7 @@ from scaler.inventory import (
     workload_state,
 )
 from scaler.model import HpaStatus
-from scaler.sources.reflector import Key, Logger, Reflector, Store, describe
+from scaler.sources.reflector import Key, Logger, Reflector, Store, WatchOptions, describe
 
 __all__ = [
     "InventoryOptions",
@@ -76,15 +76,10 @@ class KubernetesReadError(LookupError):
 
 
 @dataclass(frozen=True, slots=True)
-class InventoryOptions:
-    """Tuning for the watches. The defaults suit a production cluster; tests shorten the times."""
+class InventoryOptions(WatchOptions):
+    """Tuning for the watches (``WatchOptions``) and the GPU resources. The defaults suit a
+    production cluster; tests shorten the times."""
 
-    page_size: int = 500
-    watch_timeout_seconds: int = 300  # server-side; each watch asks for 1x to 2x this (jitter)
-    request_timeout_seconds: float = 30.0  # connect and list timeout; watches read for their timeout + this
-    backoff_initial_seconds: float = 0.8
-    backoff_max_seconds: float = 30.0
-    failure_grace_seconds: float = 60.0  # serve a stale cache this long after a watch breaks
     gpu_resource_patterns: tuple[str, ...] = GPU_RESOURCE_PATTERNS
     default_gpu_resource: str = DEFAULT_GPU_RESOURCE  # for gpusPerReplica when the template has no GPU
 

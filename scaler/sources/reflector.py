@@ -28,6 +28,7 @@ import random
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes.client.exceptions import ApiException
@@ -50,38 +51,19 @@ class Logger(Protocol):
         ...
 
 
-class WatchSettings(Protocol):
-    """The timings a reflector runs by (``scaler.sources.kubernetes.InventoryOptions`` has them)."""
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    """The timings a reflector runs by. The defaults suit a production cluster; tests shorten them
+    (``scaler.sources.kubernetes.InventoryOptions`` adds the inventory's own settings)."""
 
-    @property
-    def page_size(self) -> int:
-        """Objects per page of a list."""
-        ...
-
-    @property
-    def watch_timeout_seconds(self) -> int:
-        """The server-side timeout of a watch; each asks for 1x to 2x this (jitter)."""
-        ...
-
-    @property
-    def request_timeout_seconds(self) -> float:
-        """Connect and list timeout; a watch reads for its timeout plus this."""
-        ...
-
-    @property
-    def backoff_initial_seconds(self) -> float:
-        """The first wait before a re-list after a failure."""
-        ...
-
-    @property
-    def backoff_max_seconds(self) -> float:
-        """The longest wait, the first one doubled per failure in a row."""
-        ...
-
-    @property
-    def failure_grace_seconds(self) -> float:
-        """How long a stale cache is served after its watch breaks."""
-        ...
+    page_size: int = 500
+    watch_timeout_seconds: int = 300  # server-side; each watch asks for 1x to 2x this (jitter)
+    request_timeout_seconds: float = 30.0  # connect and list timeout; watches read for their timeout + this
+    backoff_initial_seconds: float = (
+        0.8  # the first wait before a re-list after a failure, doubled per failure
+    )
+    backoff_max_seconds: float = 30.0  # the longest wait
+    failure_grace_seconds: float = 60.0  # serve a stale cache this long after a watch breaks
 
 
 def _obj(value: Any) -> Mapping[str, Any]:
@@ -241,7 +223,7 @@ class Reflector:
         resource: str,
         call: Callable[..., Any],
         store: Store[Any],
-        options: WatchSettings,
+        options: WatchOptions,
         clock: Callable[[], float],
         log: Logger | None,
         stopping: threading.Event,
