@@ -65,7 +65,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchmarks.harness import target_lines, trace_parser  # noqa: E402
+from benchmarks.harness import add_kv_full, target_lines, trace_parser  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import BUCKET_S, clairvoyant, initial_ready, run_keda  # noqa: E402
 from scaler.replay.keda import ExternalTrigger, ScaledObjectModel, load_scaledobject_model  # noqa: E402
@@ -559,13 +559,7 @@ def main() -> int:
         choices=ABLATIONS[1:],
         help="with --ablation: only these mechanisms",
     )
-    parser.add_argument(
-        "--kv-full",
-        type=float,
-        default=1.0,
-        help="the fleet's KV cache usage at a full batch (default 1: the KV cache bounds the batch;"
-        " below 1, max_num_seqs binds first and the cache never fills)",
-    )
+    add_kv_full(parser)
     parser.add_argument("--workers", type=int, default=2, help="replays run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()

@@ -34,6 +34,18 @@ from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
 
 
+def add_kv_full(parser: argparse.ArgumentParser) -> None:
+    """``--kv-full F``: the replayed fleet's KV cache usage with every batch slot busy (the cluster
+    key ``kv_cache_usage_full_batch``)."""
+    parser.add_argument(
+        "--kv-full",
+        type=float,
+        default=1.0,
+        help="the fleet's KV cache usage at a full batch (default 1: the KV cache bounds the batch;"
+        " below 1, max_num_seqs binds first and the cache never fills)",
+    )
+
+
 def trace_parser(doc: str | None, traces: Sequence[str]) -> argparse.ArgumentParser:
     """The options every trace-replaying benchmark takes: ``--seeds``, ``--quick`` (seed 0 only)
     and ``--traces`` (of ``traces``); each benchmark adds its own."""

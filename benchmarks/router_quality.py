@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
-from benchmarks.harness import target_lines, trace_parser  # noqa: E402
+from benchmarks.harness import add_kv_full, target_lines, trace_parser  # noqa: E402
 from scaler.inputs import Input  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import clairvoyant, initial_ready  # noqa: E402
@@ -241,12 +241,7 @@ def summary(cells: Sequence[dict[str, Any]]) -> list[str]:
 def main() -> int:
     parser = trace_parser(__doc__, TRACES)
     parser.add_argument("--physics", nargs="+", default=list(PHYSICS), choices=PHYSICS)
-    parser.add_argument(
-        "--kv-full",
-        type=float,
-        default=1.0,
-        help="the fleet's KV cache usage at a full batch (default 1: the KV cache bounds the batch)",
-    )
+    add_kv_full(parser)
     parser.add_argument("--workers", type=int, default=2, help="cells run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()
