@@ -207,6 +207,40 @@ class Input(StrEnum):
             doc="With the queue's growth, the requests offered to the fleet (`scaler/demand.py`).",
         ),
     )
+    QUEUE_TIME_MEAN_SECONDS = (
+        "queue_time_mean_seconds",
+        InputSpec(
+            "llm_scaler_input_queue_time_mean_seconds",
+            (
+                "Mean time a request waited before the engine first scheduled it, over the rate window "
+                "(its queue-time histogram's sum over its count)."
+            ),
+            _P,
+            doc=(
+                "vLLM's `vllm:request_queue_time_seconds` (time in WAITING: `scheduled_ts - queued_ts`, "
+                "`vllm/v1/metrics/stats.py`), SGLang's `sglang:queue_time_seconds`. Observed when a "
+                "request finishes. With the prefill time, it names why requests wait "
+                "(`scaler/capacity.py`)."
+            ),
+        ),
+    )
+    PREFILL_TIME_MEAN_SECONDS = (
+        "prefill_time_mean_seconds",
+        InputSpec(
+            "llm_scaler_input_prefill_time_mean_seconds",
+            (
+                "Mean time from a request's first scheduling to its first token, over the rate window "
+                "(its prefill-time histogram's sum over its count)."
+            ),
+            _P,
+            doc=(
+                "vLLM's `vllm:request_prefill_time_seconds` (`first_token_ts - scheduled_ts`, "
+                "`vllm/v1/metrics/stats.py`), observed when a request finishes. Prompt tokens per "
+                "request over it is the prefill rate a request sees, measured rather than inferred "
+                "(`scaler/capacity.py`)."
+            ),
+        ),
+    )
     KV_CACHE_USAGE = (
         "kv_cache_usage",
         InputSpec(
@@ -342,6 +376,10 @@ class Reading(StrEnum):
     TTFT_SUM = "ttft_sum"  # the rate of its _sum: over the count's rate, the mean TTFT
     ITL = "itl"  # the inter-token latency histogram's bucket rates: its tail and the share over the objective
     ITL_SUM = "itl_sum"  # the rate of its _sum: over the count's rate, the mean ITL
+    QUEUE_TIME_SUM = "queue_time_sum"  # the rate of the queue-time histogram's _sum (seconds per second)
+    QUEUE_TIME_COUNT = "queue_time_count"  # the rate of its _count: over it, the mean queue time
+    PREFILL_TIME_SUM = "prefill_time_sum"  # the rate of the prefill-time histogram's _sum
+    PREFILL_TIME_COUNT = "prefill_time_count"  # the rate of its _count: over it, the mean prefill time
     REPLICAS_REPORTING = "replicas_reporting"  # pods exporting metrics: the replicas, without Kubernetes
     ROUTER_STALE_ENDPOINTS = "router_stale_endpoints"  # llm-d: endpoints whose saturation reads 1 stale
     ROUTER_TTFT = "router_ttft"  # the router's TTFT histogram (its queue included): the TTFT users see

@@ -230,6 +230,8 @@ class Observation:
     ttft_over_objective: float | None = _input(Input.TTFT_OVER_OBJECTIVE)
     ttft_mean_seconds: float | None = _input(Input.TTFT_MEAN_SECONDS)
     requests_per_s: float | None = _input(Input.REQUESTS_PER_S)
+    queue_time_mean_seconds: float | None = _input(Input.QUEUE_TIME_MEAN_SECONDS)
+    prefill_time_mean_seconds: float | None = _input(Input.PREFILL_TIME_MEAN_SECONDS)
     kv_cache_usage: float | None = _input(Input.KV_CACHE_USAGE)
     itl_mean_seconds: float | None = _input(Input.ITL_MEAN_SECONDS)
     itl_tail_seconds: float | None = _input(Input.ITL_TAIL_SECONDS)

@@ -12,6 +12,9 @@ it into the ``Observation``, deriving:
   ``ttft_mean_seconds`` (sum over count);
 * from the inter-token latency histogram and its ``_sum``: ``itl_mean_seconds``,
   ``itl_tail_seconds`` (at the objective's percentile) and ``itl_over_objective``;
+* from an engine's phase-time histograms (vLLM's queue and prefill times, SGLang's queue time),
+  the rate of each ``_sum`` over its ``_count``: ``queue_time_mean_seconds``,
+  ``prefill_time_mean_seconds`` (``phase_mean``);
 * from a router (llm-d, Dynamo): its TTFT histogram, which counts the time in its queue, as the
   TTFT the objective is checked against (p95, p99, the share over it); its pool saturation only
   while no endpoint is stale (stale endpoints read as saturated);
@@ -44,6 +47,11 @@ TTFT_INPUTS = (
     Input.TTFT_MEAN_SECONDS,
 )
 ITL_INPUTS = (Input.ITL_MEAN_SECONDS, Input.ITL_TAIL_SECONDS, Input.ITL_OVER_OBJECTIVE)
+# The phase-time inputs, each the mean of an engine histogram: its _sum's rate over its _count's.
+PHASE_TIMES = {
+    Input.QUEUE_TIME_MEAN_SECONDS: (Reading.QUEUE_TIME_SUM, Reading.QUEUE_TIME_COUNT),
+    Input.PREFILL_TIME_MEAN_SECONDS: (Reading.PREFILL_TIME_SUM, Reading.PREFILL_TIME_COUNT),
+}
 INPUT_SET = frozenset(Input)  # a key that is an input (a plain str equal to one's name too)
 NO_REQUESTS = "no requests in the rate window"
 NO_HISTOGRAM = "no TTFT histogram buckets (custom queries give quantiles only)"
@@ -82,6 +90,15 @@ def itl_inputs(
     }
 
 
+def phase_mean(sum_rate: float | None, count_rate: float | None) -> float | None:
+    """A phase-time histogram's mean over the rate window: the rate of its ``_sum`` over that of its
+    ``_count`` (requests that finished in the window); None when either is unread or none finished.
+    *Example*: prefill times summing to 0.9 s/s over 6 finished requests/s: 0.15 s."""
+    if sum_rate is None or not count_rate:
+        return None
+    return sum_rate / count_rate
+
+
 @dataclass
 class Readings:
     """One target's reads at one instant: values (inputs and what inputs come from), the latency
@@ -113,6 +130,10 @@ class Readings:
                 self.values.get(Reading.ITL_SUM),
             )
             values.update({k: v for k, v in derived.items() if v is not None})
+        for name, (total_key, count_key) in PHASE_TIMES.items():
+            mean = phase_mean(self.values.get(total_key), self.values.get(count_key))
+            if mean is not None:
+                values[name] = mean
         self._router(policy, values, missing)
         reporting = self.values.get(Reading.REPLICAS_REPORTING)
         if reporting is not None:

@@ -83,6 +83,7 @@ LOAD = PodLoad(
     requests_per_s=4,
     ttft_seconds=0.3,
     kv_cache_usage=0.6,
+    queue_time_seconds=0.12,
 )
 
 SELECTORS = {
@@ -134,6 +135,15 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
         assert share_above(0.2, buckets) == pytest.approx(1.0)
     else:
         assert "exports no metric" in obs.missing["ttft_p95_seconds"]
+    # The phase times (vLLM: queue and prefill; SGLang: queue), each its histogram's sum over count.
+    if "queue_time_sum" in offered:
+        assert obs.queue_time_mean_seconds == pytest.approx(0.12, rel=0.02)
+    else:
+        assert obs.queue_time_mean_seconds is None
+    if "prefill_time_sum" in offered:
+        assert obs.prefill_time_mean_seconds == pytest.approx(0.18, rel=0.02)  # TTFT less the queue
+    else:
+        assert obs.prefill_time_mean_seconds is None
 
 
 def test_our_quantile_matches_prometheus(stack: Stack) -> None:

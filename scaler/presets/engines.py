@@ -59,6 +59,27 @@ VLLM = register(
                 "sum by ({by}) (rate(vllm:inter_token_latency_seconds_sum[{window}]))"
                 " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
             ),
+            # vllm/v1/metrics/loggers.py: histogram vllm:request_queue_time_seconds (_sum), observed
+            # at a request's finish; vllm/v1/metrics/stats.py: scheduled_ts - queued_ts
+            Family(
+                Reading.QUEUE_TIME_SUM, "sum by ({by}) (rate(vllm:request_queue_time_seconds_sum[{window}]))"
+            ),
+            # vllm/v1/metrics/loggers.py: histogram vllm:request_queue_time_seconds (_count)
+            Family(
+                Reading.QUEUE_TIME_COUNT,
+                "sum by ({by}) (rate(vllm:request_queue_time_seconds_count[{window}]))",
+            ),
+            # vllm/v1/metrics/loggers.py: histogram vllm:request_prefill_time_seconds (_sum), observed
+            # at a request's finish; vllm/v1/metrics/stats.py: first_token_ts - scheduled_ts
+            Family(
+                Reading.PREFILL_TIME_SUM,
+                "sum by ({by}) (rate(vllm:request_prefill_time_seconds_sum[{window}]))",
+            ),
+            # vllm/v1/metrics/loggers.py: histogram vllm:request_prefill_time_seconds (_count)
+            Family(
+                Reading.PREFILL_TIME_COUNT,
+                "sum by ({by}) (rate(vllm:request_prefill_time_seconds_count[{window}]))",
+            ),
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running, one series a pod
             Family(Reading.REPLICAS_REPORTING, "count by ({by}) (vllm:num_requests_running)"),
         ),
@@ -123,6 +144,14 @@ SGLANG = register(
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:inter_token_latency_seconds, its _sum
             Family(Reading.ITL_SUM, "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
+            # python/sglang/srt/observability/metrics_collector.py: histogram
+            # sglang:queue_time_seconds (time in the waiting queue), its _sum
+            Family(Reading.QUEUE_TIME_SUM, "sum by ({by}) (rate(sglang:queue_time_seconds_sum[{window}]))"),
+            # python/sglang/srt/observability/metrics_collector.py: histogram sglang:queue_time_seconds,
+            # its _count
+            Family(
+                Reading.QUEUE_TIME_COUNT, "sum by ({by}) (rate(sglang:queue_time_seconds_count[{window}]))"
+            ),
             # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_running_reqs
             Family(Reading.REPLICAS_REPORTING, "count by ({by}) (sglang:num_running_reqs)"),
         ),

@@ -81,6 +81,15 @@ class PodLoad:
     ttft_seconds: float = 0.05
     kv_cache_usage: float = 0.0
     itl_seconds: float = 0.03  # the gap between two tokens of a sequence
+    queue_time_seconds: float = 0.0  # waiting before the engine first schedules a request
+    prefill_time_seconds: float | None = None  # first scheduling to first token (None: TTFT - queue time)
+
+    @property
+    def prefill_seconds(self) -> float:
+        """The prefill time a request reports: as set, or what its TTFT leaves after its queue time."""
+        if self.prefill_time_seconds is not None:
+            return self.prefill_time_seconds
+        return max(0.0, self.ttft_seconds - self.queue_time_seconds)
 
 
 @dataclass
@@ -94,6 +103,8 @@ class _PodState:
     itl_count: float = 0.0
     itl_sum: float = 0.0
     itl_buckets: list[float] = field(default_factory=lambda: [0.0] * len(ITL_BUCKETS))
+    queue_time_sum: float = 0.0  # the phase-time histograms' _sum (their _count is requests_total)
+    prefill_time_sum: float = 0.0
 
 
 class SimulatedFleet:
@@ -142,6 +153,8 @@ class SimulatedFleet:
             n = load.requests_per_s * dt
             pod.requests_total += n
             pod.ttft_sum += n * load.ttft_seconds
+            pod.queue_time_sum += n * load.queue_time_seconds
+            pod.prefill_time_sum += n * load.prefill_seconds
             for i, bound in enumerate(TTFT_BUCKETS):
                 if load.ttft_seconds <= bound:
                     pod.ttft_buckets[i] += n
@@ -190,6 +203,8 @@ class SimulatedFleet:
                     ttft_seconds=total.ttft_seconds,
                     kv_cache_usage=total.kv_cache_usage,
                     itl_seconds=total.itl_seconds,
+                    queue_time_seconds=total.queue_time_seconds,
+                    prefill_time_seconds=total.prefill_time_seconds,
                 )
 
     # ---- exposition ----------------------------------------------------------------------
@@ -229,6 +244,11 @@ class SimulatedFleet:
             Reading.TTFT_SUM: ttft,
             Reading.ITL: itl,
             Reading.ITL_SUM: itl,
+            # Each request's phase times, observed when it finishes (here: as its first token comes).
+            Reading.QUEUE_TIME_SUM: Simulated(state.queue_time_sum, state.requests_total),
+            Reading.QUEUE_TIME_COUNT: Simulated(state.queue_time_sum, state.requests_total),
+            Reading.PREFILL_TIME_SUM: Simulated(state.prefill_time_sum, state.requests_total),
+            Reading.PREFILL_TIME_COUNT: Simulated(state.prefill_time_sum, state.requests_total),
         }
 
     def _fleet(self, pods: list[dict[str, Simulated]]) -> dict[str, Simulated]:

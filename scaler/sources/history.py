@@ -48,8 +48,8 @@ from scaler.sources.prometheus import (
 )
 
 # The families the warm-up reads: what Engine.warm learns from (the token rates, the queue, the
-# running requests, the KV cache, the TTFT and inter-token latency histograms with their sums) and
-# the pods reporting, which stand for the Ready replicas Prometheus does not hold.
+# running requests, the KV cache, the TTFT and inter-token latency histograms with their sums, the
+# phase times) and the pods reporting, which stand for the Ready replicas Prometheus does not hold.
 WARM_FAMILIES: tuple[Key, ...] = (
     Input.PROMPT_TOKENS_PER_S,
     Input.GENERATION_TOKENS_PER_S,
@@ -60,6 +60,10 @@ WARM_FAMILIES: tuple[Key, ...] = (
     Reading.TTFT_SUM,
     Reading.ITL,
     Reading.ITL_SUM,
+    Reading.QUEUE_TIME_SUM,
+    Reading.QUEUE_TIME_COUNT,
+    Reading.PREFILL_TIME_SUM,
+    Reading.PREFILL_TIME_COUNT,
     Reading.REPLICAS_REPORTING,
 )
 # The token rates: a point is made of them, so their failure fails the warm-up; any other family's
