@@ -191,7 +191,6 @@ def load_trace(name: str, seed: int, hours: float | None = None) -> Trace:
 
 def _ablate(name: str) -> None:
     """Remove one mechanism in this process (a worker runs one job and exits: nothing leaks)."""
-    from scaler import capacity as capacity_module
     from scaler import demand as demand_module
     from scaler import engine as engine_module
     from scaler import forecast as forecast_module
@@ -232,10 +231,6 @@ def _ablate(name: str) -> None:
             return 0.0 if replicas * self.per_replica > load else 1.0
 
         load_module.Resource.late = stable_only  # type: ignore[method-assign]
-    elif name == "cache share of a full batch":  # the KV reading as if a full batch filled the cache
-        capacity_module.CapacityModel._learn_kv_full = lambda self, *args: None  # type: ignore[method-assign]
-    elif name == "capacity measurement":  # the configured capacities only (slots from the decode rate)
-        capacity_module._Estimate.measure = lambda self, value, weight: None  # type: ignore[method-assign]
     elif name == "model bias":
         engine_module.Engine._learn_bias = lambda self, *args: 1.0  # type: ignore[method-assign]
     elif name == "backlog (queue signal)":  # the engine walks the table, so the table is patched
@@ -267,6 +262,11 @@ ABLATION_PARAMS: dict[str, dict[str, Any]] = {
     "decode slowdown": {
         "fit_min_spread": math.inf
     },  # never fitted (nor the ITL line): the time in service as measured
+    "capacity measurement": {"measure_capacity": False},  # the configured capacities only
+    "phase times": {"phase_times": False},  # as for an engine that exports no phase time
+    "saturation cause": {"saturation_cause": False},  # waiting on every replica read as full batches
+    "slot cap": {"slot_cap": False},  # the KV reading alone, where max_num_seqs binds first
+    "safety net": {"backlog_net": False},  # the queue signal trusts the capacity model
 }
 ABLATIONS = (
     "none",
@@ -278,10 +278,13 @@ ABLATIONS = (
     "denoised errors",
     "queueing headroom",
     "capacity measurement",
-    "cache share of a full batch",
+    "phase times",
+    "saturation cause",
+    "slot cap",
     "decode slowdown",
     "model bias",
     "backlog (queue signal)",
+    "safety net",
     "slots resource",
 )
 

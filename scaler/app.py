@@ -8,6 +8,7 @@ import gc
 import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,18 +19,26 @@ from scaler.outputs.dryrun import CompactLines, Summary, format_json, format_lin
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
 from scaler.outputs.trace import serve_metrics
+from scaler.params import DEFAULT, DeciderParams
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.settings import Settings
 from scaler.sources.history import History
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider
-from scaler.sources.prometheus import PrometheusReader, redact_url
+from scaler.sources.prometheus import PrometheusReader, redact_url, window_seconds
 
 
 def wall_clock() -> datetime:
     """The current time in UTC: the one wall clock the live path reads."""
     return datetime.now(UTC)  # noqa: TID251 - the one wall clock the live path reads
+
+
+def decider_params(rate_window: str) -> DeciderParams:
+    """The decider's constants for a source that reads rates over ``rate_window`` (PromQL, e.g.
+    ``1m``): the window the engine reads its rates, growth and sizes over is the one Prometheus
+    computed them over, so the two cannot disagree (``DeciderParams.rate_window_s``)."""
+    return replace(DEFAULT, rate_window_s=window_seconds(rate_window))
 
 
 def live_source(
@@ -90,7 +99,9 @@ def build_runtime(
     workloads: WorkloadProvider | None = None,
 ) -> Runtime:
     """The serving Runtime: a registry, the source the settings choose, a decision logger, on the grid."""
-    registry = TargetRegistry(idle_seconds=settings.target_idle_seconds)
+    registry = TargetRegistry(
+        idle_seconds=settings.target_idle_seconds, params=decider_params(settings.rate_window)
+    )
     source = build_source(settings, log, workloads)
     return Runtime(
         registry,
@@ -212,12 +223,14 @@ async def dry_run_live(
     once: bool = False,
     duration_s: float | None = None,
     clock: Callable[[], datetime] = wall_clock,
+    params: DeciderParams = DEFAULT,
 ) -> int:
     """Decide for one ScaledObject on the live path, as ``scaler serve`` would, without serving KEDA.
 
+    ``params``: the decider's constants, from the source's rate window (``decider_params``).
     Raises MetadataError for invalid trigger metadata. Returns the number of decisions made.
     """
-    registry = TargetRegistry()
+    registry = TargetRegistry(params=params)
     runtime = Runtime(registry, source, clock, sinks=sinks, refresh_interval_s=interval_s)
     target, _ = registry.resolve(TargetKey(spec.namespace, spec.name), spec.metadata, clock().timestamp())
     await source.warm([target], clock())

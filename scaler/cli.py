@@ -181,7 +181,7 @@ def _print_decisions(scaledobject: str, observations: str, output: str, trigger_
 
 
 def _dry_run_live(args: argparse.Namespace) -> int:
-    from scaler.app import decision_printer, dry_run_live, live_source, start_inventory
+    from scaler.app import decider_params, decision_printer, dry_run_live, live_source, start_inventory
 
     spec = load_scaledobject(args.scaledobject, args.trigger_index)
     policy = _checked(spec)
@@ -200,7 +200,10 @@ def _dry_run_live(args: argparse.Namespace) -> int:
             print(f"scaler: warning: Kubernetes not synced: {inventory.problem()}", file=sys.stderr)
     try:
         source = live_source(args.prometheus, inventory, rate_window=args.rate_window, step_s=args.interval)
-        asyncio.run(dry_run_live(spec, source, [printer], interval_s=args.interval, once=args.once))
+        params = decider_params(args.rate_window)
+        asyncio.run(
+            dry_run_live(spec, source, [printer], interval_s=args.interval, once=args.once, params=params)
+        )
     finally:
         if inventory is not None:
             inventory.stop()

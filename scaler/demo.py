@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from scaler.app import decision_printer, dry_run_live, live_source, wall_clock
+from scaler.app import decider_params, decision_printer, dry_run_live, live_source, wall_clock
 from scaler.hpa import Hpa, MetricType
 from scaler.inventory import ScaledObject
 from scaler.manifest import first_scaledobject
@@ -65,6 +65,7 @@ REQUESTS_PER_REPLICA = min(PREFILL_PER_REPLICA / PROMPT_TOKENS, SLOTS / IN_SERVI
 
 LOW, PEAK, BURST = 2.0, 14.0, 40.0  # requests per second
 END_S = 130.0  # after the window opens: the scale-down shows from W+85
+DEMO_RATE_WINDOW = "10s"  # PromQL rate window: short, so a three-minute script shows its ramps
 
 
 def demand(t: float, window_opens_s: float) -> float:
@@ -292,7 +293,7 @@ async def run_demo(
         for line in yaml.safe_dump(dict(meta), sort_keys=False).splitlines():
             write(f"#   {line}")
         source = live_source(
-            prometheus.url, cluster, rate_window="10s", history_seconds=60, step_s=interval_s
+            prometheus.url, cluster, rate_window=DEMO_RATE_WINDOW, history_seconds=60, step_s=interval_s
         )
         printer = decision_printer(output, f"{spec.namespace}/{spec.name}", write)
 
@@ -302,7 +303,12 @@ async def run_demo(
         showed = Showed()
         with LoadDriver(fleet, cluster, clock, opens_s):
             await dry_run_live(
-                spec, source, [printer, apply, showed], interval_s=interval_s, duration_s=duration_s or None
+                spec,
+                source,
+                [printer, apply, showed],
+                interval_s=interval_s,
+                duration_s=duration_s or None,
+                params=decider_params(DEMO_RATE_WINDOW),
             )
         for line in showed.lines():
             write(line)

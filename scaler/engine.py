@@ -36,6 +36,7 @@ from scaler.model import Capacity, Decision, Lead, Note, NoteKind, Observation, 
 from scaler.params import DEFAULT, DeciderParams
 from scaler.policy import combine
 from scaler.signals import load as load_signal
+from scaler.signals import queue as queue_signal
 from scaler.signals.context import SignalInputs
 from scaler.signals.table import propose_all
 
@@ -65,6 +66,7 @@ class Engine:
         self._last_fresh: float | None = None
         self._previous_waiting: float | None = None
         self._last_load: int | None = None  # the load signal's last answer: where its search starts
+        self._alarmed = False  # the backlog outran the Ready replicas at the previous refresh
         self._measured_late = 0.0  # exponential averages of the measured and modelled late shares
         self._modelled_late = 0.0
         self._bias_t: float | None = None
@@ -163,6 +165,15 @@ class Engine:
         concurrency = self._concurrency.forecast(quantile, floor * math.floor(capacity.slots or 0.0))
         return prompt, concurrency
 
+    def _backlog_alarm(self, obs: Observation, demand: Demand) -> str | None:
+        """Why the backlog outran the Ready replicas at this refresh and the previous one, arming the
+        queue signal's safety net (``scaler.signals.queue``), or None."""
+        policy = self._policy
+        budget = 1.0 - policy.ttft_objective_percentile / 100.0
+        alarm = queue_signal.backlog_alarm(obs, demand, policy.ttft_objective_seconds, budget)
+        before, self._alarmed = self._alarmed, alarm is not None
+        return alarm if before and self.params.backlog_net else None
+
     def decide(self, observed: Observation) -> Decision:
         """observe -> demand -> capacity -> forecast -> need -> combine -> clamp (module docstring)."""
         policy = self._policy
@@ -209,6 +220,7 @@ class Engine:
             previous_waiting=previous_waiting,
             last_demand=self._last_demand,
             missing=tuple(missing),
+            backlog_alarm=self._backlog_alarm(obs, demand),
         )
         proposals = propose_all(inputs)
         notes: list[Note] = []

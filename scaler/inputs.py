@@ -193,7 +193,8 @@ class Input(StrEnum):
             ("Mean time to first token over the rate window (the TTFT histogram's sum over its count)."),
             _P,
             doc=(
-                "What the prefill rate per replica is measured from (`scaler/capacity.py`). Absent for "
+                "Where the engine exports no phase time, what the prefill rate is bounded from "
+                "(`scaler/capacity/`). Absent for "
                 "`engine: custom` and engines without a TTFT histogram."
             ),
         ),
@@ -220,7 +221,7 @@ class Input(StrEnum):
                 "vLLM's `vllm:request_queue_time_seconds` (time in WAITING: `scheduled_ts - queued_ts`, "
                 "`vllm/v1/metrics/stats.py`), SGLang's `sglang:queue_time_seconds`. Observed when a "
                 "request finishes. With the prefill time, it names why requests wait "
-                "(`scaler/capacity.py`)."
+                "(`scaler/capacity/`)."
             ),
         ),
     )
@@ -237,7 +238,7 @@ class Input(StrEnum):
                 "vLLM's `vllm:request_prefill_time_seconds` (`first_token_ts - scheduled_ts`, "
                 "`vllm/v1/metrics/stats.py`), observed when a request finishes. Prompt tokens per "
                 "request over it is the prefill rate a request sees, measured rather than inferred "
-                "(`scaler/capacity.py`)."
+                "(`scaler/capacity/`)."
             ),
         ),
     )
@@ -261,7 +262,7 @@ class Input(StrEnum):
                 "`vllm:time_per_output_token_seconds` where only it exists), SGLang's "
                 "`sglang:inter_token_latency_seconds`, Dynamo's "
                 "`dynamo_frontend_inter_token_latency_seconds`. What the batch the ITL objective allows "
-                "is learned from (`scaler/capacity.py`)."
+                "is learned from (`scaler/capacity/`)."
             ),
         ),
     )
@@ -308,7 +309,7 @@ class Input(StrEnum):
             doc=(
                 "`llm_d_epp_flow_control_pool_saturation`. Read only while "
                 "`llm_d_epp_flow_control_stale_endpoints` is 0: stale endpoints read as saturated. At 1 "
-                "or more every replica is full, which measures the batch slots (`scaler/capacity.py`)."
+                "or more every replica is full, which measures the batch slots (`scaler/capacity/`)."
             ),
         ),
     )
@@ -320,7 +321,7 @@ class Input(StrEnum):
             _P,
             doc=(
                 "Dynamo's `dynamo_frontend_model_max_num_seqs`; vLLM does not export it. The batch slots "
-                "(`scaler/capacity.py`) are read from it, or from the KV cache where that says fewer."
+                "(`scaler/capacity/`) are read from it, or from the KV cache where that says fewer."
             ),
         ),
     )

@@ -87,6 +87,9 @@ class Capacity:
     # The sequences per replica whose inter-token latency meets itlObjectiveSeconds (scaler.capacity);
     # None without the objective or until the refreshes have shown how the latency grows.
     itl_slots: float | None = None
+    prefill_method: str = ""  # what the prefill rate was last read from (scaler.capacity.prefill)
+    slots_method: str = ""  # which reading binds the slots (scaler.capacity.slots)
+    saturation: str = "unsettled"  # why requests waited at this refresh (scaler.capacity.saturation)
 
     @property
     def known(self) -> bool:
@@ -105,6 +108,9 @@ class Capacity:
             else:
                 where = f"measured over {samples} refreshes" if source == "measured" else source
                 parts.append(f"{value:,.0f} {unit} ({where})")
+        for label, method in (("prefill", self.prefill_method), ("slots", self.slots_method)):
+            if method and method != "configured":
+                parts.append(f"{label} from {method}")
         if self.decode_slowdown is not None:
             parts.append(f"prefill slows decoding by {self.decode_slowdown:.2f} of its busy share")
         if self.itl_slots is not None:
@@ -122,6 +128,9 @@ class Capacity:
             "slots_samples": self.slots_samples,
             "decode_slowdown": self.decode_slowdown,
             "itl_slots": self.itl_slots,
+            "prefill_method": self.prefill_method,
+            "slots_method": self.slots_method,
+            "saturation": self.saturation,
         }
 
 

@@ -49,6 +49,19 @@ class DeciderParams:
     """Standard deviation a fitted line's regressor needs, as a share of its range (a replica's
     prefill busy share for the decode slowdown, its share of slots in use for the inter-token
     latency): a fleet whose load never moved cannot show how a replica responds to it."""
+    prefill_bound_share: float = 0.8
+    """Share of a replica's time its prefill is busy (the mean requests in prefill per Ready
+    replica, ``scaler.capacity.saturation``) from which requests waiting on every replica are read
+    as waiting for prefill rather than for a batch slot. A replica whose prompts queue computes
+    prompts all the time (1); one whose requests wait for slots computes them only as often as a
+    sequence ends. 0.8, not 1: the fleet's share is a mean over the rate window, and replicas whose
+    prompt queue emptied in it pull it below 1 while the others still queue prompts."""
+    kv_full_usage: float = 0.9
+    """Mean KV-cache usage below which a batch that has requests waiting for a slot is read as held
+    by the engine's cap (``max_num_seqs``) rather than by its cache, so the cap is measured
+    (``scaler.capacity.slots``). vLLM admits a request while free blocks stay above a 1% watermark,
+    so a cache that holds the batch runs nearly full; a tenth below leaves room for the replicas a
+    dispatch left less full."""
     expectation_tolerance: float = 0.01
     """Numerics: the late-share expectation over past errors stops once what is left of it is
     below this share of the budget (the errors are sorted largest first, the share falls with
@@ -60,6 +73,22 @@ class DeciderParams:
     bisection_steps: int = 40
     """Numerics: halvings of the bracket when a mean TTFT is inverted into a prefill time:
     2^-40 of a second is far below what the TTFT can show."""
+
+    # ---- switches: each mechanism can be turned off, for the ablation (BENCHMARKS.md); never
+    # metadata. True everywhere but in benchmarks/decision_quality.py --ablation.
+    measure_capacity: bool = True
+    """Measure the prefill rate and the batch slots (off: the configured capacities only)."""
+    phase_times: bool = True
+    """Read the prefill rate and the prefill's busy share from the engine's phase times (off: as
+    for an engine that exports none)."""
+    saturation_cause: bool = True
+    """Name why requests wait before learning from it (off: requests waiting on every replica are
+    read as full batches, whatever keeps them waiting)."""
+    slot_cap: bool = True
+    """Measure the engine's cap on the batch where it binds before the KV cache fills."""
+    backlog_net: bool = True
+    """The queue signal's safety net: a backlog the Ready replicas do not clear within the
+    objective is drained at the rate they are seen to serve, whatever the capacity model says."""
 
 
 DEFAULT = DeciderParams()

@@ -19,6 +19,7 @@ from typing import NamedTuple, Protocol
 from scaler.config import MetadataError, TargetPolicy, parse_metadata
 from scaler.engine import Engine
 from scaler.model import Decision, Observation
+from scaler.params import DEFAULT, DeciderParams
 
 PARSE_CACHE_SIZE = 4096
 
@@ -80,10 +81,13 @@ def fingerprint(metadata: Mapping[str, str]) -> str:
 
 
 class TargetRegistry:
-    """The registered targets by key, and a bounded cache of parsed metadata."""
+    """The registered targets by key, and a bounded cache of parsed metadata. ``params``: the
+    decider's constants every target's engine decides with (its ``rate_window_s`` the source's
+    PromQL rate window, ``scaler.app.decider_params``)."""
 
-    def __init__(self, idle_seconds: float = 3600.0) -> None:
+    def __init__(self, idle_seconds: float = 3600.0, params: DeciderParams = DEFAULT) -> None:
         self.idle_seconds = idle_seconds
+        self.params = params
         self._targets: dict[TargetKey, Target] = {}
         self._parsed: OrderedDict[str, TargetPolicy | MetadataError] = OrderedDict()
 
@@ -136,7 +140,12 @@ class TargetRegistry:
         fp, policy = self.parse(metadata)
         if target is None:
             target = Target(
-                key, fp, Engine(policy), registered_at=now, last_polled=now, metadata=dict(metadata)
+                key,
+                fp,
+                Engine(policy, self.params),
+                registered_at=now,
+                last_polled=now,
+                metadata=dict(metadata),
             )
             self._targets[key] = target
             return target, True

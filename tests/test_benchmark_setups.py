@@ -16,14 +16,12 @@ import pytest
 
 from benchmarks import decision_quality, pd_quality, router_quality
 from benchmarks.harness import target_lines
-from scaler import capacity, demand, engine, forecast
+from scaler import demand, engine, forecast
 from scaler.params import DeciderParams
 from scaler.signals import load, table
 
 # Everything an ablation may replace: the classes and modules ``decision_quality._ablate`` patches.
 PATCHED = (
-    capacity.CapacityModel,
-    capacity._Estimate,
     demand.DemandReader,
     engine.Engine,
     forecast.Forecaster,

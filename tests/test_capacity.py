@@ -1,16 +1,16 @@
-"""What one replica holds, measured: slots from the KV cache, prefill from the mean TTFT, decode slowdown."""
+"""What one replica holds, measured: slots from the cache and the cap, prefill from phase times, slowdown."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from scaler.capacity import CapacityModel, service_time
+from scaler.capacity import CapacityModel
 from scaler.config import parse_metadata
 from scaler.demand import DemandReader
 from scaler.model import Observation
-from scaler.queueing import erlang_c
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -58,52 +58,72 @@ def test_slots_from_the_kv_cache_usage() -> None:
     assert capacity.slots_source == "measured"
 
 
-def test_slots_from_waiting_only_without_a_kv_gauge() -> None:
-    """Without a KV gauge, requests waiting on every replica say the replicas are full; with it, no."""
-    model = CapacityModel(parse_metadata({}))
-    run(model, [steady(i, running=80.0, kv=None, waiting=12.0) for i in range(3)])
-    assert model.capacity().slots == pytest.approx(20.0)
-    # With the gauge, queues left on a few replicas after a scale-up do not fool it.
-    fooled = CapacityModel(parse_metadata({}))
-    run(fooled, [steady(i, running=30.0, kv=0.2, waiting=12.0) for i in range(3)])
-    assert fooled.capacity().slots is None  # below a quarter of the cache: nothing to read
-
-
-def test_where_max_num_seqs_binds_first_the_cache_share_of_a_full_batch_is_learned() -> None:
+def test_where_max_num_seqs_binds_first_the_cap_is_measured_at_slot_bound_refreshes() -> None:
     """24 sequences a replica (max_num_seqs) fill 60% of the cache: 96 running on 4 replicas with 12
-    waiting. Until the fleet has settled the cache reading says 96 / 4 / 0.6 = 40; once requests
-    have waited on every replica of a settled fleet, the share a full batch uses (0.6) is learned and
-    every later reading, at any load, says 24. A cache seen fuller than that raises the share at once."""
+    waiting and prefill busy 0.2 of the time. The cache reading says 96 / 4 / 0.6 = 40 at once; once
+    requests have waited on every replica of a settled fleet with the cache below full, the cap (24)
+    is measured, and every later reading, at any load, says 24. A batch seen running more raises
+    the cap at once."""
+    fast: Any = {"prefill_time_mean_seconds": 0.2}  # busy = 4 served/s x 0.2 s / 4 replicas = 0.2
     model = CapacityModel(parse_metadata({}))
-    run(model, [steady(i, running=96.0, kv=0.6, waiting=12.0) for i in range(3)])
+    run(model, [steady(i, running=96.0, kv=0.6, waiting=12.0, **fast) for i in range(3)])
     assert model.capacity().slots == pytest.approx(40.0)  # 30 s after the last change: not settled
-    reader = DemandReader()
     learned = CapacityModel(parse_metadata({}))
-    for i in range(6):  # settled from 60 s (a rate window; 24 s in service)
-        obs = steady(i, running=96.0, kv=0.6, waiting=12.0)
-        learned.observe(obs, reader.read(obs))
-    for i in range(6, 300):  # then half the load: nobody waits, 30% of the cache
-        obs = steady(i, running=48.0, kv=0.3)
-        learned.observe(obs, reader.read(obs))
-    assert learned.capacity().slots == pytest.approx(24.0, rel=0.01)
-    obs = steady(300, running=112.0, kv=0.8)  # 28 a replica: the batch holds more than was learned
-    learned.observe(obs, reader.read(obs))
-    for i in range(301, 600):
-        obs = steady(i, running=48.0, kv=0.3)
-        learned.observe(obs, reader.read(obs))
-    assert learned.capacity().slots == pytest.approx(32.0, rel=0.01)  # 12 / 0.3 x 0.8
-
-
-def test_a_backlog_prefill_explains_teaches_nothing_of_the_batch() -> None:
-    """Requests waiting on every replica while the prompts arrive faster than the replicas prefill
-    them (5,000 tokens/s configured, 4 x 5,000 = 20,000 offered) wait for prefill, not for slots."""
-    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "5000"}))
     run(
-        model,
-        [steady(i, running=96.0, kv=0.6, waiting=12.0, prompt_tokens_per_s=20000.0) for i in range(6)]
-        + [steady(i, running=48.0, kv=0.3) for i in range(6, 300)],
+        learned,
+        [steady(i, running=96.0, kv=0.6, waiting=12.0, **fast) for i in range(6)]  # settled from 60 s
+        + [steady(i, running=48.0, kv=0.3, **fast) for i in range(6, 300)],  # half the load
     )
-    assert model.capacity().slots == pytest.approx(40.0, rel=0.01)
+    capacity = learned.capacity()
+    assert capacity.slots == pytest.approx(24.0, rel=0.01)
+    assert capacity.slots_method == "running while every slot was busy"
+    raised = CapacityModel(parse_metadata({}))
+    run(
+        raised,
+        [steady(i, running=96.0, kv=0.6, waiting=12.0, **fast) for i in range(6)]
+        + [steady(i, running=112.0, kv=0.7, waiting=12.0, **fast) for i in range(6, 8)]  # 28 a replica
+        + [steady(i, running=48.0, kv=0.3, **fast) for i in range(8, 300)],
+    )
+    assert raised.capacity().slots == pytest.approx(28.0, rel=0.01)
+
+
+def test_prompts_queued_behind_prefill_with_slots_free_teach_the_slots_nothing() -> None:
+    """Requests waiting on every replica behind prompts (vLLM V1 counts a request waiting until its
+    prefill starts): 48 running on 4 replicas of a 64-slot cache, 40 waiting, the prefill busy all
+    the time (4 served/s of 1 s prefills on 4 replicas). They wait for prefill: the slots stay what
+    the cache says (12 / 0.1875 = 64), not the 12 a replica they were running."""
+    model = CapacityModel(parse_metadata({}))
+    queued: Any = {"prefill_time_mean_seconds": 1.0}
+    run(model, [steady(i, running=48.0, kv=0.1875, waiting=40.0, **queued) for i in range(40)])
+    capacity = model.capacity()
+    assert capacity.saturation == "prefill"
+    assert capacity.slots is None  # the cache below a quarter used: nothing read from it either
+    half = CapacityModel(parse_metadata({}))
+    run(half, [steady(i, running=128.0, kv=0.5, waiting=40.0, **queued) for i in range(40)])
+    assert half.capacity().slots == pytest.approx(64.0, rel=0.01)
+    assert half.capacity().slots_method == "KV cache usage"
+    # And the prefill rate is what the prefill time says: 1,200 tokens in 1 s.
+    assert half.capacity().prefill_tokens_per_s == pytest.approx(1200.0, rel=0.01)
+
+
+def test_every_slot_busy_with_requests_waiting_measures_the_slots_without_a_kv_gauge() -> None:
+    """Without a KV gauge only the slot-bound refreshes measure the slots: 80 running on 4 replicas
+    with 12 waiting and prefill nearly idle read 20; the same counts with prefill busy read nothing."""
+    idle_prefill: Any = {"prefill_time_mean_seconds": 0.1}
+    model = CapacityModel(parse_metadata({}))
+    run(model, [steady(i, running=80.0, kv=None, waiting=12.0, **idle_prefill) for i in range(8)])
+    assert model.capacity().slots == pytest.approx(20.0)
+    assert model.capacity().saturation == "slots"
+    busy = CapacityModel(parse_metadata({}))
+    run(
+        busy,
+        [steady(i, running=80.0, kv=None, waiting=12.0, prefill_time_mean_seconds=0.95) for i in range(8)],
+    )
+    assert busy.capacity().slots is None
+    # With a gauge below a quarter of the cache, nothing is read from it.
+    low = CapacityModel(parse_metadata({}))
+    run(low, [steady(i, running=30.0, kv=0.2) for i in range(8)])
+    assert low.capacity().slots is None
 
 
 def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> None:
@@ -114,7 +134,7 @@ def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> No
     assert gated.capacity().slots == pytest.approx(16.0)  # not 64 / 4 / 0.8 = 20: the router's limit
     # Below saturation the KV reading holds the router's threshold: its flow control sends a replica
     # nothing more once the cache is 80% used, so 48 / 4 / 0.6 = 20 sequences fit, 16 are given.
-    below = CapacityModel(parse_metadata({}))
+    below = CapacityModel(parse_metadata({"router": "llm-d", "inferencePool": "pool"}))
     run(below, [steady(i, running=48.0, kv=0.6, router_saturation=0.75) for i in range(3)])
     assert below.capacity().slots == pytest.approx(16.0)
     exported = CapacityModel(parse_metadata({}))
@@ -159,44 +179,74 @@ def test_no_slot_reading_while_removed_replicas_drain() -> None:
     assert model.capacity().slots == pytest.approx(before)
 
 
-def test_prefill_rate_from_the_mean_ttft_by_the_mm_c_model() -> None:
-    """The service time that reproduces the mean TTFT in M/M/c gives the prefill rate (docstring example)."""
-    s = service_time(0.30, 6.0, 4)
-    assert s is not None
-    load = 6.0 * s
-    assert s + erlang_c(4, load) * s / (4 - load) == pytest.approx(0.30, rel=1e-6)
-    assert 1000 / s == pytest.approx(3500, rel=0.01)
-    model = CapacityModel(parse_metadata({}))
+def test_the_prefill_rate_comes_from_the_phase_times_where_the_engine_exports_them() -> None:
+    """vLLM's prefill time: 1,200-token prompts prefilled in 0.24 s on average are 5,000 tokens/s,
+    whatever the TTFT's queueing; SGLang's queue time: a 0.3 s TTFT of which 0.06 s waited leaves
+    0.24 s of prefill, 5,000 too. Each says where it came from."""
+    vllm = CapacityModel(parse_metadata({}))
     run(
-        model,
-        [
-            steady(i, ttft_mean_seconds=0.30, requests_per_s=6.0, prompt_tokens_per_s=6000.0)
-            for i in range(12)
-        ],
+        vllm,
+        [steady(i, waiting=30.0, ttft_mean_seconds=2.5, prefill_time_mean_seconds=0.24) for i in range(40)],
     )
+    assert vllm.capacity().prefill_tokens_per_s == pytest.approx(5000.0, rel=0.01)
+    assert vllm.capacity().prefill_method == "prefill-time histogram"
+    sglang = CapacityModel(parse_metadata({}))
+    run(sglang, [steady(i, waiting=3.0, queue_time_mean_seconds=0.06) for i in range(40)])
+    assert sglang.capacity().prefill_tokens_per_s == pytest.approx(5000.0, rel=0.01)
+    assert sglang.capacity().prefill_method == "TTFT less the queue time"
+
+
+def test_without_phase_times_the_prefill_rate_is_the_ttft_bound_while_nobody_waits() -> None:
+    """No phase time exported: the mean TTFT while nobody waits bounds the prefill from below
+    (1,200 tokens in 0.3 s: at least 4,000 tokens/s), and says so; a fleet that waits or just
+    changed teaches it nothing; configured, it is where the readings start."""
+    model = CapacityModel(parse_metadata({}))
+    run(model, [steady(i) for i in range(40)])
     capacity = model.capacity()
-    assert capacity.prefill_tokens_per_s == pytest.approx(1000 / s, rel=0.01)
-    assert capacity.prefill_source == "measured"
-
-
-def test_prefill_is_not_read_from_a_fleet_that_just_changed_or_waits() -> None:
-    """The mean TTFT measures prefill only on a fleet steady for a rate window with nobody waiting."""
-    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
-    run(model, [steady(i, ready=2 + i % 2) for i in range(12)])  # Ready changes every refresh
-    assert model.capacity().prefill_tokens_per_s == 9000.0
-    assert model.capacity().prefill_source == "configured"
+    assert capacity.prefill_tokens_per_s == pytest.approx(4000.0, rel=0.01)
+    assert capacity.prefill_method == "TTFT while nobody waited (a lower bound)"
+    assert "prefill from TTFT while nobody waited (a lower bound)" in capacity.describe()
+    changing = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
+    run(changing, [steady(i, ready=2 + i % 2) for i in range(12)])  # Ready changes every refresh
+    assert changing.capacity().prefill_tokens_per_s == 9000.0
+    assert changing.capacity().prefill_source == "configured"
     waiting = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
     run(waiting, [steady(i, waiting=3.0) for i in range(12)])
     assert waiting.capacity().prefill_source == "configured"
 
 
-def test_a_configured_capacity_is_where_the_measurement_starts() -> None:
-    """A configured prefill rate twice too high moves towards what is measured, a tenth per refresh."""
-    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
-    run(model, [steady(i) for i in range(60)])
-    s = service_time(0.3, 4.0, 4)
-    assert s is not None
-    assert model.capacity().prefill_tokens_per_s == pytest.approx(1200 / s, rel=0.05)
+def test_a_configured_rate_too_high_is_corrected_by_what_is_measured_and_misleads_nothing() -> None:
+    """Configured 4x too high (20,000 where a replica prefills 5,000), requests waiting on every
+    replica behind prompts (20,000 prompt tokens/s over 4 replicas: each prefills all the time).
+    With the prefill time exported the estimate is within 15% of 5,000 in 6 minutes. Without it the
+    configured rate (a guess, not a measurement) does not classify the refreshes: the cause is
+    unknown, and the 12 sequences a replica runs are not read as its batch's cap. Once measured
+    (nobody waiting, a lower bound), the prefill-bound refreshes correct it too."""
+    saturated: Any = {"requests_per_s": 16.7, "prompt_tokens_per_s": 20000.0}
+    timed = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "20000"}))
+    run(
+        timed,
+        [
+            steady(i, waiting=40.0, running=48.0, prefill_time_mean_seconds=0.24, **saturated)
+            for i in range(24)
+        ],
+    )
+    assert timed.capacity().prefill_tokens_per_s == pytest.approx(5000.0, rel=0.15)  # 6 minutes
+    untimed = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "20000"}))
+    run(untimed, [steady(i, waiting=40.0, running=48.0, kv=0.25, **saturated) for i in range(30)])
+    capacity = untimed.capacity()
+    assert capacity.saturation == "unknown"
+    assert capacity.prefill_tokens_per_s == 20000.0
+    assert capacity.slots == pytest.approx(48.0)  # the cache's reading, not a cap of 12
+    # Measured while idle (1,200 tokens in 0.3 s: 4,000, a lower bound), then prefill-bound.
+    run(
+        untimed,
+        [steady(i) for i in range(30, 70)]
+        + [steady(i, waiting=40.0, running=48.0, kv=0.25, **saturated) for i in range(70, 110)],
+    )
+    assert untimed.capacity().saturation == "prefill"
+    assert untimed.capacity().prefill_tokens_per_s == pytest.approx(5000.0, rel=0.05)
+    assert untimed.capacity().prefill_method == "served while prefill-bound"
 
 
 def test_configured_generation_rate_gives_the_slots_until_measured() -> None:

@@ -381,3 +381,44 @@ def test_an_itl_objective_the_batch_would_miss_raises_the_target() -> None:
     assert held.capacity.itl_slots is not None
     assert held.capacity.itl_slots < held.capacity.slots  # type: ignore[operator]
     assert held.replicas > free.replicas
+
+
+def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capacities_say() -> None:
+    """Capacities configured 4x too high (20,000 prompt tokens/s and 1,728 generated tokens/s a
+    replica) while 2 Ready replicas serve 2 requests/s between them and 400 stay waiting: the model
+    says 2 replicas clear it, the fleet says otherwise. From the second refresh that sees it, the
+    queue signal asks for what the observed 1 request/s a replica drains within one more cold start,
+    ceil((2 + 400 / 180) / 1) = 5, and says it is the safety net."""
+    metadata = {
+        **LLAMA,
+        "promptTokensPerSecondPerReplica": "20000",
+        "generationTokensPerSecondPerReplica": "1728",
+    }
+    engine = Engine.from_metadata(metadata)
+
+    def refresh(i: int) -> Observation:
+        return Observation(
+            now=T0 + i * STEP,
+            queue_waiting=400.0,
+            requests_running=48.0,
+            prompt_tokens_per_s=2400.0,
+            generation_tokens_per_s=400.0,
+            requests_per_s=2.0,
+            ttft_mean_seconds=60.0,
+            current_replicas=2,
+            ready_replicas=2,
+            gpu_schedulable_replicas=40,
+        )
+
+    decisions = [engine.decide(refresh(i)) for i in range(3)]
+    assert decisions[0].replicas < 5  # one refresh is not yet an alarm
+    second = decisions[1]
+    assert second.binding is Signal.QUEUE
+    assert "safety net" in second.signal_reasons[Signal.QUEUE]
+    assert second.replicas == math.ceil((2.0 + 400.0 / 180.0) / 1.0) == 5
+    # Without the net the same fleet is judged to clear its queue: nothing more is asked.
+    from scaler.params import DeciderParams
+
+    trusting = Engine.from_metadata(metadata, DeciderParams(backlog_net=False))
+    unarmed = [trusting.decide(refresh(i)) for i in range(3)]
+    assert unarmed[-1].replicas < second.replicas

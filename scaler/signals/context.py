@@ -20,7 +20,9 @@ class SignalInputs:
     """``horizon_s``: the lead one cold start ahead; ``demand``: this refresh's offered demand;
     ``capacity``: what one replica holds; ``load``: each resource's need (None while a demand
     input is missing), ``load_unknown`` why; ``previous_waiting``: the queue at the previous
-    refresh; ``last_demand``: the last complete demand; ``missing``: the demand inputs missing now."""
+    refresh; ``last_demand``: the last complete demand; ``missing``: the demand inputs missing now;
+    ``backlog_alarm``: why the backlog outran the Ready replicas at this refresh and the previous one
+    (``scaler.signals.queue``), which arms the queue signal's safety net, or None."""
 
     policy: TargetPolicy
     observation: Observation
@@ -32,3 +34,4 @@ class SignalInputs:
     previous_waiting: float | None
     last_demand: int | None
     missing: tuple[str, ...]
+    backlog_alarm: str | None = None

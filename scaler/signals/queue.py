@@ -28,6 +28,26 @@ no replica is Ready (a router holding requests for a fleet that is down: nothing
 *Example*: 6 Ready replicas completing 0.8 requests/s each serve 4.8/s, and 540 wait: they
 clear none of it (``left = 540``), so ``(4.8 + 540 / 180) / 0.8 = 9.75``: 10 replicas. With 315
 waiting behind 4 Ready replicas of 1.77/s serving 5/s, ``left = 315 - 2.1 x 180 < 0``: nothing.
+
+**The safety net** trusts no model. ``mu`` above comes from the capacities, which are measured
+but may still be wrong (configured too high, read from a world that queues differently), and an
+optimistic ``mu`` says the Ready replicas clear a backlog they do not. So the backlog is also
+checked against what is seen: it is *alarming* when requests wait on every replica and
+
+    waiting >= served x ttftObjectiveSeconds     a request arriving now waits longer than the
+                                                  objective for its first token (Little's law)
+    or the queue grows                            arrivals above what is served (scaler.demand)
+    or the share of first tokens over the objective is above its budget
+
+and at two refreshes in a row (a one-refresh spike may wait for anything) the proposal is at
+least what the observed throughput per Ready replica, ``mu_seen = served / ready`` (a saturated
+replica serves what it can), drains within one more lead:
+
+    left = waiting + (arrivals - served) x lead            the backlog when new replicas are Ready
+    net  = ceil((arrivals + left / lead) / mu_seen)
+
+*Example*: 2 Ready replicas serving 2 requests/s between them while 200 wait for minutes,
+whatever capacity is configured: ``mu_seen = 1``, ``net = (2 + 200 / 180) / 1 = 3.1``: 4.
 """
 
 from __future__ import annotations
@@ -76,6 +96,36 @@ def service_rate(
     return None
 
 
+def backlog_alarm(obs: Observation, demand: Demand, objective_s: float, budget: float) -> str | None:
+    """Why the backlog at this refresh outruns the Ready replicas (the safety net's condition, module
+    docstring), or None. ``budget``: the share of first tokens the objective lets be late."""
+    waiting, ready, served = obs.queue_waiting, obs.ready_replicas, demand.served_per_s
+    if waiting is None or not ready or not served or waiting < ready:
+        return None
+    if waiting >= served * objective_s:
+        return f"{waiting:g} waiting, more than the Ready serve in {objective_s:g}s ({served:.2f}/s)"
+    arrivals = demand.arrivals_per_s
+    if arrivals is not None and arrivals > served:
+        return f"the queue grows ({arrivals:.2f} arrive/s, {served:.2f} served)"
+    late = obs.ttft_over_objective
+    if late is not None and late > budget:
+        return f"{100 * late:.2f}% of first tokens over the objective (budget {100 * budget:.2f}%)"
+    return None
+
+
+def safety_net(obs: Observation, demand: Demand, lead_s: float) -> tuple[int, float, str] | None:
+    """The replicas the observed throughput per Ready replica says drain the backlog within one more
+    lead (module docstring), and how; None without a Ready replica serving."""
+    waiting, ready, served = obs.queue_waiting, obs.ready_replicas, demand.served_per_s
+    if waiting is None or not ready or not served or lead_s <= 0:
+        return None
+    seen = served / ready
+    arrivals = max(served, demand.arrivals_per_s or served)
+    left = waiting + (arrivals - served) * lead_s
+    replicas = ceil_replicas((arrivals + left / lead_s) / seen)
+    return replicas, left, f"{left:.0f} left after {lead_s:g}s at the {seen:.2f}/s each Ready replica serves"
+
+
 def propose(
     obs: Observation,
     demand: Demand,
@@ -84,8 +134,34 @@ def propose(
     target_per_replica: float,
     previous_waiting: float | None,
     role: Role = "both",
+    alarm: str | None = None,
 ) -> Proposal:
-    """The backlog's proposal (module docstring); ``role``: the pool's resource (``service_rate``)."""
+    """The backlog's proposal (module docstring); ``role``: the pool's resource (``service_rate``);
+    ``alarm``: why the backlog has outrun the Ready replicas at this refresh and the previous one
+    (``backlog_alarm``), which arms the safety net."""
+    found = _propose(obs, demand, capacity, lead_s, target_per_replica, previous_waiting, role)
+    net = safety_net(obs, demand, lead_s) if alarm is not None else None
+    if net is None or (found.replicas is not None and found.replicas >= net[0]):
+        return found
+    replicas, left, how = net
+    return Proposal(
+        Signal.QUEUE,
+        replicas,
+        f"safety net: {alarm}; {how}",
+        {Input.QUEUE_WAITING: obs.queue_waiting or 0.0, "queue_left": left},
+    )
+
+
+def _propose(
+    obs: Observation,
+    demand: Demand,
+    capacity: Capacity,
+    lead_s: float,
+    target_per_replica: float,
+    previous_waiting: float | None,
+    role: Role = "both",
+) -> Proposal:
+    """The backlog's proposal from the service rate (module docstring)."""
     waiting = obs.queue_waiting
     if waiting is None:
         return Proposal(
@@ -135,4 +211,5 @@ def from_inputs(inputs: SignalInputs) -> Proposal:
         inputs.policy.target_queue_per_replica,
         inputs.previous_waiting,
         inputs.policy.role,
+        inputs.backlog_alarm,
     )

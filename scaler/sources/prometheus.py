@@ -17,6 +17,7 @@ Named absences, never a silent zero:
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -167,6 +168,19 @@ class TargetQuery:
     key: Any
     policy: TargetPolicy
     address: str
+
+
+_WINDOW = re.compile(r"^([0-9]+)(ms|s|m|h)$")
+_WINDOW_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def window_seconds(window: str) -> float:
+    """A PromQL range (``rate(...[1m])``'s ``1m``) in seconds; ValueError for anything else.
+    *Example*: ``window_seconds("90s") = 90.0``, ``window_seconds("1m") = 60.0``."""
+    match = _WINDOW.match(window.strip())
+    if match is None:
+        raise ValueError(f"not a PromQL rate window (e.g. 30s, 1m, 500ms): {window!r}")
+    return int(match.group(1)) * _WINDOW_UNITS[match.group(2)]
 
 
 class PrometheusReader:

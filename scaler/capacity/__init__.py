@@ -1,0 +1,22 @@
+"""What one Ready replica holds (prefill rate, batch slots, decode slowdown), measured. Pure.
+
+The load signal (``scaler.signals.load``) sizes two resources of a replica, each on one number
+per replica that users rarely know and that changes with the model, the GPU, the engine's
+settings and the traffic's sequence lengths. Both are measured from what the engines export, at
+every refresh that can show them; a configured value is only where they start. ``model`` runs the
+steps; each figure is its own module, with its formula and a worked example:
+
+* ``saturation``: why requests wait at a refresh (room, every batch slot busy, prompts queued
+  behind prefill, a fleet that just changed), named once, from the prefill's measured busy share;
+* ``prefill``: the prefill rate, from the engine's phase times (vLLM's prefill time, SGLang's
+  queue time), else from prefill-bound refreshes and from the TTFT while nobody waits;
+* ``slots``: the batch slots, from the KV cache's usage, and the engine's cap where it binds
+  first (read only at slot-bound refreshes), or an exported ``max_num_seqs``;
+* ``slowdown``, ``itl``: how prefill slows decoding, and the batch the ITL objective allows;
+* ``estimate``: the running averages they are kept in.
+"""
+
+from scaler.capacity.model import CapacityModel
+from scaler.capacity.saturation import Bound, Saturation
+
+__all__ = ["Bound", "CapacityModel", "Saturation"]

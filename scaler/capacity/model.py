@@ -1,0 +1,105 @@
+"""What one Ready replica holds, per target: the figures' estimators run in one step. Pure.
+
+Each refresh is classified once (``saturation``: why requests wait, if they do), then each figure
+learns from what it can read there, each in its own module with its formula and example:
+
+    saturation   room, slot-bound, prefill-bound, unsettled     scaler/capacity/saturation.py
+    prefill      P, prompt tokens/s a replica computes          scaler/capacity/prefill.py
+    slots        S, sequences a replica runs at once            scaler/capacity/slots.py
+    slowdown     beta, how prefill slows decoding               scaler/capacity/slowdown.py
+    itl          the batch the ITL objective allows             scaler/capacity/itl.py
+
+The order is fixed: the refresh is classified first, with the prefill estimate as it stood
+before it (read only where the engine exports no prefill time), then each figure learns from it.
+"""
+
+from __future__ import annotations
+
+from scaler.capacity.itl import ItlSlots
+from scaler.capacity.prefill import PrefillRate
+from scaler.capacity.saturation import Bound, Saturation, SaturationReader
+from scaler.capacity.slots import EXPORTED, BatchSlots
+from scaler.capacity.slowdown import DecodeSlowdown
+from scaler.config import TargetPolicy
+from scaler.demand import Demand
+from scaler.model import Capacity, CapacitySource, Observation
+from scaler.params import DEFAULT, DeciderParams
+
+
+class CapacityModel:
+    """Per-target estimates of a replica's prefill rate and batch slots. Deterministic."""
+
+    def __init__(self, policy: TargetPolicy, params: DeciderParams = DEFAULT) -> None:
+        self.params = params
+        self._configured: tuple[float | None, float | None, str] | None = None
+        self._saturation = SaturationReader(params)
+        self._last = Saturation(Bound.UNSETTLED, False, True, False, None, "")
+        self._slowdown = DecodeSlowdown(params)
+        self._itl = ItlSlots(policy.itl_objective_seconds, params)
+        self._last_t: float | None = None
+        self.configure(policy)
+
+    def configure(self, policy: TargetPolicy) -> None:
+        """Set (or change) the configured starting points; measurements are kept unless they change."""
+        self._itl.objective_s = policy.itl_objective_seconds
+        configured = (
+            policy.prompt_tokens_per_second_per_replica,
+            policy.generation_tokens_per_second_per_replica,
+            policy.router,
+        )
+        if configured == self._configured:
+            return
+        self._configured = configured
+        self.prefill = PrefillRate(configured[0], self.params)
+        self.slots = BatchSlots(configured[1], policy.router == "llm-d", self.params)
+
+    @property
+    def steady(self) -> bool:
+        """The Ready replicas have not changed for a rate window: the rates were served by them."""
+        return self._last.steady
+
+    @property
+    def saturation(self) -> Saturation:
+        """The last refresh's classification (``scaler.capacity.saturation``)."""
+        return self._last
+
+    def itl_slots(self) -> float | None:
+        """The sequences per replica within ``itlObjectiveSeconds`` (``scaler.capacity.itl``)."""
+        return self._itl.value(self.slots.figure()[0])
+
+    def capacity(self) -> Capacity:
+        """The capacities the load signal uses now, each with where it came from."""
+        prefill, slots = self.prefill.estimate, self.slots
+        slot_value, slot_method = slots.figure()
+        prefill_source: CapacitySource = (
+            "measured" if prefill.measured else "configured" if prefill.value is not None else "unknown"
+        )
+        measured = slots.samples > 0 or slot_method == EXPORTED
+        slots_source: CapacitySource = (
+            "measured" if measured else "configured" if slot_value is not None else "unknown"
+        )
+        return Capacity(
+            prefill.value,
+            slot_value,
+            prefill_source,
+            slots_source,
+            prefill.samples,
+            slots.samples,
+            self._slowdown.value,
+            self.itl_slots(),
+            prefill_method=self.prefill.method if prefill.value is not None else "",
+            slots_method=slot_method,
+            saturation=self._last.bound.value,
+        )
+
+    def observe(self, obs: Observation, demand: Demand) -> None:
+        """Learn from one refresh (call once per refresh, in time order): classify, then each figure."""
+        t = obs.timestamp
+        measured = self.prefill.value if self.prefill.estimate.measured else None
+        saturation = self._last = self._saturation.read(obs, demand, measured)
+        self.prefill.observe(obs, demand, saturation)
+        self.slots.observe(obs, saturation)
+        last, self._last_t = self._last_t, t
+        weight = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
+        self._slowdown.observe(obs, demand, saturation, self.prefill.value, weight)
+        self._itl.observe(obs, self.slots.figure()[0], saturation.steady, weight)
