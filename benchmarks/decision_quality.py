@@ -190,73 +190,22 @@ def load_trace(name: str, seed: int, hours: float | None = None) -> Trace:
 
 
 def _ablate(name: str) -> None:
-    """Remove one mechanism in this process (a worker runs one job and exits: nothing leaks)."""
-    from scaler import demand as demand_module
-    from scaler import engine as engine_module
-    from scaler import forecast as forecast_module
-    from scaler.model import Proposal, Signal
-    from scaler.signals import load as load_module
-    from scaler.signals import table as table_module
-
-    if name == "offered demand":  # size what was served: no queue growth
-        demand_module.DemandReader._growth = lambda self, t, waiting: 0.0  # type: ignore[method-assign]
-    elif name == "hold over one lead":
-        update = forecast_module.Forecaster.update
-
-        def no_hold(self: Any, t: float, value: float, horizon_s: float) -> None:
-            update(self, t, value, horizon_s)
-            while len(self._peaks) > 1:
-                self._peaks.popleft()
-
-        forecast_module.Forecaster.update = no_hold  # type: ignore[method-assign]
-    elif name == "errors against the floor":  # every miss a ratio to its plan, however small
-
-        def ratio_only(self: Any, quantile: float, capacity: Any) -> Any:
-            return self._prompt.forecast(quantile), self._concurrency.forecast(quantile)
-
-        engine_module.Engine._forecasts = ratio_only  # type: ignore[method-assign]
-    elif name == "denoised errors":
-        load_module.denoise = lambda errors, noise: tuple(errors)
-    elif name == "queueing headroom":  # size at the stable count: servers just above the load
-
-        def stable_only(
-            self: Any,
-            replicas: int,
-            errors: Sequence[tuple[float, int]],
-            weight: float,
-            stop: float,
-            exact: int,
-        ) -> float:
-            load = self.load * (1.0 + (errors[0][0] if errors else 0.0))
-            return 0.0 if replicas * self.per_replica > load else 1.0
-
-        load_module.Resource.late = stable_only  # type: ignore[method-assign]
-    elif name == "model bias":
-        engine_module.Engine._learn_bias = lambda self, *args: 1.0  # type: ignore[method-assign]
-    elif name == "backlog (queue signal)":  # the engine walks the table, so the table is patched
-
-        def abstain(inputs: Any) -> Any:
-            return Proposal(Signal.QUEUE, None, "ablated")
-
-        table_module.SIGNALS = tuple(
-            (signal, abstain if signal is Signal.QUEUE else propose)
-            for signal, propose in table_module.SIGNALS
-        )
-    elif name == "slots resource":  # sizes on prefill only, as the issue's reference policy does
-        resources = load_module.resources
-
-        def prefill_only(*args: Any, **kwargs: Any) -> Any:
-            found, unknown = resources(*args, **kwargs)
-            return [(r, f) for r, f in found if r.name != "slots"], unknown
-
-        load_module.resources = prefill_only
-    elif name in ABLATION_PARAMS:
-        pass
-    elif name != "none":
+    """Check that ``name`` is a known ablation: each is a set of ``DeciderParams`` switches
+    (``ABLATION_PARAMS``), so no mechanism is removed by patching the decider."""
+    if name != "none" and name not in ABLATION_PARAMS:
         raise ValueError(f"unknown ablation {name!r}")
 
 
 ABLATION_PARAMS: dict[str, dict[str, Any]] = {
+    "offered demand": {"offered_demand": False},  # size what was served: no queue growth
+    "hold over one lead": {"hold_plan": False},  # the latest forecast, not the lead's largest
+    "errors against the floor": {"errors_against_floor": False},  # every miss a ratio to its plan
+    "denoised errors": {"denoise_errors": False},
+    "queueing headroom": {"queueing_headroom": False},  # servers just above the load
+    "model bias": {"model_bias": False},
+    "loosened bias": {"loosen_bias": False},  # a pessimistic model is never loosened
+    "backlog (queue signal)": {"queue_signal": False},
+    "slots resource": {"size_slots": False},  # sizes on prefill only
     "trend": {"trend_time_constant_s": math.inf},  # the forecast is its level
     "forecast errors": {"error_window_s": 1e-9},  # the point forecast, no error distribution
     "decode slowdown": {
@@ -283,6 +232,7 @@ ABLATIONS = (
     "slot cap",
     "decode slowdown",
     "model bias",
+    "loosened bias",
     "backlog (queue signal)",
     "safety net",
     "slots resource",

@@ -79,8 +79,9 @@ def with_router_queue(obs: Observation) -> Observation:
 class DemandReader:
     """Reads offered demand from each refresh's Observation, remembering what the next one needs."""
 
-    def __init__(self, time_constant_s: float = DEFAULT.rate_window_s) -> None:
+    def __init__(self, time_constant_s: float = DEFAULT.rate_window_s, offered: bool = True) -> None:
         self.time_constant_s = time_constant_s
+        self.offered = offered  # count the queue's growth as arrivals (DeciderParams.offered_demand)
         self._waiting: deque[tuple[float, float]] = deque()  # (time, waiting) over the last rate window
         self._last_growth = 0.0
         self._sizes_t: float | None = None
@@ -122,7 +123,7 @@ class DemandReader:
         t = obs.timestamp
         waiting, served = obs.queue_waiting, obs.requests_per_s
         prompt_rate, running = obs.prompt_tokens_per_s, obs.requests_running
-        growth = self._growth(t, waiting)
+        growth = self._growth(t, waiting) if self.offered else 0.0
         if served is None:
             return Demand(waiting, None, None, None, None, prompt_rate, running)
         arrivals = max(0.0, served + growth)

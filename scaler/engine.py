@@ -57,7 +57,7 @@ class Engine:
     def __init__(self, policy: TargetPolicy, params: DeciderParams = DEFAULT) -> None:
         self.params = params
         self._policy = policy
-        self._demand = DemandReader(params.rate_window_s)
+        self._demand = DemandReader(params.rate_window_s, params.offered_demand)
         self.capacity = CapacityModel(policy, params)
         self._prompt = Forecaster(params)  # offered prompt tokens per second (scaler.demand)
         self._concurrency = Forecaster(params)  # offered sequences in service
@@ -143,6 +143,8 @@ class Engine:
         """The model's bias: the measured share of late first tokens over the modelled one, each an
         exponential average over ``learning_time_constant_s`` (a ratio of averages: the measured share of
         one rate window is a handful of requests, mostly none late and now and then many)."""
+        if not self.params.model_bias:
+            return 1.0
         t, measured, ready = obs.timestamp, obs.ttft_over_objective, obs.ready_replicas
         last, self._bias_t = self._bias_t, t
         if measured is not None and ready and last is not None and self.capacity.steady:
@@ -152,15 +154,17 @@ class Engine:
                 self._measured_late += weight * (measured - self._measured_late)
                 self._modelled_late += weight * (modelled - self._modelled_late)
         floor = (1.0 - self._policy.ttft_objective_percentile / 100.0) * self.params.bias_floor
-        # Only an optimistic model is corrected: a window's measured share is mostly zero on a
-        # fleet that meets its objective, and letting that lower the modelled lateness would walk
-        # the fleet to the edge where one more request in service makes the next wait a decode.
-        return max(1.0, (self._measured_late + floor) / (self._modelled_late + floor))
+        # An optimistic model is corrected in full. A pessimistic one is loosened only as far as
+        # bias_least: a window's measured share is mostly zero on a fleet that meets its objective,
+        # and following that all the way would walk the fleet to the edge where one more request
+        # in service makes the next wait a decode.
+        least = self.params.bias_least if self.params.loosen_bias else 1.0
+        return max(least, (self._measured_late + floor) / (self._modelled_late + floor))
 
     def _forecasts(self, quantile: float, capacity: Capacity) -> tuple[Forecast | None, Forecast | None]:
         """The prompt and concurrency forecasts, each miss counted against the larger of its plan
         and what the floor's replicas hold (``scaler.forecast``)."""
-        floor = self._policy.min_replicas
+        floor = self._policy.min_replicas if self.params.errors_against_floor else 0
         prompt = self._prompt.forecast(quantile, floor * (capacity.prefill_tokens_per_s or 0.0))
         concurrency = self._concurrency.forecast(quantile, floor * math.floor(capacity.slots or 0.0))
         return prompt, concurrency
@@ -221,6 +225,7 @@ class Engine:
             last_demand=self._last_demand,
             missing=tuple(missing),
             backlog_alarm=self._backlog_alarm(obs, demand),
+            params=self.params,
         )
         proposals = propose_all(inputs)
         notes: list[Note] = []

@@ -175,7 +175,7 @@ class Forecaster:
         peaks = self._peaks
         while peaks and peaks[0][0] < t - horizon_s:
             peaks.popleft()
-        while peaks and peaks[-1][1] <= peak:
+        while peaks and (peaks[-1][1] <= peak or not self.params.hold_plan):
             peaks.pop()
         peaks.append((t, peak))
         assert self.first_t is not None

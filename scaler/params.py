@@ -49,6 +49,10 @@ class DeciderParams:
     """Standard deviation a fitted line's regressor needs, as a share of its range (a replica's
     prefill busy share for the decode slowdown, its share of slots in use for the inter-token
     latency): a fleet whose load never moved cannot show how a replica responds to it."""
+    bias_least: float = 0.5
+    """The least the model's bias (measured late share over modelled, ``scaler.engine``) is taken
+    as: a model measured pessimistic for half an hour is loosened, but the objective's budget it
+    sizes for is at most doubled, so a run of quiet windows cannot walk the fleet to its edge."""
     prefill_bound_share: float = 0.8
     """Share of a replica's time its prefill is busy (the mean requests in prefill per Ready
     replica, ``scaler.capacity.saturation``) from which requests waiting on every replica are read
@@ -89,6 +93,25 @@ class DeciderParams:
     backlog_net: bool = True
     """The queue signal's safety net: a backlog the Ready replicas do not clear within the
     objective is drained at the rate they are seen to serve, whatever the capacity model says."""
+    offered_demand: bool = True
+    """Size the offered demand, arrivals as served plus the queue's growth (off: what was served)."""
+    hold_plan: bool = True
+    """Hold the largest plan of the last cold start (off: the latest forecast alone)."""
+    errors_against_floor: bool = True
+    """Count a forecast's miss against what the floor's replicas hold where that is more than the
+    plan (off: every miss a ratio to its plan, however small)."""
+    denoise_errors: bool = True
+    """Shrink the forecast errors by the share a window's Poisson scatter explains."""
+    queueing_headroom: bool = True
+    """Size each resource by the queueing model's late share (off: just above its load)."""
+    model_bias: bool = True
+    """Correct the queueing model by the measured late share over the modelled one."""
+    loosen_bias: bool = True
+    """Loosen a pessimistic queueing model too, down to ``bias_least`` (off: only tightened)."""
+    queue_signal: bool = True
+    """The queue signal proposes (off: it abstains, and the backlog has no signal of its own)."""
+    size_slots: bool = True
+    """Size the batch slots as a resource (off: the prefill alone)."""
 
 
 DEFAULT = DeciderParams()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from scaler.config import TargetPolicy
 from scaler.demand import Demand
 from scaler.model import Capacity, Observation
+from scaler.params import DEFAULT, DeciderParams
 from scaler.signals.load import LoadNeed
 
 
@@ -35,3 +36,4 @@ class SignalInputs:
     last_demand: int | None
     missing: tuple[str, ...]
     backlog_alarm: str | None = None
+    params: DeciderParams = DEFAULT  # the decider's constants and switches

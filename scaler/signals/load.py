@@ -209,6 +209,7 @@ def resources(
     concurrency: Forecast | None,
     why: str,
     now: Observation | None = None,
+    params: DeciderParams = DEFAULT,
 ) -> tuple[list[tuple[Resource, Forecast]], list[str]]:
     """The resources the demand can be sized on, each with its forecast, and why any other is left out."""
     objective, role = policy.ttft_objective_seconds, policy.role
@@ -228,8 +229,8 @@ def resources(
         allowance = objective - prefill_s if prefill_s else 0.0
         resource = Resource("prefill", 1.0, prompt.planned / p, prompt.level / p, prefill_s, allowance)
         out.append((resource, prompt))
-    if role == "prefill":
-        unknown.append("slots: the decode pool's own (role: prefill)")
+    if role == "prefill" or not params.size_slots:
+        unknown.append("slots: the decode pool's own (role: prefill)" if role == "prefill" else "slots: off")
     elif capacity.slots is None:
         unknown.append("slots: capacity unknown (nobody has waited and no KV cache was half full yet)")
     elif concurrency is None:
@@ -299,7 +300,7 @@ def need(
     the observation the stretch reads today's prefill load from."""
     if prompt is None and concurrency is None:
         return None
-    found, unknown = resources(policy, capacity, demand, prompt, concurrency, why, now)
+    found, unknown = resources(policy, capacity, demand, prompt, concurrency, why, now, params)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
     budget = (1.0 - policy.ttft_objective_percentile / 100.0) / bias
@@ -307,7 +308,8 @@ def need(
     # A window of n requests measures their rate within 1/sqrt(n), and the queueing model
     # already holds that Poisson scatter: shrink the errors so they keep only the rate's own.
     counts = (demand.arrivals_per_s or 0.0) * params.rate_window_s
-    errors = {r.name: whole_percent(denoise(f.errors, 1.0 / counts if counts > 0 else 0.0)) for r, f in found}
+    noise = 1.0 / counts if counts > 0 and params.denoise_errors else 0.0
+    errors = {r.name: whole_percent(denoise(f.errors, noise)) for r, f in found}
     weights = {name: sum(n * (1.0 + e) for e, n in errs) for name, errs in errors.items()}
     stop = params.expectation_tolerance * budget
     memo: dict[tuple[str, int], float] = {}
@@ -315,7 +317,10 @@ def need(
     def late(r: Resource, n: int) -> float:
         key = (r.name, n)
         if key not in memo:
-            memo[key] = r.late(n, errors[r.name], weights[r.name], stop, params.exact_servers)
+            if params.queueing_headroom:
+                memo[key] = r.late(n, errors[r.name], weights[r.name], stop, params.exact_servers)
+            else:  # ablation: just above the load at the largest error, no queueing
+                memo[key] = 0.0 if n * r.per_replica > r.load * (1.0 + errors[r.name][0][0]) else 1.0
         return memo[key]
 
     def total(n: int) -> float:

@@ -203,6 +203,8 @@ def _propose(
 
 def from_inputs(inputs: SignalInputs) -> Proposal:
     """The queue signal on the table's one signature."""
+    if not inputs.params.queue_signal:
+        return Proposal(Signal.QUEUE, None, "off (DeciderParams.queue_signal)")
     return propose(
         inputs.observation,
         inputs.demand,
