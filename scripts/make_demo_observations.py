@@ -53,6 +53,9 @@ def main() -> None:
                 "prompt_tokens_per_s": round(served * PROMPT, 1),
                 "generation_tokens_per_s": round(served * OUTPUT, 1),
                 "ttft_mean_seconds": round(PROMPT / PREFILL / (1 - rho), 4),
+                # vLLM's phase times: the prompt's prefill, and the wait before it (the rest of the TTFT)
+                "prefill_time_mean_seconds": round(PROMPT / PREFILL, 4),
+                "queue_time_mean_seconds": round(PROMPT / PREFILL / (1 - rho) - PROMPT / PREFILL, 4),
                 "kv_cache_usage": round(running / (replicas * SLOTS), 4),
                 "current_replicas": replicas,
                 "ready_replicas": replicas,

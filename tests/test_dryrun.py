@@ -111,8 +111,8 @@ def test_the_compact_line_says_again_only_what_changed() -> None:
     first, same, moved = line(0, 0.5), line(15, 0.5), line(30, 0.25)
     assert first.startswith("2026-12-01T09:30:00Z target=2 floor [floor=2* queue=0")
     assert "| lead 180s (default)" in first
-    assert "capacity: 9,000 prompt tokens/s (configured), 30 slots (measured)" in first
+    assert "capacity: 9,000 prompt tokens/s (configured), 30 slots (measured: KV cache usage)" in first
     assert "capacity" not in same
     assert "lead" not in same
-    assert "slots (measured)" in moved  # 60 running at a quarter of the cache: the slots move
+    assert "slots (measured: KV cache usage)" in moved  # 60 running at a quarter of the cache: the slots move
     assert max(len(same), len(moved)) < 160  # the first line says everything once

@@ -95,8 +95,7 @@ class CapacityModel:
     def observe(self, obs: Observation, demand: Demand) -> None:
         """Learn from one refresh (call once per refresh, in time order): classify, then each figure."""
         t = obs.timestamp
-        measured = self.prefill.value if self.prefill.estimate.measured else None
-        saturation = self._last = self._saturation.read(obs, demand, measured)
+        saturation = self._last = self._saturation.read(obs, demand, self.prefill.measured)
         self.prefill.observe(obs, demand, saturation)
         self.slots.observe(obs, saturation)
         last, self._last_t = self._last_t, t

@@ -24,12 +24,22 @@ on a fleet steady for a rate window. No dispatch and no spread of service times 
 model of the queue inverted from the mean TTFT would blame a slower prefill for every wait the
 model did not foresee (per-replica queues, heavy-tailed prompts).
 
-Each reading moves the estimate by ``capacity_weight`` in log space (``Estimate``);
+The phase times measure ``P`` itself: each such reading moves the estimate by ``capacity_weight``
+in log space (``Estimate``). 3 and 4 are bounds from below, so one above the estimate raises it at
+once (the replica was seen that fast). Below it, 3 lowers it by ``capacity_weight`` (a saturated
+fleet is seen serving that much, so a configured rate above it is corrected within minutes), and
+4 only slowly, as an exponential average over ``learning_time_constant_s`` (a busier window reads
+less of the same replica: the lightest of the last half hour reads most).
 ``promptTokensPerSecondPerReplica`` is where it starts, and stands until the first reading.
+
+What classifies a refresh (``scaler.capacity.saturation``) where the engine exports no prefill time
+is ``measured``: the phase-time estimate once read, else the bounds alone, never the configured
+start (a configured rate too high would read a prefill backlog as full batches).
 
 *Example*: 1,155 prompt tokens per request and a mean prefill time of 0.231 s: 5,000 tokens/s.
 Without phase times, 4 idle replicas with a mean TTFT of 0.30 s on 1,000-token prompts read
-3,333 tokens/s: the replica is at least that fast.
+3,333 tokens/s: the replica is at least that fast; a busier minute's 0.40 s (2,500), 15 s later,
+then lowers the estimate by 15 / 1,800 of the way only, to 3,325.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ PREFILL_TIME = "prefill-time histogram"
 TTFT_LESS_QUEUE = "TTFT less the queue time"
 PREFILL_BOUND = "served while prefill-bound"
 IDLE_TTFT = "TTFT while nobody waited (a lower bound)"
+BOUNDS = (PREFILL_BOUND, IDLE_TTFT)  # readings that bound P from below (module docstring)
 
 
 class PrefillRate:
@@ -53,11 +64,22 @@ class PrefillRate:
         self.params = params
         self.estimate = Estimate(configured)
         self.method = "configured" if configured is not None else ""
+        self.bounds = Estimate(None)  # the bound readings alone (3 and 4), for ``measured``
+        self._timed = False  # a phase-time reading was taken
+        self._last_t: float | None = None  # the last refresh that gave a reading
 
     @property
     def value(self) -> float | None:
         """Prompt tokens/s one Ready replica computes, or None while unknown."""
         return self.estimate.value
+
+    @property
+    def measured(self) -> float | None:
+        """The rate as measured, for classifying refreshes (module docstring): the estimate once a
+        phase time has been read, else what the bounds from below have shown, else None."""
+        if self._timed:
+            return self.estimate.value
+        return self.bounds.value
 
     def reading(self, obs: Observation, demand: Demand, saturation: Saturation) -> tuple[float, str] | None:
         """This refresh's reading of ``P`` and where it came from (module docstring), or None."""
@@ -86,6 +108,17 @@ class PrefillRate:
         if not self.params.measure_capacity:
             return
         found = self.reading(obs, demand, saturation)
-        if found is not None:
-            value, self.method = found
+        if found is None:
+            return
+        value, self.method = found
+        t, last = obs.timestamp, self._last_t
+        self._last_t = t
+        if self.method not in BOUNDS:
+            self._timed = True
             self.estimate.measure(value, self.params.capacity_weight)
+            return
+        slow = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
+        down = self.params.capacity_weight if self.method == PREFILL_BOUND else slow
+        for estimate, lower in ((self.estimate, down), (self.bounds, slow)):
+            current = estimate.value
+            estimate.measure(value, 1.0 if current is None or value > current else lower)

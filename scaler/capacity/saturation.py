@@ -13,8 +13,8 @@ The measure that tells them apart is the **prefill's busy share**, the mean requ
 per Ready replica (Little's law on the prefill time):
 
     busy = served x prefill time / ready          the prefill-time histogram's mean (vLLM)
-    busy = prompt tokens/s / (ready x P)          without it, from the prefill estimate P,
-                                                  once measured (a configured P is a guess)
+    busy = prompt tokens/s / (ready x P)          without it, from the prefill rate P as
+                                                  measured (never a configured guess)
 
 A replica whose prompts queue computes prompts all the time (busy 1); one whose requests wait for
 a free slot admits one each time a sequence ends, and computes prompts only that share of the

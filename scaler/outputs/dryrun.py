@@ -105,11 +105,12 @@ def _load_off(decision: Decision) -> str:
 def _capacity_brief(capacity: Capacity) -> str:
     """The capacity in few words: each figure per replica with its source, the learned slowdowns."""
     parts = []
-    for value, unit, source in (
-        (capacity.prefill_tokens_per_s, "prompt tokens/s", capacity.prefill_source),
-        (capacity.slots, "slots", capacity.slots_source),
+    for value, unit, source, method in (
+        (capacity.prefill_tokens_per_s, "prompt tokens/s", capacity.prefill_source, capacity.prefill_method),
+        (capacity.slots, "slots", capacity.slots_source, capacity.slots_method),
     ):
-        parts.append(f"{unit} unknown" if value is None else f"{value:,.0f} {unit} ({source})")
+        where = f"{source}: {method}" if source == "measured" and method else source
+        parts.append(f"{unit} unknown" if value is None else f"{value:,.0f} {unit} ({where})")
     if capacity.decode_slowdown is not None:
         parts.append(f"decode slowdown {capacity.decode_slowdown:.2f}")
     if capacity.itl_slots is not None:
@@ -129,6 +130,8 @@ def _capacity_key(capacity: Capacity) -> str:
             step(capacity.slots),
             capacity.prefill_source,
             capacity.slots_source,
+            capacity.prefill_method,
+            capacity.slots_method,
             "-" if capacity.decode_slowdown is None else f"{capacity.decode_slowdown:.1f}",
             step(capacity.itl_slots),
         )
