@@ -165,6 +165,9 @@ class LoadDriver:
         running = served * IN_SERVICE_S
         prefill_s = PROMPT_TOKENS / PREFILL_PER_REPLICA
         busy = min(0.9, served * prefill_s / len(ready)) if ready else 0.9
+        # vLLM's phase times: a request waits for the queue ahead and for the prompts before its
+        # own (M/M/1 on the prefill), then its prompt is prefilled.
+        queued_s = prefill_s / (1.0 - busy) - prefill_s + waiting_time
         self.fleet.set_fleet_load(
             PodLoad(
                 waiting=self.queue,
@@ -172,8 +175,10 @@ class LoadDriver:
                 prompt_tokens_per_s=served * PROMPT_TOKENS,
                 generation_tokens_per_s=served * OUTPUT_TOKENS,
                 requests_per_s=served,
-                ttft_seconds=prefill_s / (1.0 - busy) + waiting_time,
+                ttft_seconds=queued_s + prefill_s,
                 kv_cache_usage=min(1.0, running / (len(ready) * SLOTS)) if ready else 1.0,
+                queue_time_seconds=queued_s,
+                prefill_time_seconds=prefill_s,
             )
         )
 

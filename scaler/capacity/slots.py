@@ -49,6 +49,7 @@ KV_CACHE = "KV cache usage"
 FULL_BATCH = "running while every slot was busy"
 ROUTER_GATED = "running while the router held requests"
 EXPORTED = "exported max_num_seqs"
+FROM_DECODE_RATE = "generationTokensPerSecondPerReplica over what a sequence decodes now"
 
 
 class BatchSlots:
@@ -83,7 +84,7 @@ class BatchSlots:
             return None, ""
         value, method = min(found)
         if method == KV_CACHE and not self.cache.measured:
-            method = "configured decode rate"
+            method = FROM_DECODE_RATE
         return value, method
 
     def observe(self, obs: Observation, saturation: Saturation) -> None:

@@ -109,7 +109,7 @@ def _capacity_brief(capacity: Capacity) -> str:
         (capacity.prefill_tokens_per_s, "prompt tokens/s", capacity.prefill_source, capacity.prefill_method),
         (capacity.slots, "slots", capacity.slots_source, capacity.slots_method),
     ):
-        where = f"{source}: {method}" if source == "measured" and method else source
+        where = f"{source}: {method}" if method and method != source else source
         parts.append(f"{unit} unknown" if value is None else f"{value:,.0f} {unit} ({where})")
     if capacity.decode_slowdown is not None:
         parts.append(f"decode slowdown {capacity.decode_slowdown:.2f}")
