@@ -89,6 +89,20 @@ kube_config: Any = _config
 KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
 KEDA_MISSING = "is KEDA installed? the ScaledObject CRD keda.sh/v1alpha1 was not found"
 KUEUE_GROUP = "kueue.x-k8s.io"
+# Every (API group, resource) the inventory lists and watches: what the ClusterRole must grant.
+WATCHED_RESOURCES: tuple[tuple[str, str], ...] = (
+    ("", "nodes"),
+    ("", "pods"),
+    ("apps", "deployments"),
+    (KEDA_GROUP, KEDA_PLURAL),
+    ("autoscaling", "horizontalpodautoscalers"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.k8s.io", "resourceclaimtemplates"),
+    (KUEUE_GROUP, "clusterqueues"),
+    (KUEUE_GROUP, "localqueues"),
+)
 DRA_MISSING = "resource.k8s.io/v1 is served from Kubernetes 1.34"
 KUEUE_MISSING = "Kueue is not installed"
 
