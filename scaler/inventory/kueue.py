@@ -267,3 +267,34 @@ def admission(
         admitted + room.replicas,
         f"{admitted} admitted{held} + {room.replicas} more: {where} -> {room.explanation}",
     )
+
+
+def quota_ceiling(
+    queue: ClusterQueue, queues: Iterable[ClusterQueue], flavor: str, resource: str
+) -> Fraction:
+    """The most of ``resource`` in ``flavor`` the queue can ever hold: its nominal quota plus what it may
+    borrow (its borrowingLimit, else every cohort peer's lendable quota), usage aside."""
+    own = queue.quota(flavor, resource)
+    if own is None:
+        return Fraction(0)
+    lendable = sum(
+        (
+            q.nominal - q.guaranteed
+            for peer in queues
+            if queue.cohort and peer.cohort == queue.cohort and peer.name != queue.name
+            if (q := peer.quota(flavor, resource)) is not None
+        ),
+        Fraction(0),
+    )
+    borrow = lendable if own.borrowing_limit is None else min(own.borrowing_limit, lendable)
+    return own.nominal + borrow
+
+
+def most_replicas(queue: ClusterQueue, queues: Iterable[ClusterQueue], need: Mapping[str, int]) -> int:
+    """Replicas of ``need`` the queue's quota could ever admit at once (``quota_ceiling``, per flavor)."""
+    everyone = list(queues)
+    total = 0
+    for flavor in queue.flavors:
+        if all(queue.quota(flavor, r) is not None for r in need):
+            total += min(int(quota_ceiling(queue, everyone, flavor, r) // n) for r, n in need.items())
+    return total
