@@ -65,7 +65,7 @@ def test_dra_only_gpus_a_request_cannot_reach_are_named(
     ]
     problem, fix = findings[0][3:]
     assert problem.startswith(
-        "dra-a publish GPUs only through DRA (ResourceSlices) and no DeviceClass serves"
+        "node dra-a publishes GPUs only through DRA (ResourceSlices) and no DeviceClass serves"
     )
     assert "extendedResourceName: nvidia.com/gpu" in fix
     assert doctor(with_dra_node(extended=True), tmp_path, capsys) == []

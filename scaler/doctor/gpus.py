@@ -85,11 +85,17 @@ def check_gpu_counted(cluster: Cluster, options: Options) -> Iterable[Finding]:
                 "warning",
                 "gpu-uncounted",
                 where,
-                f"{', '.join(missed[:8])} publish GPUs only through DRA (ResourceSlices) and no DeviceClass"
-                f" serves {', '.join(sorted(unserved))}: neither the scheduler nor the GPU check can use them"
-                " for this workload",
+                f"{_nodes(missed)} GPUs only through DRA (ResourceSlices) and no DeviceClass serves"
+                f" {', '.join(sorted(unserved))}: neither the scheduler nor the GPU check can use them for"
+                " this workload",
                 _fix(unserved, missed),
             )
+
+
+def _nodes(names: list[str]) -> str:
+    """``node dra-a publishes`` or ``nodes dra-a, dra-b publish`` (the first eight named)."""
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"node {shown} publishes" if len(names) == 1 else f"nodes {shown} publish"
 
 
 def _fix(unserved: list[str], missed: list[str]) -> str:

@@ -194,9 +194,9 @@ def queue_room(queue: ClusterQueue, queues: Iterable[ClusterQueue], need: Mappin
         fits = min(int(free[r] // need[r]) for r in wanted)
         total += fits
         shown = ", ".join(
-            f"{_amount(free[r])} {r} free of {_amount(queue.used.get((flavor, r), Fraction(0)))} used"
-            f" / {_amount(quota.nominal)} nominal"
-            + ("" if quota.borrowing_limit is None else f" + {_amount(quota.borrowing_limit)} borrowable")
+            f"{_amount(free[r])} {r} free: {_amount(queue.used.get((flavor, r), Fraction(0)))} reserved of"
+            f" {_amount(quota.nominal)} nominal"
+            + ("" if quota.borrowing_limit is None else f", borrowingLimit {_amount(quota.borrowing_limit)}")
             for r in wanted
             if (quota := queue.quota(flavor, r)) is not None
         )
@@ -261,11 +261,11 @@ def admission(
         )
         return Admission(True, None, f"{where}: {why}; Kueue's quota for them is not read")
     room = queue_room(queue, kueue.cluster_queues.values(), need)
-    held = f", {gated} waiting behind {ADMISSION_GATE}" if gated else ""
+    held = f" ({gated} waiting behind {ADMISSION_GATE})" if gated else ""
     return Admission(
         True,
         admitted + room.replicas,
-        f"{admitted} admitted{held} + {room.replicas} more: {where} -> {room.explanation}",
+        f"{admitted} admitted + {room.replicas} more{held}: {where} -> {room.explanation}",
     )
 
 
