@@ -321,6 +321,10 @@ class DraInventory:
     templates: Mapping[tuple[str, str], ClaimTemplate] = field(default_factory=dict)  # (namespace, name)
     problem: str | None = None
     matcher: ClassMatcher = field(default_factory=ClassMatcher, compare=False)
+    # (node, class, selectors) -> what ``selected`` found: the inventory is rebuilt when an object changes
+    _selected: dict[tuple[str, str, tuple[str, ...]], tuple[list[Device], list[str]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def class_for(self, resource: str) -> DeviceClass | None:
         """The DeviceClass serving the extended resource ``resource``, as the scheduler picks it: the
@@ -338,17 +342,21 @@ class DraInventory:
     ) -> tuple[list[Device], list[str]]:
         """The devices on ``node`` of ``device_class`` passing ``selectors`` (allocated or not), and
         the reasons of any counted without being understood (a CEL expression not evaluated)."""
+        key = (node, device_class, selectors)
+        found = self._selected.get(key)
+        if found is not None:
+            return found
         klass = self.classes.get(device_class)
-        if klass is None:
-            return [], []
-        chosen, unsure = [], []
-        for device in self.devices.get(node, ()):
-            verdict, why = self.matcher.matches((*klass.selectors, *selectors), device)
+        chosen: list[Device] = []
+        unsure: list[str] = []
+        for device in self.devices.get(node, ()) if klass is not None else ():
+            verdict, why = self.matcher.matches((*klass.selectors, *selectors), device)  # type: ignore[union-attr]
             if verdict is False:
                 continue
             chosen.append(device)
             if verdict is None:
                 unsure.append(why)
+        self._selected[key] = (chosen, unsure)
         return chosen, unsure
 
     def free(self, device: Device, counters: Mapping[CounterKey, Mapping[str, Fraction]]) -> bool:
