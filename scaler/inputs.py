@@ -368,6 +368,23 @@ class Input(StrEnum):
             count=True,
         ),
     )
+    KUEUE_QUOTA_REPLICAS = (
+        "kueue_quota_replicas",
+        InputSpec(
+            "llm_scaler_input_kueue_quota_replicas",
+            (
+                "Replicas the workload's Kueue ClusterQueue admits: those admitted plus those its free "
+                "GPU quota (and its cohort's) holds."
+            ),
+            _K,
+            count=True,
+            doc=(
+                "Absent when Kueue does not admit the workload's pods (no `kueue.x-k8s.io/queue-name` "
+                "label, no pod held by the `kueue.x-k8s.io/admission` gate). The `kueue_quota` clamp "
+                "(`scaler/inventory/kueue.py`, docs/kubernetes.md)."
+            ),
+        ),
+    )
 
 
 class Reading(StrEnum):

@@ -32,6 +32,7 @@ class ClampKind(StrEnum):
 
     MAX = "max"
     GPU_INVENTORY = "gpu_inventory"
+    KUEUE_QUOTA = "kueue_quota"
     FLOOR_OVER_GPU = "floor_over_gpu"
     GPU_UNKNOWN_HOLD = "gpu_unknown_hold"
     HPA_TOLERANCE = "hpa_tolerance"
@@ -46,6 +47,7 @@ class NoteKind(StrEnum):
     GPU_CHECK_SKIPPED = "gpu_check_skipped"  # the inventory is unknown and the check fails open
     GPU_CHECK_OFF = "gpu_check_off"  # gpuCheck=false
     HPA_TOLERANCE = "hpa_tolerance"  # a step the HPA's tolerance swallows, beyond the room to step past it
+    KUEUE_QUOTA_UNKNOWN = "kueue_quota_unknown"  # Kueue admits the pods and their queue's quota is unknown
 
 
 class Note(str):
@@ -252,6 +254,8 @@ class Observation:
     cold_start_pending_seconds: float | None = _input(Input.COLD_START_PENDING_SECONDS)
     cold_start_samples: int = _input(Input.COLD_START_SAMPLES)
     deployment_replicas: int | None = _input(Input.DEPLOYMENT_REPLICAS)
+    kueue_quota_replicas: int | None = _input(Input.KUEUE_QUOTA_REPLICAS)
+    kueue_quota_reason: str | None = None  # how the Kueue quota was counted (the clamp's reason)
     hpa: HpaStatus | None = None  # the HPA KEDA created for the ScaledObject, when found
     hpa_read: bool = False  # the HPAs were read (a synced watch): hpa None then means there is none
     scaledobject_fallback: bool | None = None  # the ScaledObject's Fallback condition is True

@@ -3,6 +3,7 @@
     raw    = max(proposals)                      binding = the signal that asked for it
     target = min(raw, maxReplicas)               clamp "max"
     target = min(target, gpu capacity)           clamp "gpu_inventory" (scale-up beyond what fits)
+    target = min(target, Kueue quota)            clamp "kueue_quota" (beyond what the queue admits)
     target = max(target, minReplicas)            clamp "floor_over_gpu" when the floor beats the GPUs
     target = what the HPA lands                  clamp "hpa_tolerance" (below)
 
@@ -44,7 +45,7 @@ from scaler.model import (
     Proposal,
     Signal,
 )
-from scaler.signals.gpu import capacity
+from scaler.signals.gpu import capacity, queue_capacity
 
 _ORDER = {signal: index for index, signal in enumerate(Signal)}
 
@@ -106,16 +107,20 @@ def combine(
                 )
             )
             target = gpu.replicas
+        target, admits = _through_queue(target, obs, clamps, all_notes)
+        if admits is not None:
+            fits = admits if fits is None else min(fits, admits)
     else:
         all_notes.append(Note(NoteKind.GPU_CHECK_OFF, "GPU check off (gpuCheck=false)"))
 
     if target < policy.min_replicas:
+        over = "the Kueue quota" if clamps and clamps[-1].kind is ClampKind.KUEUE_QUOTA else "GPU capacity"
         clamps.append(
             Clamp(
                 ClampKind.FLOOR_OVER_GPU,
                 target,
                 policy.min_replicas,
-                f"minReplicas={policy.min_replicas} wins over GPU capacity {target};"
+                f"minReplicas={policy.min_replicas} wins over {over} {target};"
                 f" {policy.min_replicas - target} replica(s) may stay Pending",
             )
         )
@@ -138,6 +143,30 @@ def combine(
         lead=lead,
         landing=landing,
     )
+
+
+def _through_queue(
+    target: int, obs: Observation, clamps: list[Clamp], notes: list[Note]
+) -> tuple[int, int | None]:
+    """The target under the Kueue queue's quota (clamp "kueue_quota"), and what it admits (None: not
+    under Kueue, or unknown, with a note)."""
+    queue = queue_capacity(obs)
+    if queue is None:
+        return target, None
+    if queue.replicas is None:
+        notes.append(Note(NoteKind.KUEUE_QUOTA_UNKNOWN, f"{queue.reason}: Kueue quota not applied"))
+        return target, None
+    if target > queue.replicas:
+        clamps.append(
+            Clamp(
+                ClampKind.KUEUE_QUOTA,
+                target,
+                queue.replicas,
+                f"Kueue admits {queue.replicas}: {queue.reason}",
+            )
+        )
+        return queue.replicas, queue.replicas
+    return target, queue.replicas
 
 
 def _through_tolerance(

@@ -3,9 +3,12 @@
 It serves, over HTTP/1.1 on a free loopback port, read-only list, get and watch for
 Nodes (``/api/v1/nodes``), Pods (``/api/v1/pods``, ``/api/v1/namespaces/NS/pods``),
 Deployments (``/apis/apps/v1/...``), KEDA ScaledObjects (``/apis/keda.sh/v1alpha1/...``)
-HorizontalPodAutoscalers (``/apis/autoscaling/v2/...``) and Ingresses
-(``/apis/networking.k8s.io/v1/...``), plus ``/version``, with the API server's
-semantics where the scaler depends on them:
+HorizontalPodAutoscalers (``/apis/autoscaling/v2/...``), Ingresses
+(``/apis/networking.k8s.io/v1/...``), DRA's ResourceSlices, DeviceClasses, ResourceClaims and
+ResourceClaimTemplates (``/apis/resource.k8s.io/v1/...``) and Kueue's ClusterQueues and
+LocalQueues (``/apis/kueue.x-k8s.io/v1beta1/...``), plus ``/version``, with the API server's
+semantics where the scaler depends on them (``unserved`` API groups answer 404, as a cluster
+without DRA or Kueue does):
 
 * one cluster-wide ``resourceVersion`` counter; lists carry it in ``metadata``, every
   object carries its own; items in a list have no ``kind``/``apiVersion``, as on the wire;
@@ -44,6 +47,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 CREATED = "2026-12-01T08:00:00Z"
+DRA = "/apis/resource.k8s.io/v1"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,12 @@ RESOURCES: dict[str, Resource] = {
             "autoscaling/v2",
         ),
         Resource("ingresses", "/apis/networking.k8s.io/v1", True, "Ingress", "networking.k8s.io/v1"),
+        Resource("resourceslices", DRA, False, "ResourceSlice", "resource.k8s.io/v1"),
+        Resource("deviceclasses", DRA, False, "DeviceClass", "resource.k8s.io/v1"),
+        Resource("resourceclaims", DRA, True, "ResourceClaim", "resource.k8s.io/v1"),
+        Resource("resourceclaimtemplates", DRA, True, "ResourceClaimTemplate", "resource.k8s.io/v1"),
+        Resource("clusterqueues", KUEUE, False, "ClusterQueue", "kueue.x-k8s.io/v1beta1"),
+        Resource("localqueues", KUEUE, True, "LocalQueue", "kueue.x-k8s.io/v1beta1"),
     )
 }
 BY_KIND = {r.kind: r for r in RESOURCES.values()}
@@ -151,8 +162,16 @@ REASONS = {
 class KubeDouble:
     """The API server double. Use as a context manager, or ``start()``/``stop()``."""
 
-    def __init__(self, token: str | None = None, odd_chunks: bool = False, version: str = "1.35.0") -> None:
+    def __init__(
+        self,
+        token: str | None = None,
+        odd_chunks: bool = False,
+        version: str = "1.35.0",
+        unserved: Iterable[str] = (),
+    ) -> None:
         self.token = token
+        # API prefixes (e.g. DRA, KUEUE) this cluster does not serve: every request under one is 404.
+        self.unserved = frozenset(unserved)
         self.version = version  # what /version answers, as gitVersion v<version>
         # odd_chunks: split each watch event across two chunks and send a replayed backlog as
         # one chunk, as proxies and large objects do; clients must not assume one event per chunk.
@@ -490,7 +509,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, path: str) -> tuple[Resource | None, str | None, str | None]:
         for res in RESOURCES.values():
-            if not path.startswith(res.prefix + "/"):
+            if not path.startswith(res.prefix + "/") or res.prefix in self.server_double.unserved:
                 continue
             parts = path[len(res.prefix) + 1 :].strip("/").split("/")
             if res.namespaced and len(parts) >= 3 and parts[0] == "namespaces" and parts[2] == res.name:
@@ -795,13 +814,27 @@ def pod(
     created: str | None = None,
     scheduled_at: str | None = None,
     ready_at: str | None = None,
+    scheduling_gates: Iterable[str] = (),
+    claim_template: str | None = None,
+    extended_claim: str | None = None,
 ) -> dict[str, Any]:
     """A pod; bound when ``node`` is given; phase Running when bound, else Pending.
 
     ``created``, ``scheduled_at`` and ``ready_at`` set the creation time and when the
     PodScheduled and Ready conditions turned True (RFC 3339; all ``CREATED`` by default).
+    ``scheduling_gates`` holds the pod back (Kueue's ``kueue.x-k8s.io/admission``), as the API
+    server reports it: Pending with ``PodScheduled`` False, reason ``SchedulingGated``.
+    ``claim_template`` adds a ``resourceClaims`` entry from that ResourceClaimTemplate (its claim
+    ``<pod>-gpu``); ``extended_claim`` names the claim the scheduler wrote for the pod's
+    extended-resource request served by DRA (``status.extendedResourceClaimStatus``, KEP-5004).
     """
     spec = pod_spec(gpus, resource, limits_only=limits_only)
+    gates = list(scheduling_gates)
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
+    if claim_template:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": claim_template}]
+        spec["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
     phase = phase or ("Running" if node else "Pending")
     conditions = [
         {
@@ -810,7 +843,11 @@ def pod(
             "lastTransitionTime": scheduled_at or created or CREATED,
         }
     ]
-    if not node:
+    if gates:
+        conditions[0].update(
+            reason="SchedulingGated", message="Scheduling is blocked due to non-empty scheduling gates"
+        )
+    elif not node:
         conditions[0].update(
             reason="Unschedulable", message=f"0/3 nodes are available: 3 Insufficient {resource}."
         )
@@ -853,6 +890,15 @@ def pod(
     status: dict[str, Any] = {"phase": phase, "conditions": conditions, "qosClass": "Burstable"}
     if node:
         status.update(hostIP="10.0.0.10", podIP="10.244.1.7", startTime=CREATED)
+    if claim_template and node:
+        status["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]
+    if extended_claim:
+        status["extendedResourceClaimStatus"] = {
+            "requestMappings": [
+                {"containerName": "vllm", "resourceName": resource, "requestName": "container-0-request-0"}
+            ],
+            "resourceClaimName": extended_claim,
+        }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
@@ -868,10 +914,22 @@ def deployment(
     node_selector: Mapping[str, str] | None = None,
     tolerations: list[dict[str, Any]] | None = None,
     affinity: dict[str, Any] | None = None,
+    template_labels: Mapping[str, str] | None = None,
+    claim_template: str | None = None,
 ) -> dict[str, Any]:
-    """A Deployment whose pods request ``gpus`` of ``resource``, with its selector and status."""
+    """A Deployment whose pods request ``gpus`` of ``resource``, with its selector and status.
+
+    ``template_labels`` adds pod-template labels (Kueue's ``kueue.x-k8s.io/queue-name``);
+    ``claim_template`` gives each pod a claim from that ResourceClaimTemplate.
+    """
     labels = dict(match_labels if match_labels is not None else {"app": name})
     selector: dict[str, Any] = {"matchLabels": labels}
+    template_spec = pod_spec(
+        gpus, resource, node_selector=node_selector, tolerations=tolerations, affinity=affinity
+    )
+    if claim_template:
+        template_spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": claim_template}]
+        template_spec["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
     if match_expressions:
         selector["matchExpressions"] = match_expressions
     return {
@@ -887,10 +945,8 @@ def deployment(
             "replicas": replicas,
             "selector": selector,
             "template": {
-                "metadata": {"labels": labels},
-                "spec": pod_spec(
-                    gpus, resource, node_selector=node_selector, tolerations=tolerations, affinity=affinity
-                ),
+                "metadata": {"labels": {**labels, **(template_labels or {})}},
+                "spec": template_spec,
             },
             "strategy": {
                 "type": "RollingUpdate",
@@ -1014,6 +1070,307 @@ def hpa(
             ],
         },
     }
+
+
+# ---- DRA (resource.k8s.io/v1) and Kueue (kueue.x-k8s.io/v1beta1), as their controllers write them ----
+
+NVIDIA_DRIVER = "gpu.nvidia.com"
+WHOLE_GPU = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+MIG = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"
+
+
+def deviceclass(name: str, expression: str, extended_resource_name: str | None = None) -> dict[str, Any]:
+    """A DeviceClass as the NVIDIA DRA driver's chart installs it (``gpu.nvidia.com``, ``mig.nvidia.com``);
+    ``extended_resource_name`` serves that extended resource through it (KEP-5004)."""
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
+    if extended_resource_name:
+        spec["extendedResourceName"] = extended_resource_name
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _gpu_attributes(index: int, node: str, kind: str = "gpu", **more: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": {"string": kind},
+        "uuid": {"string": f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}-{index}')}"},
+        "productName": {"string": "NVIDIA H100 80GB HBM3"},
+        "brand": {"string": "Nvidia"},
+        "architecture": {"string": "Hopper"},
+        "cudaComputeCapability": {"version": "9.0.0"},
+        "driverVersion": {"version": "570.124.6"},
+        "cudaDriverVersion": {"version": "12.8.0"},
+        "index": {"int": index},
+        "minor": {"int": index},
+        "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{index:02x}"},
+        **more,
+    }
+
+
+def resourceslice(
+    node: str, gpus: int = 8, *, generation: int = 1, name: str | None = None
+) -> dict[str, Any]:
+    """The ResourceSlice the NVIDIA DRA driver's kubelet plugin publishes for a node of whole GPUs."""
+    devices = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": _gpu_attributes(i, node),
+            "capacity": {"memory": {"value": "81559Mi"}},
+        }
+        for i in range(gpus)
+    ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {
+            "name": name or f"{node}-gpu.nvidia.com-x7k2p",
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": node,
+                    "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, node)),
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "driver": NVIDIA_DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+# An A100 40GB's MIG placements: (profile, memory slices taken, where each placement starts)
+A100_PROFILES = (("1g.5gb", 1, range(7)), ("3g.20gb", 4, (0, 4)), ("7g.40gb", 8, (0,)))
+
+
+def resourceslices_mig(node: str, gpus: int = 1) -> list[dict[str, Any]]:
+    """A node of partitionable A100s (KEP-4815) as the NVIDIA driver publishes it on 1.36: one slice of
+    shared counters (each GPU's eight memory slices) and one of devices: each MIG placement, and the
+    whole GPU, consuming the slices it occupies. Allocating one leaves the overlapping ones unallocatable."""
+    counter_sets, devices = [], []
+    for g in range(gpus):
+        counters = {f"memory-slice-{i}": {"value": "1"} for i in range(8)}
+        counters["memory"] = {"value": "40Gi"}
+        counter_sets.append({"name": f"gpu-{g}-counter-set", "counters": counters})
+        for profile, size, starts in A100_PROFILES:
+            for start in starts:
+                taken = {f"memory-slice-{i}": {"value": "1"} for i in range(start, start + size)}
+                taken["memory"] = {"value": f"{5 * size}Gi"}
+                whole = profile == "7g.40gb"
+                devices.append(
+                    {
+                        "name": f"gpu-{g}" if whole else f"gpu-{g}-mig-{profile.replace('.', '')}-{start}",
+                        "attributes": _gpu_attributes(
+                            g,
+                            node,
+                            "gpu" if whole else "mig",
+                            **({} if whole else {"profile": {"string": profile}}),
+                        ),
+                        "capacity": {"memory": {"value": f"{5 * size}Gi"}},
+                        "consumesCounters": [{"counterSet": f"gpu-{g}-counter-set", "counters": taken}],
+                    }
+                )
+    pool = {"name": node, "generation": 1, "resourceSliceCount": 2}
+    base = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice"}
+    return [
+        {**base, "metadata": {"name": f"{node}-gpu.nvidia.com-counters"},
+         "spec": {"driver": NVIDIA_DRIVER, "nodeName": node, "pool": pool, "sharedCounters": counter_sets}},
+        {**base, "metadata": {"name": f"{node}-gpu.nvidia.com-devices"},
+         "spec": {"driver": NVIDIA_DRIVER, "nodeName": node, "pool": pool, "devices": devices}},
+    ]  # fmt: skip
+
+
+def resourceclaim(
+    name: str,
+    namespace: str,
+    node: str,
+    devices: Iterable[str],
+    *,
+    pod: str | None = None,
+    device_class: str = "gpu.nvidia.com",
+    extended: bool = False,
+) -> dict[str, Any]:
+    """An allocated ResourceClaim: its request, and the devices of ``node``'s pool it got. ``extended``:
+    the claim the scheduler writes for a pod's extended-resource request (KEP-5004)."""
+    chosen = list(devices)
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if extended:
+        meta["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+    if pod:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod,
+                "uid": str(uuid.uuid4()),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    request = "container-0-request-0" if extended else "gpu"
+    status: dict[str, Any] = {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {"request": request, "driver": NVIDIA_DRIVER, "pool": node, "device": d} for d in chosen
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
+            "allocationTimestamp": CREATED,
+        }
+    }
+    if pod:
+        status["reservedFor"] = [{"resource": "pods", "name": pod, "uid": str(uuid.uuid4())}]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": meta,
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": request,
+                        "exactly": {
+                            "deviceClassName": device_class,
+                            "allocationMode": "ExactCount",
+                            "count": len(chosen),
+                        },
+                    }
+                ]
+            }
+        },
+        "status": status,
+    }  # fmt: skip
+
+
+def resourceclaimtemplate(
+    name: str, namespace: str, device_class: str, count: int = 1, selectors: Iterable[str] = ()
+) -> dict[str, Any]:
+    """A ResourceClaimTemplate: each pod's claim asks for ``count`` devices of ``device_class``."""
+    exactly: dict[str, Any] = {
+        "deviceClassName": device_class,
+        "allocationMode": "ExactCount",
+        "count": count,
+    }
+    chosen = [{"cel": {"expression": e}} for e in selectors]
+    if chosen:
+        exactly["selectors"] = chosen
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
+    }
+
+
+def _active(message: str) -> dict[str, Any]:
+    return {
+        "type": "Active",
+        "status": "True",
+        "reason": "Ready",
+        "message": message,
+        "lastTransitionTime": CREATED,
+        "observedGeneration": 1,
+    }
+
+
+def clusterqueue(
+    name: str,
+    nominal: int,
+    used: int = 0,
+    *,
+    cohort: str | None = None,
+    borrowing_limit: int | None = None,
+    lending_limit: int | None = None,
+    flavor: str = "h100",
+    resource: str = "nvidia.com/gpu",
+) -> dict[str, Any]:
+    """A ClusterQueue with GPU, CPU and memory quota in one flavor, and its status as Kueue writes it
+    (``flavorsReservation`` and ``flavorsUsage``: ``used`` GPUs, ``borrowed`` past the nominal)."""
+    gpu: dict[str, Any] = {"name": resource, "nominalQuota": nominal}
+    if borrowing_limit is not None:
+        gpu["borrowingLimit"] = borrowing_limit
+    if lending_limit is not None:
+        gpu["lendingLimit"] = lending_limit
+    usage = [
+        {
+            "name": flavor,
+            "resources": [
+                {"name": "cpu", "total": str(4 * used), "borrowed": "0"},
+                {"name": "memory", "total": f"{48 * used}Gi", "borrowed": "0"},
+                {"name": resource, "total": str(used), "borrowed": str(max(0, used - nominal))},
+            ],
+        }
+    ]
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", resource],
+                "flavors": [
+                    {
+                        "name": flavor,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": "512"},
+                            {"name": "memory", "nominalQuota": "4Ti"},
+                            gpu,
+                        ],
+                    }
+                ],
+            }
+        ],
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        "preemption": {
+            "reclaimWithinCohort": "Never",
+            "borrowWithinCohort": {"policy": "Never"},
+            "withinClusterQueue": "Never",
+        },
+        "stopPolicy": "None",
+    }  # fmt: skip
+    if cohort:
+        spec["cohort"] = cohort
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {
+            "conditions": [_active("Can admit new workloads")],
+            "flavorsReservation": usage,
+            "flavorsUsage": usage,
+            "pendingWorkloads": 0,
+            "reservingWorkloads": used,
+            "admittedWorkloads": used,
+        },
+    }  # fmt: skip
+
+
+def localqueue(name: str, namespace: str, cluster_queue: str) -> dict[str, Any]:
+    """A LocalQueue pointing a namespace's workloads at a ClusterQueue."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue, "stopPolicy": "None"},
+        "status": {
+            "conditions": [_active("Can submit new workloads to localQueue")],
+            "pendingWorkloads": 0,
+            "reservingWorkloads": 0,
+            "admittedWorkloads": 0,
+        },
+    }  # fmt: skip
 
 
 def kubeconfig(path: Path, server: str, token: str) -> Path:

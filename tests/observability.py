@@ -68,6 +68,7 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "router_queue_waiting": 0.0,
         "slots_per_replica": 64.0,
         "deployment_replicas": 6,
+        "kueue_quota_replicas": 64,  # under a Kueue queue whose quota does not bind
         "hpa": HpaStatus("keda-hpa-llama", "inference", True, 0, 2, 16, 6, 6),
         "hpa_read": True,
     },
@@ -92,6 +93,7 @@ LOAD: dict[TargetKey, dict[str, Any]] = {
         "router_queue_waiting": 0.0,
         "slots_per_replica": 32.0,
         "deployment_replicas": 3,
+        "kueue_quota_replicas": 64,
         "hpa_read": True,  # and no HPA found
     },
 }

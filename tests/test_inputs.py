@@ -21,7 +21,14 @@ from scaler.sources.prometheus import CUSTOM_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
-NOT_INPUTS = {"now", "missing", "hpa", "hpa_read", "scaledobject_fallback"}  # the time, notes, landing state
+NOT_INPUTS = {
+    "now",
+    "missing",
+    "hpa",
+    "hpa_read",
+    "scaledobject_fallback",
+    "kueue_quota_reason",
+}  # the time, notes, landing state, a clamp's words
 
 
 def test_every_observation_value_is_a_row_of_the_table() -> None:

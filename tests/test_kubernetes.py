@@ -296,9 +296,12 @@ def test_node_changes_taints_cordon_and_readiness(
     state = wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 0)
     assert "gpu-a fits 0 (NotReady)" in state.explanation
     double.delete("Node", "", "gpu-a")
+    # The last GPU node gone: nothing offers the GPUs, so they cannot be counted (never "0 fit").
     state = wait_state(inventory, lambda s: not s.nodes)
+    assert state.gpu_schedulable_replicas is None
     assert state.explanation.endswith(
-        "0 more replicas of 2 nvidia.com/gpu fit: no node offers nvidia.com/gpu"
+        "GPUs cannot be counted: no node's allocatable has nvidia.com/gpu and no ResourceSlice"
+        " publishes a device of a DeviceClass serving it"
     )
 
 

@@ -304,21 +304,29 @@ def test_example_scaledobject_fits_the_scaler_and_the_workload(
 # ---- the scaler's own objects -------------------------------------------------------------
 
 
-def test_cluster_role_grants_exactly_read_access_to_five_resources(default: list[dict[str, Any]]) -> None:
-    """The ClusterRole grants get/list/watch on exactly five resources, bound to the scaler's account."""
+def test_cluster_role_grants_read_access_to_exactly_what_the_inventory_watches(
+    default: list[dict[str, Any]],
+) -> None:
+    """The ClusterRole grants get/list/watch on exactly the resources the inventory watches (nodes and
+    pods to Kueue's queues), bound to the scaler's account."""
+    from scaler.sources.kubernetes import WATCHED_RESOURCES
+
     role = one(default, "ClusterRole")
     granted = set()
     for rule in role["rules"]:
         assert set(rule) == {"apiGroups", "resources", "verbs"}, f"unexpected rule fields: {rule}"
         assert sorted(rule["verbs"]) == ["get", "list", "watch"], rule
         granted |= {(group, resource) for group in rule["apiGroups"] for resource in rule["resources"]}
-    assert granted == {
-        ("", "nodes"),
-        ("", "pods"),
-        ("apps", "deployments"),
-        ("keda.sh", "scaledobjects"),
-        ("autoscaling", "horizontalpodautoscalers"),
-    }
+    assert granted == set(WATCHED_RESOURCES)
+    # ... and that list is what the inventory starts a watch for (constructing one connects to nothing)
+    from kubernetes import client
+
+    from scaler.sources.kubernetes import KubernetesInventory
+
+    inventory = KubernetesInventory(client.ApiClient(client.Configuration(host="http://127.0.0.1:9")))
+    assert sorted(r.resource for r in inventory._all_reflectors) == sorted(p for _, p in WATCHED_RESOURCES)
+    assert ("resource.k8s.io", "resourceslices") in granted
+    assert ("kueue.x-k8s.io", "clusterqueues") in granted
     assert not by_kind(default, "Role")
     assert not by_kind(default, "RoleBinding")
     binding = one(default, "ClusterRoleBinding")

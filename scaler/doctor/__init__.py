@@ -2,9 +2,11 @@
 
 Read-only: it lists Nodes, Deployments, ScaledObjects, HorizontalPodAutoscalers and
 Ingresses (``get``/``list``, the scaler's ClusterRole plus ``ingresses`` in
-``networking.k8s.io``) and reads ``/version``; with ``--prometheus`` it also runs one
-instant query per ScaledObject of this scaler, and one per router of the registry and
-Prometheus address for the ScaledObjects that read only their servers' queue. Each finding
+``networking.k8s.io``), DRA's ResourceSlices, DeviceClasses and ResourceClaimTemplates and
+Kueue's ClusterQueues and LocalQueues where served, and reads ``/version``; with
+``--prometheus`` it also runs one instant query per ScaledObject of this scaler, and one per
+router of the registry and Prometheus address for the ScaledObjects that read only their
+servers' queue. Each finding
 is a row: severity, object, what is wrong, the fix. ``error`` findings make the exit
 status 1.
 
@@ -48,15 +50,22 @@ pd-one-scaledobject       error     one Deployment selector over prefill and dec
                                     role runs in a Deployment no ScaledObject scales
 removed-metric            warning   a user's query reads a name its upstream removed
                                     (``vllm:time_per_output_token_seconds``)
+gpu-uncounted             warning   an inference workload whose GPUs the GPU check cannot
+                                    count, DRA-only GPU nodes its request cannot reach
+                                    (no DeviceClass ``extendedResourceName``), DRA objects
+                                    that cannot be read
+kueue-quota               warning   ``maxReplicaCount`` beyond what the ScaledObject's
+                                    ClusterQueue can ever admit (error: its LocalQueue or
+                                    ClusterQueue does not exist)
 ========================  ========  ===================================================
 
 An *inference workload* is a Deployment that requests a GPU, runs an image of an engine in
 the preset registry (``scaler.presets``: vLLM, SGLang, TGI, Triton or TensorRT-LLM, Dynamo),
 or is scaled by this scaler.
 
-The modules: ``objects`` (what the checks read and give), ``scaling``, ``workloads`` and
-``stacks`` (the checks), ``diagnose`` (the table of checks), ``read`` (the cluster and Prometheus) and
-``command`` (the CLI).
+The modules: ``objects`` (what the checks read and give), ``scaling``, ``workloads``,
+``stacks`` and ``gpus`` (the checks), ``diagnose`` (the table of checks), ``read`` (the
+cluster and Prometheus) and ``command`` (the CLI).
 """
 
 from __future__ import annotations

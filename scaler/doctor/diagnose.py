@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from scaler.doctor.gpus import check_gpu_counted, check_kueue_quota
 from scaler.doctor.objects import Cluster, Finding, Options
 from scaler.doctor.scaling import check_bounds, check_hpas, check_scraped, check_tolerance, check_triggers
 from scaler.doctor.stacks import check_pd_roles, check_removed_metrics, check_router_queue
@@ -21,6 +22,8 @@ CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_router_queue,
     check_pd_roles,
     check_removed_metrics,
+    check_gpu_counted,
+    check_kueue_quota,
 )
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 

@@ -45,6 +45,14 @@ class Cluster:
     # Per ScaledObject reading only its servers' queue ("ns/name"): the routers' queue series at
     # the Prometheus it reads (absent when Prometheus was not asked).
     router_queues: Mapping[str, tuple[RouterQueue, ...]] = field(default_factory=dict)
+    # DRA's and Kueue's objects (resource.k8s.io/v1, kueue.x-k8s.io), as listed
+    resourceslices: Sequence[Mapping[str, Any]] = ()
+    deviceclasses: Sequence[Mapping[str, Any]] = ()
+    resourceclaimtemplates: Sequence[Mapping[str, Any]] = ()
+    clusterqueues: Sequence[Mapping[str, Any]] = ()
+    localqueues: Sequence[Mapping[str, Any]] = ()
+    # Resources that could not be listed (plural -> why: "HTTP 404 ..." when not served, 403 for RBAC)
+    unread: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """The I/O: the cluster through the real Kubernetes client, and Prometheus for the pods it scrapes.
 
 Read-only: ``get``/``list`` of Nodes, Deployments, ScaledObjects, HPAs and Ingresses, and
-``/version``; with ``--prometheus``, one instant query per ScaledObject of this scaler (the
-pods scraped) and one per router and Prometheus address (the routers' queue series).
+``/version``; DRA's ResourceSlices, DeviceClasses and ResourceClaimTemplates and Kueue's
+ClusterQueues and LocalQueues where the cluster serves them (a 404 or 403 is noted, not
+fatal); with ``--prometheus``, one instant query per ScaledObject of this scaler (the pods
+scraped) and one per router and Prometheus address (the routers' queue series).
 """
 
 from __future__ import annotations
@@ -37,6 +39,23 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
         body = raw(namespaced, *args, namespace) if namespace else raw(everywhere, *args)
         return list(body.get("items") or [])
 
+    unread: dict[str, str] = {}
+
+    def optional(plural: str, call: Callable[..., Any], *args: Any) -> list[Any]:
+        from kubernetes.client.exceptions import ApiException
+
+        from scaler.sources.reflector import describe
+
+        try:
+            return list(raw(call, *args).get("items") or [])
+        except ApiException as exc:
+            if exc.status not in (403, 404):
+                raise
+            unread[plural] = describe(exc)
+            return []
+
+    resource = client.ResourceV1Api(api)
+    kueue = ("kueue.x-k8s.io", "v1beta1")
     version = raw(client.VersionApi(api).get_code)
     major = int(re.sub(r"\D", "", str(version.get("major", ""))) or 0)
     minor = int(re.sub(r"\D", "", str(version.get("minor", ""))) or 0)
@@ -57,6 +76,14 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
         ),
         ingresses=items(networking.list_namespaced_ingress, networking.list_ingress_for_all_namespaces),
         version=(major, minor),
+        resourceslices=optional("resourceslices", resource.list_resource_slice),
+        deviceclasses=optional("deviceclasses", resource.list_device_class),
+        resourceclaimtemplates=optional(
+            "resourceclaimtemplates", resource.list_resource_claim_template_for_all_namespaces
+        ),
+        clusterqueues=optional("clusterqueues", custom.list_cluster_custom_object, *kueue, "clusterqueues"),
+        localqueues=optional("localqueues", custom.list_cluster_custom_object, *kueue, "localqueues"),
+        unread=unread,
     )
 
 

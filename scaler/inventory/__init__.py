@@ -9,8 +9,11 @@ calls in here; tests call in here with tables. One module per thing:
 ``selectors``      label selectors, node selector terms, taints and tolerations
 ``objects``        Nodes, Pods, Deployments and the replica requirement, decoded
 ``scaledobject``   KEDA's ScaledObject: the one model of it, with KEDA's defaults and the CRD's rules
-``fit``            how many more replicas fit on the nodes (``schedulable_replicas``)
-``workload``       one workload's replica counts and GPU room (``workload_state``)
+``cel``            DRA's CEL device selectors, evaluated (cel-python plus Kubernetes' quantities)
+``dra``            ResourceSlices, DeviceClasses, ResourceClaims and templates: the GPUs DRA hands out
+``kueue``          ClusterQueues and LocalQueues: the quota a pod behind Kueue's admission gate waits for
+``fit``            how many more replicas fit on the nodes, allocatable or DRA (``schedulable_replicas``)
+``workload``       one workload's replica counts, GPU room and Kueue admission (``workload_state``)
 =================  ======================================================================
 
 The arithmetic, node by node (``fit``)::

@@ -8,6 +8,7 @@ so a malformed object decodes to defaults instead of raising: ``_obj(None) == {}
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -38,3 +39,14 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 def _labels(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in _obj(value).items() if isinstance(v, str)}
+
+
+def _timestamp(value: Any) -> float | None:
+    """An RFC 3339 time as the API writes it (``2026-12-01T08:00:00Z``), in Unix seconds."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None

@@ -9,13 +9,23 @@ A node is skipped (fits 0) when it is cordoned, not Ready, carries a NoSchedule 
 NoExecute taint the replica does not tolerate, or fails the replica's nodeSelector or
 required node affinity. *Example*: two 8-GPU nodes with 3 and 5 GPUs free fit
 ``3 // 2 + 5 // 2 = 3`` more replicas of 2 GPUs, not ``8 // 2 = 4``.
+
+**DRA** (``scaler.inventory.dra``). On a node whose allocatable lacks an extended resource that a
+DeviceClass serves (``extendedResourceName``, KEP-5004), and for the devices a replica's
+``resourceClaims`` ask for, the node's free devices of the class are allocated replica after
+replica, greedily in the order the driver publishes them, each device's ``consumesCounters``
+taken from its pool's counters (MIG partitions): ``fits(node)`` is how many replicas that places.
+When no node offers the replica's GPUs either way, they **cannot be counted**
+(``Schedulable.countable`` is false): the caller reports the room as unknown, never as 0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
+from scaler.inventory.dra import CounterKey, Device, DraInventory, consume
 from scaler.inventory.fields import _freeze
 from scaler.inventory.objects import Node, Pod, ReplicaRequirement
 from scaler.inventory.quantities import _add
@@ -50,13 +60,39 @@ class Schedulable:
     """The answer of ``schedulable_replicas``: how many more replicas fit, node by node.
 
     ``nodes`` lists every node that offers the replica's GPU resources, most room first;
-    ``without_gpu`` counts the nodes that offer none (or not all) of them.
+    ``without_gpu`` counts the nodes that offer none (or not all) of them. ``dra_nodes`` counts
+    the listed nodes whose GPUs were counted from ResourceSlices; ``unsure`` says why a device
+    was counted without its class's CEL selector being understood; ``dra_problem`` why the DRA
+    objects could not be read (their devices then uncounted).
     """
 
     replicas: int
     requirement: ReplicaRequirement
     nodes: tuple[NodeFit, ...]
     without_gpu: int
+    dra_nodes: int = 0
+    unsure: tuple[str, ...] = ()
+    dra_problem: str | None = None
+
+    @property
+    def countable(self) -> bool:
+        """Whether any node offers the replica's GPUs: without one, 0 would be a guess, not a count."""
+        return bool(self.nodes)
+
+    @property
+    def uncounted(self) -> str:
+        """Why the GPUs cannot be counted (``countable`` false), in words."""
+        resource = self.requirement.gpu_resource
+        why = (
+            f"no node's allocatable has {resource} and no ResourceSlice publishes a device of a"
+            " DeviceClass serving it"
+        )
+        if self.dra_problem:
+            why = (
+                f"no node's allocatable has {resource} and the DRA objects cannot be read"
+                f" ({self.dra_problem})"
+            )
+        return f"GPUs cannot be counted: {why}"
 
     @property
     def explanation(self) -> str:
@@ -79,6 +115,10 @@ class Schedulable:
         tail = (
             f"; {self.without_gpu} nodes without {self.requirement.gpu_resource}" if self.without_gpu else ""
         )
+        if self.dra_problem:
+            tail += f"; DRA devices not counted ({self.dra_problem})"
+        if self.unsure:
+            tail += f"; counted as matching, selector not understood: {self.unsure[0]}"
         return f"{head}: {', '.join(shown)}{tail}"
 
 
@@ -119,30 +159,110 @@ def used_gpus(pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
     return used
 
 
+@dataclass(slots=True)
+class _Need:
+    """What one replica takes of one node's DRA devices: ``count`` of ``candidates``."""
+
+    label: str  # the class (and the resource it serves), for the explanation
+    count: int
+    candidates: list[Device]
+
+
+def _plan(
+    node: Node, requirement: ReplicaRequirement, dra: DraInventory, unsure: list[str]
+) -> tuple[dict[str, int], list[_Need]] | None:
+    """How ``node`` would serve one replica: allocatable GPUs per resource, and DRA needs; None when
+    it offers not all of them."""
+    plugin: dict[str, int] = {}
+    needs: list[_Need] = []
+    for resource, count in requirement.gpus.items():
+        if node.allocatable.get(resource, 0) > 0:
+            plugin[resource] = count
+            continue
+        klass = dra.class_for(resource)
+        devices, why = dra.selected(node.name, klass.name) if klass is not None else ([], [])
+        if not devices or klass is None:
+            return None
+        unsure += why
+        needs.append(_Need(f"{klass.name} ({resource})", count, devices))
+    for claim in requirement.claims:
+        devices, why = dra.selected(node.name, claim.device_class, claim.selectors)
+        if not devices:
+            return None
+        unsure += why
+        needs.append(_Need(claim.device_class, claim.count, devices))
+    return plugin, needs
+
+
+def _place(needs: list[_Need], dra: DraInventory, limit: int) -> int:
+    """Replicas whose DRA needs the node's free devices hold, placed one after another (at most ``limit``)."""
+    mine = {(d.driver, d.pool, name) for n in needs for d in n.candidates for name, _ in d.consumes}
+    counters: dict[CounterKey, dict[str, Fraction]] = {
+        k: dict(v) for k, v in dra.counters.items() if k in mine
+    }
+    taken: set[tuple[str, str, str]] = set()
+    placed = 0
+    while placed < limit:
+        trial = {k: dict(v) for k, v in counters.items()}
+        chosen: set[tuple[str, str, str]] = set()
+        for need in needs:
+            got = 0
+            for device in need.candidates:
+                if got == need.count:
+                    break
+                if device.key in taken or device.key in chosen or not dra.free(device, trial):
+                    continue
+                consume(device, trial)
+                chosen.add(device.key)
+                got += 1
+            if got < need.count:
+                return placed
+        counters, taken, placed = trial, taken | chosen, placed + 1
+    return placed
+
+
 def schedulable_replicas(
-    nodes: Iterable[Node], pods: Iterable[Pod], requirement: ReplicaRequirement
+    nodes: Iterable[Node],
+    pods: Iterable[Pod],
+    requirement: ReplicaRequirement,
+    dra: DraInventory | None = None,
 ) -> Schedulable:
-    """How many more replicas of ``requirement`` fit on ``nodes`` given what ``pods`` hold.
+    """How many more replicas of ``requirement`` fit on ``nodes`` given what ``pods`` hold and, for the
+    GPUs DRA hands out, what the claims of ``dra`` hold.
 
     Raises ValueError when the requirement asks for no GPU: there is nothing to count.
     """
-    if not requirement.gpus or any(n <= 0 for n in requirement.gpus.values()):
+    if not requirement.requests_gpus or any(n <= 0 for n in requirement.gpus.values()):
         raise ValueError("schedulable_replicas needs a requirement of at least one GPU per replica")
+    dra = dra if dra is not None else DraInventory()
     used = used_gpus(pods)
     fits: list[NodeFit] = []
-    without = 0
+    without = dra_nodes = 0
+    unsure: list[str] = []
     for node in nodes:
-        if any(node.allocatable.get(r, 0) <= 0 for r in requirement.gpus):
+        plan = _plan(node, requirement, dra, unsure)
+        if plan is None:
             without += 1
             continue
+        plugin, needs = plan
         held = used.get(node.name, {})
-        free = {r: max(0, node.allocatable[r] - held.get(r, 0)) for r in requirement.gpus}
-        room = ", ".join(f"{free[r]} of {node.allocatable[r]} {r} free" for r in sorted(free))
+        free: dict[str, int] = {r: max(0, node.allocatable[r] - held.get(r, 0)) for r in plugin}
+        rooms = [f"{free[r]} of {node.allocatable[r]} {r} free" for r in sorted(plugin)]
+        for need in needs:
+            open_now = sum(1 for d in need.candidates if dra.free(d, dra.counters))
+            free[need.label] = open_now
+            rooms.append(f"{open_now} of {len(need.candidates)} {need.label} devices free (DRA)")
+        dra_nodes += bool(needs)
+        room = ", ".join(rooms)
         blocked = _blocker(node, requirement)
         if blocked is not None:
             fits.append(NodeFit(node.name, 0, blocked[0], blocked[1], free))
             continue
-        count = min(free[r] // need for r, need in requirement.gpus.items())
+        count = min((free[r] // need for r, need in plugin.items()), default=None)
+        if needs:
+            ceiling = count if count is not None else sum(len(n.candidates) for n in needs)
+            count = _place(needs, dra, ceiling)
+        assert count is not None
         if count > 0:
             fits.append(NodeFit(node.name, count, "fits", room, free))
         else:
@@ -150,4 +270,12 @@ def schedulable_replicas(
                 NodeFit(node.name, 0, "insufficient", f"{room}, needs {requirement.describe_gpus()}", free)
             )
     fits.sort(key=lambda f: (-f.replicas, f.node))
-    return Schedulable(sum(f.replicas for f in fits), requirement, tuple(fits), without)
+    return Schedulable(
+        sum(f.replicas for f in fits),
+        requirement,
+        tuple(fits),
+        without,
+        dra_nodes,
+        tuple(dict.fromkeys(unsure)),
+        dra.problem,
+    )

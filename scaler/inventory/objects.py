@@ -10,11 +10,12 @@ GPU taint decodes to ``ReplicaRequirement({"nvidia.com/gpu": 1}, tolerations=(..
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from scaler.inventory.fields import _freeze, _items, _labels, _obj, _str
+from scaler.inventory.dra import DeviceRequest, claim_names
+from scaler.inventory.fields import _freeze, _items, _labels, _obj, _str, _timestamp
+from scaler.inventory.kueue import ADMISSION_GATE, QUEUE_LABEL
 from scaler.inventory.quantities import GPU_RESOURCE_PATTERNS, _extended, is_gpu_resource, pod_requests
 from scaler.inventory.selectors import (
     _NODE_OPERATORS,
@@ -87,10 +88,16 @@ class Pod:
     created_at: float | None = None  # metadata.creationTimestamp, Unix seconds
     scheduled_at: float | None = None  # PodScheduled became True
     ready_at: float | None = None  # Ready became True (None while not Ready)
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates: the pod is not scheduled while any is set
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "requests", _freeze(self.requests))
         object.__setattr__(self, "labels", _freeze(self.labels))
+
+    @property
+    def gated_by_kueue(self) -> bool:
+        """Held by Kueue's admission gate: not admitted, so it holds no quota and no node."""
+        return ADMISSION_GATE in self.scheduling_gates
 
     @property
     def terminal(self) -> bool:
@@ -101,17 +108,6 @@ class Pod:
     def bound(self) -> bool:
         """Whether the pod is scheduled to a node."""
         return bool(self.node_name)
-
-
-def _timestamp(value: Any) -> float | None:
-    """An RFC 3339 time as the API writes it (``2026-12-01T08:00:00Z``), in Unix seconds."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
 
 
 def _became_true(conditions: list[Mapping[str, Any]], kind: str) -> float | None:
@@ -138,6 +134,7 @@ def pod_from_json(obj: Mapping[str, Any]) -> Pod:
         created_at=_timestamp(meta.get("creationTimestamp")),
         scheduled_at=_became_true(conditions, "PodScheduled"),
         ready_at=_became_true(conditions, "Ready"),
+        scheduling_gates=tuple(_str(g.get("name")) for g in _items(spec.get("schedulingGates"))),
     )
 
 
@@ -147,12 +144,17 @@ class ReplicaRequirement:
 
     ``gpus`` maps each GPU resource to the count one replica requests (usually one entry).
     ``node_affinity`` is the required node affinity's terms (ORed), or None when absent.
+    ``claim_templates`` names the ResourceClaimTemplates of the template's ``resourceClaims``
+    (a claim per pod each); ``claims`` holds their device requests once resolved
+    (``with_claims``). A shared ``resourceClaimName`` takes no more devices per replica.
     """
 
     gpus: Mapping[str, int] = field(default_factory=dict)
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    claim_templates: tuple[str, ...] = ()
+    claims: tuple[DeviceRequest, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gpus", _freeze(self.gpus))
@@ -160,21 +162,32 @@ class ReplicaRequirement:
 
     @property
     def gpu_resource(self) -> str | None:
-        """The GPU resource names joined by ``+``, or None when a replica requests no GPU."""
-        return "+".join(sorted(self.gpus)) or None
+        """The GPU resource names (and claimed DeviceClasses) joined by ``+``, or None when a
+        replica requests no GPU."""
+        return "+".join([*sorted(self.gpus), *(c.device_class for c in self.claims)]) or None
 
     @property
     def gpus_per_replica(self) -> int:
-        """GPUs one replica requests, over every GPU resource."""
-        return sum(self.gpus.values())
+        """GPUs one replica requests, over every GPU resource and claimed device."""
+        return sum(self.gpus.values()) + sum(c.count for c in self.claims)
+
+    @property
+    def requests_gpus(self) -> bool:
+        """Whether a replica requests a GPU, as an extended resource or through a claim."""
+        return bool(self.gpus or self.claims)
 
     def describe_gpus(self) -> str:
-        """The GPU request in words, e.g. ``2 nvidia.com/gpu``, or ``no GPU``."""
-        return " + ".join(f"{n} {r}" for r, n in sorted(self.gpus.items())) or "no GPU"
+        """The GPU request in words, e.g. ``2 nvidia.com/gpu``, ``1 gpu.nvidia.com``, or ``no GPU``."""
+        parts = [f"{n} {r}" for r, n in sorted(self.gpus.items())] + [c.describe() for c in self.claims]
+        return " + ".join(parts) or "no GPU"
 
     def with_gpus(self, gpus: Mapping[str, int]) -> ReplicaRequirement:
         """The same requirement with ``gpus`` in place of the template's GPU requests."""
-        return ReplicaRequirement(gpus, self.node_selector, self.tolerations, self.node_affinity)
+        return replace(self, gpus=gpus)
+
+    def with_claims(self, claims: tuple[DeviceRequest, ...]) -> ReplicaRequirement:
+        """The same requirement with its claim templates' device requests resolved."""
+        return replace(self, claims=claims)
 
     def tolerates(self, taint: Taint) -> bool:
         """Whether the replica's tolerations tolerate ``taint``."""
@@ -210,7 +223,8 @@ def requirement_from_pod_spec(
             )
             for t in _items(required.get("nodeSelectorTerms"))
         )
-    return ReplicaRequirement(gpus, _labels(pod_spec.get("nodeSelector")), tolerations, terms)
+    templates, _shared = claim_names(pod_spec)
+    return ReplicaRequirement(gpus, _labels(pod_spec.get("nodeSelector")), tolerations, terms, templates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +232,9 @@ class Deployment:
     """An apps/v1 Deployment: desired replicas, pod selector and the replica requirement.
 
     ``problem`` says why the Deployment cannot be assessed (an unusable selector or
-    template); ``selector`` and ``requirement`` are then placeholders.
+    template); ``selector`` and ``requirement`` are then placeholders. ``queue_name`` is the
+    Kueue LocalQueue its pods are submitted to (the ``kueue.x-k8s.io/queue-name`` label of the
+    pod template, else of the Deployment), or None.
     """
 
     namespace: str
@@ -227,6 +243,7 @@ class Deployment:
     selector: LabelSelector
     requirement: ReplicaRequirement
     problem: str | None = None
+    queue_name: str | None = None
 
 
 def deployment_from_json(
@@ -248,6 +265,8 @@ def deployment_from_json(
         requirement = requirement_from_pod_spec(_obj(_obj(spec.get("template")).get("spec")), gpu_patterns)
     except SelectorError as exc:
         requirement, problems = ReplicaRequirement(), [*problems, str(exc)]
+    template_labels = _labels(_obj(_obj(spec.get("template")).get("metadata")).get("labels"))
+    queue = template_labels.get(QUEUE_LABEL) or _labels(meta.get("labels")).get(QUEUE_LABEL) or None
     return Deployment(
-        namespace, name, replicas, selector, requirement, "; ".join(problems) if problems else None
+        namespace, name, replicas, selector, requirement, "; ".join(problems) if problems else None, queue
     )

@@ -69,14 +69,14 @@ _SUFFIX = {
 }
 
 
-def parse_count(value: Any) -> int | None:
-    """A Kubernetes quantity that must be a whole number (extended resources are), or None.
+def parse_quantity(value: Any) -> Fraction | None:
+    """A Kubernetes quantity as an exact fraction, or None when it is not one (or negative).
 
-    Accepts ``2``, ``"2"``, ``"1k"``, ``"2e0"``; a fraction (``"500m"``), a negative or
-    anything unparsable is None.
+    *Example*: ``parse_quantity("40Gi") == 40 * 2**30``, ``parse_quantity("500m") == Fraction(1, 2)``,
+    ``parse_quantity(3) == 3``. DRA's counters and capacities and Kueue's quotas are quantities.
     """
     if isinstance(value, int) and not isinstance(value, bool):
-        return value if value >= 0 else None
+        return Fraction(value) if value >= 0 else None
     match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
     if match is None:
         return None
@@ -84,8 +84,20 @@ def parse_count(value: Any) -> int | None:
     amount = Fraction(number) * _SUFFIX[suffix or ""]
     if exponent:
         power = int(exponent[1:])
-        amount = amount * Fraction(10) ** power if abs(power) <= 30 else Fraction(-1)
-    return int(amount) if amount >= 0 and amount.denominator == 1 else None
+        if abs(power) > 30:
+            return None
+        amount = amount * Fraction(10) ** power
+    return amount if amount >= 0 else None
+
+
+def parse_count(value: Any) -> int | None:
+    """A Kubernetes quantity that must be a whole number (extended resources are), or None.
+
+    Accepts ``2``, ``"2"``, ``"1k"``, ``"2e0"``; a fraction (``"500m"``), a negative or
+    anything unparsable is None.
+    """
+    amount = parse_quantity(value)
+    return int(amount) if amount is not None and amount.denominator == 1 else None
 
 
 def _extended(resources: Any) -> dict[str, int]:

@@ -1,5 +1,5 @@
-"""Kubernetes inventory: the cluster's nodes, pods, Deployments, ScaledObjects and HPAs, read
-through watched caches.
+"""Kubernetes inventory: the cluster's nodes, pods, Deployments, ScaledObjects and HPAs, DRA's
+devices and claims and Kueue's queues, read through watched caches.
 
 One ``scaler.sources.reflector.Reflector`` per resource keeps a local cache in step with
 the API server (list, then watch, and recover: that module says how). Reads never touch the
@@ -7,7 +7,11 @@ API: ``workload()`` answers from the caches in microseconds, or ``Unknown(reason
 cache has not synced yet or a resource has been failing for longer than
 ``failure_grace_seconds``, so callers fail open. RBAC: get, list and watch on nodes, pods,
 deployments.apps and scaledobjects.keda.sh (and horizontalpodautoscalers.autoscaling, for
-the landing monitor only), cluster-wide.
+the landing monitor only), cluster-wide; list and watch on resourceslices, deviceclasses,
+resourceclaims and resourceclaimtemplates (resource.k8s.io) and clusterqueues and localqueues
+(kueue.x-k8s.io). Those last six are optional: a cluster that does not serve them (404) has
+empty caches, said once; one the ClusterRole does not grant (403) leaves the GPU fit counting
+allocatable GPUs only, and says so in the explanation.
 
 Here too: the client's configuration (``api_client``: in-cluster, or a kubeconfig named
 when it is missing), and the pods' index by namespace and by GPU use. ``scaler.inventory``
@@ -47,6 +51,26 @@ from scaler.inventory import (
     scaledobject_from_json,
     workload_state,
 )
+from scaler.inventory.dra import (
+    ClaimTemplate,
+    ClassMatcher,
+    DeviceClass,
+    DraInventory,
+    ResourceClaim,
+    ResourceSlice,
+    claimtemplate_from_json,
+    deviceclass_from_json,
+    dra_inventory,
+    resourceclaim_from_json,
+    resourceslice_from_json,
+)
+from scaler.inventory.kueue import (
+    ClusterQueue,
+    KueueInventory,
+    LocalQueue,
+    clusterqueue_from_json,
+    localqueue_from_json,
+)
 from scaler.model import HpaStatus
 from scaler.sources.reflector import Key, Logger, Reflector, Store, WatchOptions, describe
 
@@ -64,6 +88,23 @@ kube_config: Any = _config
 
 KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
 KEDA_MISSING = "is KEDA installed? the ScaledObject CRD keda.sh/v1alpha1 was not found"
+KUEUE_GROUP = "kueue.x-k8s.io"
+# Every (API group, resource) the inventory lists and watches: what the ClusterRole must grant.
+WATCHED_RESOURCES: tuple[tuple[str, str], ...] = (
+    ("", "nodes"),
+    ("", "pods"),
+    ("apps", "deployments"),
+    (KEDA_GROUP, KEDA_PLURAL),
+    ("autoscaling", "horizontalpodautoscalers"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.k8s.io", "resourceclaimtemplates"),
+    (KUEUE_GROUP, "clusterqueues"),
+    (KUEUE_GROUP, "localqueues"),
+)
+DRA_MISSING = "resource.k8s.io/v1 is served from Kubernetes 1.34"
+KUEUE_MISSING = "Kueue is not installed"
 
 
 class KubernetesConfigError(RuntimeError):
@@ -82,6 +123,7 @@ class InventoryOptions(WatchOptions):
 
     gpu_resource_patterns: tuple[str, ...] = GPU_RESOURCE_PATTERNS
     default_gpu_resource: str = DEFAULT_GPU_RESOURCE  # for gpusPerReplica when the template has no GPU
+    kueue_version: str = "v1beta1"  # Kueue's API version read (v1beta1 from Kueue 0.3; v1beta2 from 0.15)
 
 
 class _PodStore(Store[Pod]):
@@ -266,6 +308,35 @@ class KubernetesInventory:
             log,
             self._stopping,
         )
+        # DRA and Kueue: optional APIs (a 404 means the cluster has none), read for the GPU fit.
+        resource = client.ResourceV1Api(api_client)
+        kueue = functools.partial(custom.list_cluster_custom_object, KUEUE_GROUP, self._options.kueue_version)
+        self._slices: Store[ResourceSlice] = Store("resourceslices", self._lock, resourceslice_from_json, log)
+        self._classes: Store[DeviceClass] = Store("deviceclasses", self._lock, deviceclass_from_json, log)
+        self._claims: Store[ResourceClaim] = Store("resourceclaims", self._lock, resourceclaim_from_json, log)
+        self._templates: Store[ClaimTemplate] = Store(
+            "resourceclaimtemplates", self._lock, claimtemplate_from_json, log
+        )
+        self._cluster_queues: Store[ClusterQueue] = Store(
+            "clusterqueues", self._lock, clusterqueue_from_json, log
+        )
+        self._local_queues: Store[LocalQueue] = Store("localqueues", self._lock, localqueue_from_json, log)
+        optional: list[tuple[Callable[..., Any], Store[Any], str]] = [
+            (resource.list_resource_slice, self._slices, DRA_MISSING),
+            (resource.list_device_class, self._classes, DRA_MISSING),
+            (resource.list_resource_claim_for_all_namespaces, self._claims, DRA_MISSING),
+            (resource.list_resource_claim_template_for_all_namespaces, self._templates, DRA_MISSING),
+            (functools.partial(kueue, "clusterqueues"), self._cluster_queues, KUEUE_MISSING),
+            (functools.partial(kueue, "localqueues"), self._local_queues, KUEUE_MISSING),
+        ]
+        self._optional = {
+            store.resource: Reflector(
+                store.resource, call, store, self._options, clock, log, self._stopping, missing, optional=True
+            )
+            for call, store, missing in optional
+        }
+        self._matcher = ClassMatcher()  # CEL verdicts, kept across rebuilds of the DRA inventory
+        self._dra: tuple[tuple[int, ...], DraInventory] | None = None
 
     @classmethod
     def from_config(
@@ -307,7 +378,41 @@ class KubernetesInventory:
 
     @property
     def _all_reflectors(self) -> list[Reflector]:
-        return [*self._reflectors, self._hpa_reflector]
+        return [*self._reflectors, self._hpa_reflector, *self._optional.values()]
+
+    def _optional_problem(self, resources: tuple[str, ...], now: float) -> str | None:
+        """Why optional resources cannot be used: failing or unlisted ones; for Kueue also not served."""
+        problems = [p for r in resources if (p := self._optional[r].problem(now)) is not None]
+        return "; ".join(problems) or None
+
+    def _dra_inventory(self) -> DraInventory:
+        """The DRA inventory of the caches, rebuilt only when one of them changed. Caller holds the lock."""
+        stores = (self._slices, self._classes, self._claims, self._templates)
+        versions = tuple(store.version for store in stores)
+        problem = self._optional_problem(tuple(store.resource for store in stores), self._clock())
+        if self._dra is None or self._dra[0] != versions or self._dra[1].problem != problem:
+            built = dra_inventory(
+                self._slices.items.values(),
+                self._classes.items.values(),
+                self._claims.items.values(),
+                problem,
+                self._matcher,
+                self._templates.items.values(),
+            )
+            self._dra = (versions, built)
+        return self._dra[1]
+
+    def _kueue_inventory(self) -> KueueInventory:
+        """Kueue's queues from the caches, or why they cannot be read. Caller holds the lock."""
+        names = ("clusterqueues", "localqueues")
+        problem = self._optional_problem(names, self._clock())
+        absent = next((a for r in names if (a := self._optional[r].absent) is not None), None)
+        if problem or absent:
+            return KueueInventory(problem=problem or f"{KUEUE_GROUP} {absent}")
+        return KueueInventory(
+            dict(self._local_queues.items),
+            {queue.name: queue for queue in self._cluster_queues.items.values()},
+        )
 
     @property
     def synced(self) -> bool:
@@ -356,6 +461,8 @@ class KubernetesInventory:
             holding = list(self._pods.holding.values())
             remembered = self._pod_times.get((namespace, deployment.name), ())
             hpa = self._hpas.items.get((namespace, scaledobject.hpa_name))
+            dra = self._dra_inventory()
+            queues = self._kueue_inventory()
         state = workload_state(
             scaledobject,
             deployment,
@@ -367,6 +474,8 @@ class KubernetesInventory:
             remembered,
             hpa,
             self._hpa_reflector.problem(self._clock()) is None,  # listed, and not failing past the grace
+            dra,
+            queues,
         )
         if isinstance(state, WorkloadState):
             recent = sorted(state.pod_times, key=lambda p: (p.created_at or 0.0, p.name))[-COLD_START_WINDOW:]

@@ -121,10 +121,15 @@ class LiveSource:
                 got.values[name] = value
         if state.gpu_schedulable_replicas is None:
             got.missing[Input.GPU_SCHEDULABLE_REPLICAS] = f"kubernetes: {state.explanation}"
+        if state.kueue_quota_replicas is not None:
+            got.values[Input.KUEUE_QUOTA_REPLICAS] = state.kueue_quota_replicas
+        elif state.kueue_managed:
+            got.missing[Input.KUEUE_QUOTA_REPLICAS] = f"kubernetes: {state.kueue_explanation}"
         return {
             "hpa": state.hpa,
             "hpa_read": state.hpa_read,
             "scaledobject_fallback": state.scaledobject_fallback,
+            "kueue_quota_reason": state.kueue_explanation or None,
         }
 
     async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:

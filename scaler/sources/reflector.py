@@ -11,7 +11,11 @@ from the list's ``resourceVersion`` and applies every event to its ``Store``:
   ``backoff_max_seconds``, times 0.8-1.2), reset once events flow again.
 
 ``problem()`` says why the cache cannot be trusted now: not listed yet, or the watch failing
-for longer than ``failure_grace_seconds`` (a stale cache is served until then). A ``Store``
+for longer than ``failure_grace_seconds`` (a stale cache is served until then). An *optional*
+resource (DRA's ``resource.k8s.io``, Kueue's ``kueue.x-k8s.io``: APIs a cluster may not serve)
+answering 404 is not a failure: its cache is empty and synced, ``absent`` says why, it is logged
+once (``kubernetes_resource_not_served``) and asked again every ``backoff_max_seconds``, quietly,
+so installing it later is picked up without a restart. A ``Store``
 holds projected values by (namespace, name); one object its projection refuses is logged
 and skipped, never stopping the watch. What reads through the caches is
 ``scaler.sources.kubernetes``.
@@ -88,6 +92,7 @@ class Store(Generic[T]):
     ) -> None:
         self.resource = resource
         self.items: dict[Key, T] = {}
+        self.version = 0  # bumped on every change: what caches built from the items compare
         self._lock = lock
         self._project = project
         self._log = log
@@ -114,6 +119,7 @@ class Store(Generic[T]):
                 fresh[_key(obj)] = value
         with self._lock:
             self.items = fresh
+            self.version += 1
             self._reindex()
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
@@ -126,6 +132,7 @@ class Store(Generic[T]):
             if value is not None:
                 self.items[key] = value
                 self._index(key, value)
+            self.version += 1
 
     def delete(self, obj: Mapping[str, Any]) -> None:
         """Remove one object (DELETED)."""
@@ -134,6 +141,7 @@ class Store(Generic[T]):
             old = self.items.pop(key, None)
             if old is not None:
                 self._unindex(key, old)
+            self.version += 1
 
     def _reindex(self) -> None:
         for key, value in self.items.items():
@@ -228,10 +236,14 @@ class Reflector:
         log: Logger | None,
         stopping: threading.Event,
         missing_hint: str = "",
+        optional: bool = False,
     ) -> None:
-        """``missing_hint`` says what a 404 on the list means (a CRD not installed)."""
+        """``missing_hint`` says what a 404 on the list means (a CRD not installed); ``optional``: a 404
+        means the cluster does not serve the resource (module docstring), not a failure."""
         self.resource = resource
         self._missing_hint = missing_hint
+        self._optional = optional
+        self._absent: str | None = None
         self.synced = threading.Event()
         self._call = call
         self._store = store
@@ -265,6 +277,12 @@ class Reflector:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    @property
+    def absent(self) -> str | None:
+        """Why an optional resource is not there (its API answered 404), or None."""
+        with self._state:
+            return self._absent
+
     def problem(self, now: float) -> str | None:
         """Why the cache cannot be trusted at ``now``: not listed yet, or failing past the grace."""
         with self._state:
@@ -284,6 +302,16 @@ class Reflector:
                 version = self._list()
                 while not self._stopping.is_set():
                     version = self._watch(version)
+            except ApiException as exc:
+                if self._stopping.is_set():
+                    return
+                if self._optional and exc.status == 404:
+                    self._not_served(exc)
+                    self._stopping.wait(self._options.backoff_max_seconds)
+                    continue
+                delay = self._next_delay()
+                self._failed(exc, delay)
+                self._stopping.wait(delay)
             except ExpiredError:
                 if self._stopping.is_set():
                     return
@@ -322,9 +350,25 @@ class Reflector:
                 retry_in_seconds=round(delay, 2),
             )
 
+    def _not_served(self, exc: BaseException) -> None:
+        """An optional resource the API does not serve: an empty, synced cache; said once."""
+        reason = (
+            f"not served by this cluster ({describe(exc)}{_hint(self.resource, exc, self._missing_hint)})"
+        )
+        self._store.replace([])
+        with self._state:
+            news = self._absent is None
+            self._absent, self._failing_since, self._error = reason, None, ""
+        self.synced.set()
+        if news and self._log is not None:
+            self._log.info("kubernetes_resource_not_served", resource=self.resource, reason=reason)
+
     def _healthy(self) -> None:
         with self._state:
             since, self._failing_since, self._error = self._failing_since, None, ""
+            was_absent, self._absent = self._absent, None
+        if was_absent is not None and self._log is not None:
+            self._log.info("kubernetes_resource_served", resource=self.resource)
         if since is not None and self._log is not None:
             self._log.info(
                 "kubernetes_watch_recovered",
