@@ -119,6 +119,9 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
         "slots_samples": 0,
         "decode_slowdown": None,
         "itl_slots": None,
+        "prefill_method": "configured",
+        "slots_method": "",
+        "saturation": "unsettled",
     }
 
 
