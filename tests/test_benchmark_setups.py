@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +19,10 @@ from benchmarks import decision_quality, pd_quality, router_quality
 from benchmarks.harness import target_lines
 from scaler import capacity, demand, engine, forecast
 from scaler.params import DeciderParams
+from scaler.replay.cluster import ClusterConfig
 from scaler.signals import load, table
 
+ROOT = Path(__file__).resolve().parent.parent
 # Everything an ablation may replace: the classes and modules ``decision_quality._ablate`` patches.
 PATCHED = (
     capacity.CapacityModel,
@@ -50,10 +53,7 @@ def restored() -> Iterator[None]:
                 setattr(owner, name, value)
 
 
-@pytest.mark.parametrize(
-    "ablation",
-    [a for a in decision_quality.ABLATIONS if a not in ("none", *decision_quality.ABLATION_PARAMS)],
-)
+@pytest.mark.parametrize("ablation", decision_quality.PATCHES)
 @pytest.mark.usefixtures("restored")
 def test_each_ablation_replaces_something_the_decider_has(ablation: str) -> None:
     """Removing a mechanism replaces at least one name, and only names that were there."""
@@ -74,13 +74,45 @@ def test_each_ablation_replaces_something_the_decider_has(ablation: str) -> None
     assert not added, f"ablation {ablation!r} set names the code does not have: {added}"
 
 
-@pytest.mark.parametrize("ablation", list(decision_quality.ABLATION_PARAMS))
-def test_each_parameter_ablation_names_decider_parameters(ablation: str) -> None:
-    """A parameter ablation sets fields the decider's parameters have, to values they accept."""
-    params = DeciderParams(**decision_quality.ABLATION_PARAMS[ablation])
-    for field, value in decision_quality.ABLATION_PARAMS[ablation].items():
-        assert getattr(params, field) == value
-        assert getattr(DeciderParams(), field) != value, f"{ablation!r} sets {field} to its default"
+@pytest.mark.parametrize(("ablation", "field", "value"), decision_quality.ABLATIONS)
+def test_each_switch_names_a_decider_parameter_and_turns_it_from_its_default(
+    ablation: str, field: str, value: Any
+) -> None:
+    """A switch sets a field the decider's parameters have, to a value they accept that is not the
+    default (a switch at its default would report its mechanism as worth nothing)."""
+    params = DeciderParams(**{field: value})
+    assert getattr(params, field) == value
+    assert getattr(DeciderParams(), field) != value, f"{ablation!r} sets {field} to its default"
+
+
+def test_every_mechanism_is_named_once_and_a_switch_is_not_also_patched() -> None:
+    """The ablation's list of mechanisms: each once, a switch or a patch, never both."""
+    names = [name for name, _, _ in decision_quality.ABLATIONS] + list(decision_quality.PATCHES)
+    assert len(names) == len(set(names))
+    assert "none" not in names
+    decision_quality._ablate("none")  # the whole decider: nothing to replace
+
+
+@pytest.mark.parametrize("ablation", [name for name, _, _ in decision_quality.ABLATIONS])
+def test_a_switch_is_not_a_patch(ablation: str) -> None:
+    """A switch runs through DeciderParams; asked to patch it, _ablate refuses rather than run it whole."""
+    with pytest.raises(ValueError, match="unknown ablation"):
+        decision_quality._ablate(ablation)
+
+
+def test_the_serving_models_are_cluster_models_and_pooled_is_the_replays_default() -> None:
+    """Every serving model builds a valid fleet, each differs from the others, and ``pooled`` is
+    the cluster model's default serving (so its figures are those of the replay before issue 28)."""
+    fleets = {
+        name: decision_quality.fleet(decision_quality.Cell("azure", 1, "shared", name))
+        for name in decision_quality.SERVING
+    }
+    serving = ("dispatch", "waiting", "phase_histograms")
+    assert len({tuple(getattr(f, k) for k in serving) for f in fleets.values()}) == len(fleets)
+    default = ClusterConfig.load(ROOT / "benchmarks" / "cluster-70b.yaml")
+    assert all(getattr(fleets["pooled"], k) == getattr(default, k) for k in serving)
+    assert fleets["random"].dispatch_seed == 1  # the cell's seed
+    assert set(decision_quality.SERVING_RUN) <= set(decision_quality.SERVING)
 
 
 def test_unknown_ablation_is_refused() -> None:
