@@ -3,7 +3,9 @@ serving models (dispatch, waiting, the phase-time histograms) as the replay expo
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -291,6 +293,13 @@ def test_serving_model_keys_are_validated_each_named() -> None:
     assert "waiting must be one of slot, prefill, got 'kv'" in message
     assert "phase_histograms must be true or false, got 'yes'" in message
     assert "dispatch_seed must be an integer >= 0, got -1" in message
+
+
+def test_every_cluster_key_has_its_row_in_the_cluster_reference() -> None:
+    """docs/replay.md's CLUSTER.yaml table lists every key the cluster model reads."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "replay.md").read_text()
+    missing = [f.name for f in fields(ClusterConfig) if f"\n| `{f.name}` |" not in text]
+    assert not missing, f"cluster keys without a row in docs/replay.md: {missing}"
 
 
 def test_describe_names_the_serving_model_only_where_it_is_not_the_default() -> None:
