@@ -1,7 +1,7 @@
 """Decision-quality benchmark: this scaler in four serving models, two cluster physics and four capacity conditions.
 
     nice .venv/bin/python benchmarks/decision_quality.py             # every trace and serving model, both physics, 3 seeds
-    nice .venv/bin/python benchmarks/decision_quality.py --quick     # seed 0 only, every serving model
+    nice .venv/bin/python benchmarks/decision_quality.py --quick     # seed 0, serving models pooled and random
     nice .venv/bin/python benchmarks/decision_quality.py --quick --serving pooled  # issue 20's quick run
     nice .venv/bin/python benchmarks/decision_quality.py --ablation  # each mechanism off in turn, 3 seeds
     nice .venv/bin/python benchmarks/decision_quality.py --quick --kv-full 0.6  # max_num_seqs binds first
@@ -22,7 +22,8 @@ clairvoyant reference needs at its busiest minute with no limit), it replays:
   clairvoyant would spend to attain as much as the policy did (``<``/``>``: beyond the
   frontier's ends, read at the nearest).
 
-Serving models (``--serving`` picks some; every one by default, ``--quick`` included):
+Serving models (``--serving`` picks some; by default the first four, with ``--quick`` ``pooled`` and
+``random``):
 
 * ``pooled``: least-outstanding dispatch, a request waiting until it holds a batch slot (the
   replay's model before issue 28, the one the decider was built in);
@@ -148,6 +149,10 @@ SERVING: dict[str, dict[str, Any]] = {
     "v1-no-phases": {"dispatch": "least-outstanding", "waiting": "prefill", "phase_histograms": False},
 }
 SERVING_RUN = ("pooled", "v1", "random", "round-robin")  # what a run without --serving replays
+# --quick without --serving: the model the decider was built in (its figures are the run before
+# issue 28's) and the farthest from it (a Service: no pooling, no view of the load). Every
+# serving model at seed 0 would cost twice as long.
+SERVING_QUICK = ("pooled", "random")
 # The capacity the decisions used is read this long after traffic starts (the first refresh): issue
 # 28's "within 15% of the truth 15 minutes after traffic starts".
 ESTIMATE_AFTER_S = 900.0
@@ -805,9 +810,10 @@ def main() -> int:
     parser.add_argument(
         "--serving",
         nargs="+",
-        default=list(SERVING_RUN),
+        default=None,
         choices=list(SERVING),
-        help=f"serving models (default {' '.join(SERVING_RUN)}; docs/replay.md, 'Serving models')",
+        help=f"serving models (default {' '.join(SERVING_RUN)}; with --quick {' '.join(SERVING_QUICK)};"
+        " docs/replay.md, 'Serving models')",
     )
     parser.add_argument(
         "--ablation",
@@ -822,6 +828,8 @@ def main() -> int:
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()
     seeds = [0] if args.quick else args.seeds
+    servings = args.serving or list(SERVING_QUICK if args.quick else SERVING_RUN)
+    chosen = " (--quick's; --serving picks others)" if args.quick and not args.serving else ""
     ablations = ("none", *(args.only or MECHANISMS)) if args.ablation else ("none",)
     conditions = ABLATION_CONDITIONS if args.ablation else tuple(label for label, _ in CONDITIONS)
     began = time.perf_counter()
@@ -830,11 +838,11 @@ def main() -> int:
         for name in args.traces
         for seed in (seeds if name != "azure" else [0])  # a request trace is the same for every seed
         for physics in PHYSICS
-        for serving in args.serving
+        for serving in servings
     ]
     print(
         f"decision quality: {len(cells)} cells (traces {', '.join(args.traces)}; seeds {' '.join(map(str, seeds))};"
-        f" serving models {', '.join(args.serving)}; both physics)"
+        f" serving models {', '.join(servings)}{chosen}; both physics)"
         + (f"; {len(ablations) - 1} mechanisms off in turn" if args.ablation else "")
         + (f"; KV cache {args.kv_full:g} used at a full batch" if args.kv_full != 1.0 else "")
     )
