@@ -163,7 +163,9 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
         """Request ``i`` goes to a pod at ``sent``: its first token, the histograms, the token counters."""
         scheduled, first, end = assign(sent, prompts[i], outputs[i])
         if phases:
-            ended = min(int(end) // HIST_BIN_S, last_hist)
+            ended = int(end) // HIST_BIN_S
+            if ended > last_hist:
+                ended = last_hist
             phase_count[ended] += 1
             queue_sum[ended] += scheduled - sent
             prefill_sum[ended] += first - scheduled
