@@ -42,7 +42,8 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
     waiting while running stays below the slots.
 
   *Example*: one pod, 8 slots, free; three 5,000-token prompts arrive at once on a 5,000
-  tokens/s prefill. ``slot``: 0 waiting, 3 running; ``prefill``: 2 waiting, 1 running.
+  tokens/s prefill: first tokens at 1, 2 and 3 s under both. Half a second in, ``slot``: 0
+  waiting, 3 running; ``prefill``: 2 waiting, 1 running.
   vLLM's phase-time histograms (``vllm/v1/metrics/stats.py``) follow it: queue time is
   arrival at the pod to first scheduled, prefill time first scheduled to first token, both
   observed when the request finishes (``phase_histograms: false``: a stack exporting none).
