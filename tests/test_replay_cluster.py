@@ -1,11 +1,22 @@
-"""Cluster model invariants: Pending without GPUs, cold start, draining, routing, slots, TTFT."""
+"""Cluster model invariants: Pending without GPUs, cold start, draining, routing, slots, TTFT; the
+serving models (dispatch, waiting, the phase-time histograms) as the replay exports them."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
 import pytest
 
+from scaler.model import Observation
 from scaler.pods import PodState
 from scaler.replay.cluster import Cluster, ClusterConfig, ClusterError
+from scaler.replay.keda import scaledobject_model
+from scaler.replay.policies import KedaPolicy, TickInputs
+from scaler.replay.replay import RunResult, run
+from scaler.replay.trace import Trace
 
 CFG = ClusterConfig(
     prefill_tokens_per_s=1000.0,
@@ -20,7 +31,7 @@ CFG = ClusterConfig(
 def test_ttft_is_prefill_time_on_an_idle_pod() -> None:
     """On an idle pod the first token comes after the prompt's prefill time alone."""
     cluster = Cluster(CFG, initial_ready=1)
-    first, end = cluster.assign(0.0, prompt_tokens=500, output_tokens=1)
+    _, first, end = cluster.assign(0.0, prompt_tokens=500, output_tokens=1)
     assert first == pytest.approx(0.5)
     assert end == pytest.approx(0.5)
 
@@ -29,16 +40,16 @@ def test_prefill_queue_is_first_come_first_served() -> None:
     """A later prompt waits for the earlier prefill to finish before its own starts."""
     cluster = Cluster(CFG, initial_ready=1)
     cluster.assign(0.0, 1000, 1)  # prefills until 1.0
-    first, _ = cluster.assign(0.2, 500, 1)
+    _, first, _ = cluster.assign(0.2, 500, 1)
     assert first == pytest.approx(1.5)  # waits 0.8 s, then 0.5 s of prefill: TTFT 1.3 s
 
 
 def test_a_request_waits_for_a_free_batch_slot() -> None:
     """With every decode slot taken, a request starts prefill only when the first slot frees."""
     cluster = Cluster(CFG, initial_ready=1)
-    _, end_a = cluster.assign(0.0, 100, 101)  # ~10 s of decode
-    _, end_b = cluster.assign(0.0, 100, 101)
-    first, _ = cluster.assign(0.5, 100, 1)  # both slots taken: waits for the first to free
+    _, _, end_a = cluster.assign(0.0, 100, 101)  # ~10 s of decode
+    _, _, end_b = cluster.assign(0.0, 100, 101)
+    _, first, _ = cluster.assign(0.5, 100, 1)  # both slots taken: waits for the first to free
     assert first == pytest.approx(min(end_a, end_b) + 0.1)
     assert first > 9.0
 
@@ -76,7 +87,7 @@ def test_draining_pod_finishes_in_flight_requests_then_frees_its_gpus() -> None:
     """A draining pod gets no new requests, keeps its GPUs until its last request ends, then goes."""
     cluster = Cluster(CFG.with_overrides(gpus_free=4), initial_ready=2)
     cluster.assign(0.0, 100, 1)  # pod 0, ends at 0.1
-    _, end = cluster.assign(0.01, 100, 201)  # pod 1 (least loaded), decodes ~20 s
+    _, _, end = cluster.assign(0.01, 100, 201)  # pod 1 (least loaded), decodes ~20 s
     cluster.scale_to(1, now=1.0)  # the newest Ready pod (1) drains
     assert [p.index for p in cluster.draining] == [1]
     pod = cluster.draining[0]
@@ -113,7 +124,7 @@ def test_requests_wait_for_a_starting_pod_when_none_is_ready() -> None:
     """With no Ready pod, a request waits for the starting pod's cold start, then prefills."""
     cluster = Cluster(CFG, initial_ready=0)
     cluster.scale_to(1, now=0.0)
-    first, _ = cluster.assign(5.0, 100, 1)
+    _, first, _ = cluster.assign(5.0, 100, 1)
     assert first == pytest.approx(100.1)
 
 
@@ -152,7 +163,7 @@ def test_config_from_mapping_rejects_unknown_keys() -> None:
 def test_physics_decides_whether_prefill_slows_decode(physics: str, decode_end: float) -> None:
     """Shared physics adds prefill and decode as GPU time; separate keeps them apart."""
     cluster = Cluster(CFG.with_overrides(physics=physics), initial_ready=1)
-    first, end = cluster.assign(0.0, prompt_tokens=1000, output_tokens=101)
+    _, first, end = cluster.assign(0.0, prompt_tokens=1000, output_tokens=101)
     assert first == pytest.approx(1.0)
     assert end == pytest.approx(decode_end)
 
@@ -177,3 +188,185 @@ def test_unknown_physics_is_refused() -> None:
     """A typo in the cluster YAML is an error naming the choices, not a silent default."""
     with pytest.raises(ClusterError, match="physics must be one of shared, separate"):
         ClusterConfig.from_mapping({"physics": "disaggregated"})
+
+
+# ---- serving models: dispatch, waiting, phase-time histograms ---------------------------
+
+LONG = 10_000  # output tokens: a request that holds its pod for the whole test (1,000 s at 10/s)
+
+
+def test_random_dispatch_spreads_requests_evenly_and_blindly_the_same_way_every_run() -> None:
+    """A Kubernetes Service: each request to a Ready pod at random, seeded. 4,000 long requests on
+    4 pods land about 1,000 on each, but not as a least-outstanding picker would (exactly even at
+    every step), and the picks repeat with the seed and change with another."""
+    cfg = CFG.with_overrides(decode_slots=5000, gpus_free=8, dispatch="random", dispatch_seed=7)
+
+    def spread(config: ClusterConfig) -> tuple[list[int], int]:
+        cluster = Cluster(config, initial_ready=4)
+        widest = 0
+        for k in range(4000):
+            cluster.assign(k * 0.001, 1, LONG)
+            loads = cluster.ready_loads(k * 0.001)
+            widest = max(widest, max(loads) - min(loads))
+        return cluster.ready_loads(4.0), widest
+
+    loads, widest = spread(cfg)
+    assert sum(loads) == 4000
+    # Binomial(4000, 1/4): a standard deviation of 27; 110 is four of them.
+    assert all(abs(n - 1000) <= 110 for n in loads), loads
+    assert widest > 1, "random dispatch balanced the outstanding requests: it read the load"
+    assert spread(cfg) == (loads, widest)
+    assert spread(cfg.with_overrides(dispatch_seed=8))[0] != loads
+
+
+def test_round_robin_dispatch_takes_the_ready_pods_in_turn_whatever_their_load() -> None:
+    """Round robin: pod 0, 1, 2, then pod 0 again though it alone still holds a request."""
+    cluster = Cluster(CFG.with_overrides(decode_slots=8, dispatch="round-robin"), initial_ready=3)
+    cluster.assign(0.0, 10, LONG)  # pod 0: busy for the whole test
+    cluster.assign(0.1, 10, 1)  # pod 1: done at 0.11
+    cluster.assign(0.2, 10, 1)  # pod 2: done at 0.21
+    assert cluster.ready_loads(1.0) == [1, 0, 0]
+    cluster.assign(1.0, 10, LONG)  # pod 0's turn again; least-outstanding would pick pod 1
+    assert cluster.ready_loads(1.0) == [2, 0, 0]
+    cluster.assign(1.1, 10, LONG)
+    cluster.assign(1.2, 10, LONG)
+    assert cluster.ready_loads(1.2) == [2, 1, 1]
+
+
+def test_least_outstanding_is_the_default_dispatch() -> None:
+    """Without the key the fleet dispatches as it always has: to the pod with the fewest requests."""
+    assert ClusterConfig().dispatch == "least-outstanding"
+    cluster = Cluster(CFG.with_overrides(decode_slots=8), initial_ready=3)
+    cluster.assign(0.0, 10, LONG)
+    cluster.assign(0.1, 10, 1)
+    cluster.assign(0.2, 10, 1)
+    cluster.assign(1.0, 10, LONG)  # pods 1 and 2 are free: pod 1 (the older) takes it
+    assert cluster.ready_loads(1.0) == [1, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("waiting", "at_half", "at_one_and_half"),
+    [
+        ("slot", (0, 3), (0, 3)),  # each holds a free slot at once: its prefill queue counts as running
+        ("prefill", (2, 1), (1, 2)),  # vLLM V1: waiting until its prefill starts
+    ],
+    ids=["slot", "prefill"],
+)
+def test_the_waiting_model_decides_whether_a_prefill_backlog_shows_as_waiting(
+    waiting: str, at_half: tuple[int, int], at_one_and_half: tuple[int, int]
+) -> None:
+    """Three 1,000-token prompts at once on one pod of 1,000 tokens/s and 8 free slots: the same
+    schedule (first tokens at 1, 2 and 3 s), counted as (waiting, running) per the waiting model;
+    with ``prefill`` the backlog is waiting while running stays below the slots."""
+    cluster = Cluster(CFG.with_overrides(decode_slots=8, waiting=waiting), initial_ready=1)
+    firsts = [cluster.assign(0.0, 1000, LONG)[1] for _ in range(3)]
+    assert firsts == pytest.approx([1.0, 2.0, 3.0])
+    for t, (want_waiting, want_running) in ((0.5, at_half), (1.5, at_one_and_half)):
+        view = cluster.view(t)
+        assert (view.waiting, view.running) == (want_waiting, want_running)
+        assert view.running < 8
+    assert cluster.view(3.5).waiting == 0
+
+
+def test_with_waiting_prefill_a_request_waiting_for_a_slot_is_first_scheduled_when_its_prefill_starts() -> (
+    None
+):
+    """Every slot busy: a request is scheduled when a slot frees (both waiting models agree there),
+    and under ``prefill`` it also waits out the prefill queue before counting as running."""
+    for waiting in ("slot", "prefill"):
+        cluster = Cluster(CFG.with_overrides(waiting=waiting), initial_ready=1)  # 2 slots
+        _, _, end_a = cluster.assign(0.0, 100, 101)
+        cluster.assign(0.0, 100, 101)
+        scheduled, first, _ = cluster.assign(0.5, 100, 1)
+        assert scheduled == pytest.approx(end_a)  # the first slot to free
+        assert first == pytest.approx(end_a + 0.1)
+
+
+def test_serving_model_keys_are_validated_each_named() -> None:
+    """A typo in any serving-model key is an error naming every bad key and its choices."""
+    with pytest.raises(ClusterError) as raised:
+        ClusterConfig.from_mapping(
+            {"dispatch": "hash", "waiting": "kv", "phase_histograms": "yes", "dispatch_seed": -1}
+        )
+    message = str(raised.value)
+    assert "dispatch must be one of least-outstanding, random, round-robin, got 'hash'" in message
+    assert "waiting must be one of slot, prefill, got 'kv'" in message
+    assert "phase_histograms must be true or false, got 'yes'" in message
+    assert "dispatch_seed must be an integer >= 0, got -1" in message
+
+
+def test_every_cluster_key_has_its_row_in_the_cluster_reference() -> None:
+    """docs/replay.md's CLUSTER.yaml table lists every key the cluster model reads."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "replay.md").read_text()
+    missing = [f.name for f in fields(ClusterConfig) if f"\n| `{f.name}` |" not in text]
+    assert not missing, f"cluster keys without a row in docs/replay.md: {missing}"
+
+
+def test_describe_names_the_serving_model_only_where_it_is_not_the_default() -> None:
+    """Reports say which serving model ran; the default's words are today's."""
+    assert ClusterConfig().describe() == "16 GPUs, 1 per replica, cold start 180s"
+    words = ClusterConfig(dispatch="random", dispatch_seed=3, waiting="prefill", phase_histograms=False)
+    assert words.describe() == (
+        "16 GPUs, 1 per replica, cold start 180s, random dispatch (seed 3),"
+        " waiting until its prefill starts (vLLM V1), no phase-time histograms"
+    )
+
+
+class _Recording(KedaPolicy):
+    """This scaler on one replica, keeping every Observation it was given, by tick."""
+
+    def __init__(self) -> None:
+        external = {"type": "external", "metadata": {"minReplicas": "1", "maxReplicas": "1"}}
+        spec = {"minReplicaCount": 1, "maxReplicaCount": 1, "triggers": [external]}
+        super().__init__("scaler", scaledobject_model({"kind": "ScaledObject", "spec": spec}))
+        self.seen: dict[float, Observation] = {}
+
+    def observation(self, tick: TickInputs) -> Observation:
+        self.seen[tick.now_s] = observed = super().observation(tick)
+        return observed
+
+
+PHASE_TRACE = Trace(  # 80 one-token requests in 40 s, 100-600 prompt tokens: 0.7 of a 1,000 tokens/s pod
+    np.sort(np.random.default_rng(5).uniform(0.0, 40.0, 80)),
+    np.random.default_rng(6).integers(100, 600, 80),
+    np.ones(80, dtype=np.int64),
+    "phase-times",
+)
+
+
+def _replayed(**changes: object) -> tuple[RunResult, dict[float, Observation]]:
+    policy = _Recording()
+    config = CFG.with_overrides(decode_slots=100, **changes)
+    result = run(PHASE_TRACE, config, policy, datetime(2026, 12, 7, tzinfo=UTC), 1, warmup_s=0.0)
+    return result, policy.seen
+
+
+@pytest.mark.parametrize("waiting", ["slot", "prefill"])
+def test_the_phase_histograms_means_are_what_the_requests_saw(waiting: str) -> None:
+    """vLLM's queue time (arrival to first scheduled) and prefill time (first scheduled to first
+    token), observed as requests finish, read over the last minute: at 60 s every request of the
+    trace has finished, so their means are those of the requests' own TTFTs split by the waiting
+    model. On one pod with slots to spare, ``prefill``: the prefill time is the prompt's (prompt /
+    1,000 tokens/s) and the queue time the rest of the TTFT; ``slot``: the queue time is 0 (a slot
+    is free at once) and the prefill time the whole TTFT, its prefill queue included."""
+    result, seen = _replayed(waiting=waiting)
+    ttft = result.ttft
+    compute = PHASE_TRACE.prompt_tokens / 1000.0
+    queue, prefill = (ttft - compute, compute) if waiting == "prefill" else (np.zeros_like(ttft), ttft)
+    assert float(queue.mean()) > 0.05 or waiting == "slot"  # the pod did queue prompts
+    at_a_minute = seen[60.0]
+    assert at_a_minute.queue_time_mean_seconds == pytest.approx(float(queue.mean()), abs=1e-9)
+    assert at_a_minute.prefill_time_mean_seconds == pytest.approx(float(prefill.mean()), rel=1e-9)
+    assert at_a_minute.requests_per_s == pytest.approx(80 / 60)
+
+
+def test_without_phase_histograms_the_observations_have_no_phase_times() -> None:
+    """``phase_histograms: false``, a stack that exports none: the same replay's Observations lack
+    both means, where with them (the default) the refreshes after the first finishes have both."""
+    _, without = _replayed(waiting="prefill", phase_histograms=False)
+    _, default = _replayed(waiting="prefill")
+    assert all(
+        o.queue_time_mean_seconds is None and o.prefill_time_mean_seconds is None for o in without.values()
+    )
+    assert default[15.0].queue_time_mean_seconds is not None
+    assert default[15.0].prefill_time_mean_seconds is not None

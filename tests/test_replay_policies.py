@@ -122,6 +122,31 @@ def test_external_trigger_is_this_scalers_engine() -> None:
     assert policy.latest.observation.queue_waiting == 50
 
 
+def test_the_policy_keeps_the_capacity_each_decision_used_by_tick() -> None:
+    """Each refresh's Decision.capacity is kept with its tick, so a replay can set the estimates
+    beside the truth: at any instant, the last decision's (none before the first)."""
+    external = {
+        "type": "external",
+        "metadata": {"promptTokensPerSecondPerReplica": "5000", "generationTokensPerSecondPerReplica": "432"},
+    }
+    policy = KedaPolicy("s", so(external))
+    now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    made = []
+    for t in (0.0, 15.0):
+        policy.tick(tick(now, now_s=t))
+        assert policy.latest is not None
+        made.append(policy.latest.capacity)
+    first, second = made
+    assert first is not None
+    assert first.prefill_tokens_per_s == 5000
+    assert first.prefill_source == "configured"
+    assert policy.capacity_at(-1.0) is None
+    assert policy.capacity_at(0.0) is first
+    assert policy.capacity_at(14.9) is first
+    assert policy.capacity_at(15.0) is second
+    assert policy.capacity_at(1e9) is second
+
+
 def test_the_scaler_sees_ttft_quantiles_and_its_share_over_objective_from_the_histogram() -> None:
     """The replay's TTFT histogram reaches the engine as a live source would deliver it."""
     import math

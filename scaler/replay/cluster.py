@@ -5,11 +5,16 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
 * **Pods** go Pending, starting for ``cold_start_s``, Ready, and on scale-down draining, as
   ``scaler.pods`` models them (the demo's simulated cluster uses the same model). Only
   Ready pods receive requests; a removed pod finishes the requests it holds.
-* **Routing** sends each request to the Ready pod with the fewest outstanding requests
-  (ties: the one whose prefill queue frees first, then the oldest pod).
-* **Serving**: a pod prefills one request at a time, first come first served, at
-  ``prefill_tokens_per_s``; a request needs one of ``decode_slots`` batch slots from the
-  start of its prefill to its last token. How decoding shares the GPU with prefill is the
+* **Dispatch** (``dispatch``) picks the Ready pod each request goes to:
+  ``least-outstanding`` (default) the one with the fewest outstanding requests (ties: the one
+  whose prefill queue frees first, then the oldest pod), as a router that reads the pods'
+  queues does (llm-d's endpoint picker); ``random`` one at random, as a Kubernetes Service
+  spreads connections (seeded by ``dispatch_seed``: the same picks on every run);
+  ``round-robin`` each in turn.
+* **Serving**: a pod prefills one request at a time, first come first served, from its own
+  queue, at ``prefill_tokens_per_s``; a request needs one of ``decode_slots`` batch slots
+  from the start of its prefill to its last token, and its prefill starts when both the
+  pod's prefill and a slot are free. How decoding shares the GPU with prefill is the
   ``physics``:
 
   - ``shared`` (default): prefill has priority on the GPU (vLLM schedules waiting prefill
@@ -26,10 +31,22 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
   Real vLLM lies between the two (docs/replay.md cites why); the scaler is not told which
   one it runs in.
 * **TTFT** = waiting for a slot and for the prefill queue + the prompt's prefill time.
-* **What the metrics show**, as vLLM counts them: a request is *waiting* until it holds a
-  batch slot (vLLM's WAITING queue: not admitted for want of a sequence slot or KV
-  blocks) and *running* from then to its last token, its prefill queue and prefill
-  included (vLLM admits a request and computes its prompt in chunks among running ones).
+* **What the metrics show** (``waiting``): a request is *waiting* until it is first
+  scheduled and *running* from then to its last token. When it is first scheduled is the
+  waiting model; the schedule (TTFT, ends) is the same under both:
+
+  - ``slot`` (default): when it gets a batch slot (not admitted for want of a sequence slot
+    or KV blocks); its wait in the pod's prefill queue counts as running.
+  - ``prefill``: when its prefill starts, as vLLM V1 counts it (a request stays WAITING
+    until a step's token budget admits its first chunk), so a prefill backlog shows as
+    waiting while running stays below the slots.
+
+  *Example*: one pod, 8 slots, free; three 5,000-token prompts arrive at once on a 5,000
+  tokens/s prefill: first tokens at 1, 2 and 3 s under both. Half a second in, ``slot``: 0
+  waiting, 3 running; ``prefill``: 2 waiting, 1 running.
+  vLLM's phase-time histograms (``vllm/v1/metrics/stats.py``) follow it: queue time is
+  arrival at the pod to first scheduled, prefill time first scheduled to first token, both
+  observed when the request finishes (``phase_histograms: false``: a stack exporting none).
   The KV cache's usage is the share of batch slots in use times ``kv_cache_usage_full_batch``:
   1 (default) where the KV cache is what bounds the batch, less where ``max_num_seqs`` does
   and the cache keeps room.
@@ -42,6 +59,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -56,6 +74,10 @@ Physics = Literal["shared", "separate"]
 PHYSICS: tuple[Physics, ...] = ("shared", "separate")
 Router = Literal["none", "llm-d"]
 ROUTERS: tuple[Router, ...] = ("none", "llm-d")
+Dispatch = Literal["least-outstanding", "random", "round-robin"]
+DISPATCH: tuple[Dispatch, ...] = ("least-outstanding", "random", "round-robin")
+Waiting = Literal["slot", "prefill"]
+WAITING: tuple[Waiting, ...] = ("slot", "prefill")
 
 
 class ClusterError(ValueError):
@@ -78,13 +100,26 @@ class ClusterConfig:
     physics: Physics = "shared"  # how prefill and decode share a replica's GPU (module docstring)
     kv_cache_usage_full_batch: float = 1.0  # KV cache usage (0-1] with every batch slot busy
     router: Router = "none"  # what sends requests to the pods (module docstring)
+    dispatch: Dispatch = "least-outstanding"  # how a request's pod is picked (module docstring)
+    dispatch_seed: int = 0  # the random dispatch's seed: the same picks on every run
+    waiting: Waiting = "slot"  # until when a request counts as waiting (module docstring)
+    phase_histograms: bool = True  # whether the pods export queue- and prefill-time histograms
 
     def __post_init__(self) -> None:
         problems = []
-        if self.physics not in PHYSICS:
-            problems.append(f"physics must be one of {', '.join(PHYSICS)}, got {self.physics!r}")
-        if self.router not in ROUTERS:
-            problems.append(f"router must be one of {', '.join(ROUTERS)}, got {self.router!r}")
+        for name, choices in (
+            ("physics", PHYSICS),
+            ("router", ROUTERS),
+            ("dispatch", DISPATCH),
+            ("waiting", WAITING),
+        ):
+            if getattr(self, name) not in choices:
+                problems.append(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
+        if not isinstance(self.phase_histograms, bool):
+            problems.append(f"phase_histograms must be true or false, got {self.phase_histograms!r}")
+        seed = self.dispatch_seed
+        if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+            problems.append(f"dispatch_seed must be an integer >= 0, got {seed!r}")
         kv = self.kv_cache_usage_full_batch
         if not (isinstance(kv, int | float) and 0 < kv <= 1):
             problems.append(f"kv_cache_usage_full_batch must be a number in (0, 1], got {kv!r}")
@@ -117,10 +152,23 @@ class ClusterConfig:
         return self.gpus_free // self.gpus_per_replica
 
     def describe(self) -> str:
-        """The fleet in a few words, for reports: GPUs, cold start, and the router in front."""
+        """The fleet in a few words, for reports: GPUs, cold start, the router in front, and the
+        serving model where it is not the default."""
         router = ", behind llm-d's flow control (router: llm-d)" if self.router == "llm-d" else ""
         gpus = f"{self.gpus_free} GPUs, {self.gpus_per_replica} per replica"
-        return f"{gpus}, cold start {self.cold_start_s:g}s{router}"
+        return f"{gpus}, cold start {self.cold_start_s:g}s{router}{self.serving_words()}"
+
+    def serving_words(self) -> str:
+        """The serving model where it differs from the default, as ``", ..."`` (empty for the default)."""
+        words = []
+        if self.dispatch != "least-outstanding":
+            seed = f" (seed {self.dispatch_seed})" if self.dispatch == "random" else ""
+            words.append(f"{self.dispatch} dispatch{seed}")
+        if self.waiting == "prefill":
+            words.append("waiting until its prefill starts (vLLM V1)")
+        if not self.phase_histograms:
+            words.append("no phase-time histograms")
+        return "".join(f", {w}" for w in words)
 
     def kv_cache_usage(self, running: float) -> float:
         """One pod's KV cache usage (0-1) while ``running`` sequences hold batch slots."""
@@ -177,7 +225,7 @@ class ServingPod(Pod):
         super().__init__(index, now)
         self.ends: list[float] = []  # heap: end times of requests not yet known to be finished
         self.slots = [0.0] * slots  # heap: when each batch slot frees (FIFO over c slots)
-        self.starts: deque[float] = deque()  # admission times not yet reached (waiting requests)
+        self.starts: deque[float] = deque()  # first-scheduled times not yet reached (waiting requests)
         self.free_at = 0.0  # when the prefill queue frees
         self.pf_load = 0.0  # exponential average of prefill busy fraction
         self.pf_t = 0.0
@@ -198,7 +246,8 @@ class ServingPod(Pod):
         return len(ends)
 
     def waiting(self, now: float) -> int:
-        """Requests assigned to the pod that hold no batch slot yet at ``now`` (vLLM's waiting)."""
+        """Requests assigned to the pod not yet first scheduled at ``now`` (vLLM's waiting; when a
+        request is first scheduled is the cluster's waiting model)."""
         starts = self.starts
         while starts and starts[0] <= now:
             starts.popleft()
@@ -217,6 +266,12 @@ def pick(ready: Sequence[ServingPod], active: Iterable[ServingPod], now: float, 
             best, best_key = pod, key
     if best is not None:
         return best
+    return first_to_be_ready(active, what)
+
+
+def first_to_be_ready(active: Iterable[ServingPod], what: str) -> ServingPod:
+    """With no pod Ready, the starting one that is Ready first, where a request waits; ClusterError
+    naming ``what`` when none is starting either."""
     starting = [p for p in active if p.state is PodState.STARTING]
     if starting:
         return min(starting, key=lambda p: p.ready_at)
@@ -262,14 +317,37 @@ class Cluster(PodLifecycle[ServingPod]):
         self._r = config.decode_tokens_per_s_per_seq
         self._tau = config.busy_time_constant_s
         self._shared = config.physics == "shared"
+        self._waits_for_prefill = config.waiting == "prefill"
+        self._rng = random.Random(config.dispatch_seed)  # noqa: S311 - a seeded simulation, not cryptography
+        self._turn = 0  # round-robin: the next Ready pod's turn
+        self._pick = {
+            "least-outstanding": self._least_outstanding,
+            "random": self._random,
+            "round-robin": self._round_robin,
+        }[config.dispatch]
 
     # ---- requests --------------------------------------------------------------------
 
-    def _pick(self, now: float) -> ServingPod:
+    def _least_outstanding(self, now: float) -> ServingPod:
         return pick(self.ready, self.active, now, "the fleet")
 
-    def assign(self, now: float, prompt_tokens: float, output_tokens: float) -> tuple[float, float]:
-        """Route and schedule one request arriving at ``now``; returns (first token, end) times."""
+    def _random(self, now: float) -> ServingPod:
+        ready = self.ready
+        if ready:
+            return ready[int(self._rng.random() * len(ready))]
+        return first_to_be_ready(self.active, "the fleet")
+
+    def _round_robin(self, now: float) -> ServingPod:
+        ready = self.ready
+        if ready:
+            pod = ready[self._turn % len(ready)]
+            self._turn += 1
+            return pod
+        return first_to_be_ready(self.active, "the fleet")
+
+    def assign(self, now: float, prompt_tokens: float, output_tokens: float) -> tuple[float, float, float]:
+        """Route and schedule one request arriving at ``now``; returns the times it is first
+        scheduled (stops waiting, under the waiting model), gets its first token and ends."""
         if now >= self._next_event:
             self.advance(now)
         pod = self._pick(now)
@@ -291,11 +369,12 @@ class Cluster(PodLifecycle[ServingPod]):
             end = first + max(0.0, output_tokens - 1) / self._r
         heapq.heappush(pod.slots, end)
         heapq.heappush(pod.ends, end)
-        admitted = max(now, pod.ready_at, slot_free)  # holds a slot from here (FIFO over slots)
-        if admitted > now:
-            pod.starts.append(admitted)
+        # slot: waits until it holds a slot (FIFO over slots); prefill: until its prefill starts.
+        scheduled = start if self._waits_for_prefill else max(now, pod.ready_at, slot_free)
+        if scheduled > now:
+            pod.starts.append(scheduled)
         pod.free_at = first
-        return first, end
+        return scheduled, first, end
 
     # ---- what the sources would see --------------------------------------------------
 
@@ -332,7 +411,7 @@ class Cluster(PodLifecycle[ServingPod]):
 
     def next_change(self) -> float:
         """The first instant after the last ``endpoints(now)`` at which what it returns can change:
-        a request gets its batch slot or ends on a Ready pod, a pod becomes Ready or goes (inf: never)."""
+        a request is first scheduled or ends on a Ready pod, a pod becomes Ready or goes (inf: never)."""
         nxt = self._next_event
         for pod in self.ready:
             if pod.starts and pod.starts[0] < nxt:

@@ -4,13 +4,16 @@
   this scaler, driven through ``Engine.decide`` with an ``Observation`` built from the
   simulated series every ``refresh_s``, as the server's refresh loop does; KEDA reads
   every trigger each ``pollingInterval`` and the HPA model (``hpa.Hpa``) turns the
-  metrics into replicas every ``hpa_sync_s``.
+  metrics into replicas every ``hpa_sync_s``. It keeps the capacity each decision used
+  (``Decision.capacity``), so a replay can hold the scaler's estimates against the
+  cluster model's truth (``capacity_at``).
 * ``ClairvoyantPolicy``: knows the future demand as a per-minute schedule of replicas
   and orders each replica exactly one cold start before its minute, without an HPA.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -18,7 +21,7 @@ from datetime import datetime
 from scaler.engine import Engine
 from scaler.hpa import Hpa, MetricType
 from scaler.inputs import Input, Reading
-from scaler.model import Decision, HpaStatus, Observation
+from scaler.model import Capacity, Decision, HpaStatus, Observation
 from scaler.readings import Readings
 from scaler.replay.keda import (
     CronTrigger,
@@ -131,6 +134,9 @@ class KedaPolicy:
         self._cached: list[tuple[float, float, MetricType]] = []
         self.latest: Decision | None = None
         self.decisions = 0
+        # Per decision, in time order: its tick (seconds of the trace) and the capacity it used.
+        self.decided_at: list[float] = []
+        self.capacities: list[Capacity | None] = []
         # A cron trigger found outside its window stays outside until the window next opens.
         self._closed_until: dict[int, datetime] = {}
 
@@ -190,12 +196,21 @@ class KedaPolicy:
                 metrics.append((float(trigger.window.replicas if active else 1), 1.0, "AverageValue"))
         return metrics
 
+    def capacity_at(self, t: float) -> Capacity | None:
+        """The capacity the last decision at or before ``t`` (seconds of the trace) used: what one
+        replica holds as the scaler saw it then. None before the first decision, or where the
+        decision had none."""
+        index = bisect.bisect_right(self.decided_at, t)
+        return self.capacities[index - 1] if index else None
+
     def tick(self, tick: TickInputs) -> int | None:
         """The new spec.replicas, or None to leave it."""
         t = tick.now_s
         if self.engine is not None and t >= self._next_refresh:
             self.latest = self.engine.decide(self.observation(tick))
             self.decisions += 1
+            self.decided_at.append(t)
+            self.capacities.append(self.latest.capacity)
             self._next_refresh = t + self.refresh_s
         if t >= self._next_poll:
             self._cached = self._metrics(tick)

@@ -6,7 +6,11 @@ replica count it sets. Token counters advance when tokens are produced (prompt t
 when a prefill completes, generated tokens spread over each request's decode), and
 rates are read as Prometheus' ``rate(counter[1m])`` would read them. Each first token is
 observed into a histogram with vLLM's ``time_to_first_token_seconds`` buckets, and its
-p95 and p99 are read as ``histogram_quantile`` over the last minute's bucket rates.
+p95 and p99 are read as ``histogram_quantile`` over the last minute's bucket rates. Each
+request's queue time (arrival at the pod to first scheduled) and prefill time (first
+scheduled to first token) are observed when it ends, as vLLM observes them, and read as the
+rates of their histograms' ``_sum`` and ``_count`` over the last minute (unless the cluster
+model says the pods export none: ``phase_histograms: false``).
 
 With ``router: llm-d`` in the cluster model, requests go through llm-d's flow control
 (``scaler.replay.router``): the servers' histogram counts from the moment a request is sent,
@@ -134,10 +138,37 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     bucket_of = bisect.bisect_left
     ttft_all = np.full(len(sim_arrivals), math.inf, dtype=np.float64)  # inf: never served
     last_bin = nbins - 1
+    # The phase-time histograms' _count and _sums per HIST_BIN_S, observed when a request ends.
+    phases = cfg.phase_histograms
+    phase_count = [0] * len(ttft_hist)
+    queue_sum = [0.0] * len(ttft_hist)
+    prefill_sum = [0.0] * len(ttft_hist)
+
+    def phase_rates(first_bin: int, end_bin: int) -> dict[str, float]:
+        """The phase-time histograms' ``_count`` and ``_sum`` rates over bins [first_bin, end_bin)
+        (vllm:request_queue_time_seconds, vllm:request_prefill_time_seconds), as
+        ``rate(..._sum[1m])`` reads them: per second of the rate window; none where the pods export
+        none (``phase_histograms: false``)."""
+        if not phases:
+            return {}
+        count = sum(phase_count[first_bin:end_bin]) / RATE_WINDOW_S
+        return {
+            Reading.QUEUE_TIME_COUNT: count,
+            Reading.QUEUE_TIME_SUM: sum(queue_sum[first_bin:end_bin]) / RATE_WINDOW_S,
+            Reading.PREFILL_TIME_COUNT: count,
+            Reading.PREFILL_TIME_SUM: sum(prefill_sum[first_bin:end_bin]) / RATE_WINDOW_S,
+        }
 
     def serve(i: int, sent: float) -> None:
         """Request ``i`` goes to a pod at ``sent``: its first token, the histograms, the token counters."""
-        first, end = assign(sent, prompts[i], outputs[i])
+        scheduled, first, end = assign(sent, prompts[i], outputs[i])
+        if phases:
+            ended = int(end) // HIST_BIN_S
+            if ended > last_hist:  # noqa: PLR1730 - cheaper than min(), once per request
+                ended = last_hist
+            phase_count[ended] += 1
+            queue_sum[ended] += scheduled - sent
+            prefill_sum[ended] += first - scheduled
         ttft = first - sent  # as the server measures it
         ttft_all[i] = first - sim_arrivals[i]  # as the user saw it (the same without a router)
         hist_bin = min(int(first) // HIST_BIN_S, last_hist)
@@ -229,6 +260,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
                 Input.COLD_START_SAMPLES: cold_start.samples,
                 Input.DEPLOYMENT_REPLICAS: spec,
                 Reading.TTFT_SUM: ttft_sum_rate,
+                **phase_rates(hist_start, hist_end),
             }
             for name, value in (
                 (Input.KV_CACHE_USAGE, None if kv is None else min(1.0, kv)),
