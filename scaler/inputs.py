@@ -208,6 +208,40 @@ class Input(StrEnum):
             doc="With the queue's growth, the requests offered to the fleet (`scaler/demand.py`).",
         ),
     )
+    REQUESTS_RUNNING_MAX = (
+        "requests_running_max",
+        InputSpec(
+            "llm_scaler_input_running_requests_max",
+            "Requests the busiest server runs (the largest over the pods).",
+            _P,
+            doc=(
+                "`max` over the pods of the running gauge. Where `max_num_seqs` binds before the KV "
+                "cache fills, what a replica with requests waiting for a slot runs is its cap "
+                "(`scaler/capacity/`)."
+            ),
+        ),
+    )
+    KV_CACHE_USAGE_MAX = (
+        "kv_cache_usage_max",
+        InputSpec(
+            "llm_scaler_input_kv_cache_usage_max_ratio",
+            "KV cache usage of the fullest server, 0 to 1.",
+            _P,
+            doc="`max` over the pods of the KV gauge: whether any replica's batch is held by its cache.",
+        ),
+    )
+    PREFILL_BUSY_MAX = (
+        "prefill_busy_max",
+        InputSpec(
+            "llm_scaler_input_prefill_busy_max_ratio",
+            "Requests in prefill on the busiest server, on average over the rate window (Little's law).",
+            _P,
+            doc=(
+                "`max` over the pods of the rate of vLLM's `vllm:request_prefill_time_seconds_sum`: "
+                "near 1 on a replica whose prompts queue behind its prefill (`scaler/capacity/`)."
+            ),
+        ),
+    )
     QUEUE_TIME_MEAN_SECONDS = (
         "queue_time_mean_seconds",
         InputSpec(

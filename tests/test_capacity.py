@@ -288,3 +288,59 @@ def test_decode_slowdown_is_learned_from_the_refreshes(shared: bool, expected: f
     beta = model.capacity().decode_slowdown
     assert beta is not None
     assert beta == pytest.approx(expected, abs=0.1)
+
+
+def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teaches_it_nothing() -> None:
+    """With the busiest replica's running and the fullest cache read (``max`` over the pods):
+    requests waiting for slots on every replica, the fullest cache at 60%, no prefill busy, the
+    busiest replica running 24 at two refreshes: the cap is 24, whatever the mean (18 a replica,
+    some replicas' queues emptied). A random dispatch that left one replica's cache full with a
+    queue and the rest half empty (the fullest cache at 100%) teaches it nothing: 12 a replica on a
+    half-full cache still reads 24 slots from the cache, not a cap of 12."""
+    capped: Any = {"prefill_time_mean_seconds": 0.2, "prefill_busy_max": 0.3}
+    model = CapacityModel(parse_metadata({}))
+    run(
+        model,
+        [
+            steady(
+                i,
+                running=72.0,
+                kv=0.45,
+                waiting=12.0,
+                requests_running_max=24.0,
+                kv_cache_usage_max=0.6,
+                **capped,
+            )
+            for i in range(8)
+        ],
+    )
+    assert model.capacity().slots == pytest.approx(24.0)
+    assert model.capacity().slots_method == "running while every slot was busy"
+    imbalanced = CapacityModel(parse_metadata({}))
+    run(
+        imbalanced,
+        [
+            steady(
+                i,
+                running=48.0,
+                kv=0.5,
+                waiting=40.0,
+                requests_running_max=24.0,
+                kv_cache_usage_max=1.0,
+                **capped,
+            )
+            for i in range(40)
+        ],
+    )
+    assert imbalanced.capacity().slots == pytest.approx(24.0)
+    assert imbalanced.capacity().slots_method == "KV cache usage"
+    # Read as sums only, a fleet whose running count moves with its traffic is not at a cap.
+    moving = CapacityModel(parse_metadata({}))
+    run(
+        moving,
+        [
+            steady(i, running=48.0 + 6 * (i % 3), kv=0.5 + 0.06 * (i % 3), waiting=40.0, **capped)
+            for i in range(40)
+        ],
+    )
+    assert moving.capacity().slots_method == "KV cache usage"

@@ -135,6 +135,13 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
         assert share_above(0.2, buckets) == pytest.approx(1.0)
     else:
         assert "exports no metric" in obs.missing["ttft_p95_seconds"]
+    # The busiest pod's running count and fullest cache (the load is spread evenly over the pods),
+    # and vLLM's busiest prefill: the rate of its prefill-time sum, 2 requests/s a pod of 0.18 s.
+    if "requests_running_max" in offered:
+        assert got.values["requests_running_max"] == pytest.approx(12 / len(fleet.pods))
+        assert got.values["kv_cache_usage_max"] == pytest.approx(0.6)
+    if "prefill_busy_max" in offered:
+        assert close_to(got.values["prefill_busy_max"], 4 / len(fleet.pods) * 0.18)  # a rate, as above
     # The phase times (vLLM: queue and prefill; SGLang: queue), each its histogram's sum over count.
     if "queue_time_sum" in offered:
         assert obs.queue_time_mean_seconds == pytest.approx(0.12, rel=0.02)

@@ -68,6 +68,9 @@ class Saturation:
     idle: bool  # nobody waited at this refresh nor at the previous one
     prefill_busy: float | None  # the prefill's busy share per Ready replica (module docstring)
     busy_from: str  # how the busy share was read ("prefill-time histogram", "prefill estimate", "")
+    settled: bool = False  # steady for a time in service too: queues a scale-up left are gone
+    queued: bool = False  # someone waited at this refresh and at the previous one
+    busiest_prefill: float | None = None  # the busiest replica's requests in prefill (phase times)
 
     def describe(self) -> str:
         """The classification in words, for a decision's capacity line."""
@@ -83,6 +86,7 @@ class SaturationReader:
         self._ready_since: tuple[int, float] | None = None  # (Ready replicas, since when)
         self._shrunk_at: float | None = None
         self._everywhere = False  # requests waited on every replica at the previous refresh
+        self._queued = False  # someone waited at the previous refresh
         self._waited = True  # anyone waited at the previous refresh (or none was seen yet)
 
     def read(self, obs: Observation, demand: Demand, prefill_rate: float | None) -> Saturation:
@@ -91,6 +95,7 @@ class SaturationReader:
         t, ready, waiting = obs.timestamp, obs.ready_replicas, obs.queue_waiting
         waited, self._waited = self._waited, bool(waiting)
         before, self._everywhere = self._everywhere, False
+        queued_before, self._queued = self._queued, bool(waiting)
         if ready is None or ready < 1:
             self._ready_since = None
             return Saturation(Bound.UNSETTLED, False, True, False, None, "")
@@ -119,7 +124,9 @@ class SaturationReader:
             bound = Bound.PREFILL
         else:
             bound = Bound.SLOTS
-        return Saturation(bound, steady, drained, idle, busy, busy_from)
+        busiest = obs.prefill_busy_max if self.params.phase_times else None
+        queued = bool(waiting) and queued_before
+        return Saturation(bound, steady, drained, idle, busy, busy_from, settled, queued, busiest)
 
     def _busy(
         self, obs: Observation, demand: Demand, ready: int, prefill_rate: float | None

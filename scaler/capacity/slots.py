@@ -13,16 +13,27 @@ Two things bound a replica's batch, and each is read where it shows:
   otherwise.
 * **the engine's cap** (vLLM's ``max_num_seqs``) where it binds before the cache fills (a small
   model on a large cache): a full batch then leaves the cache partly empty and ``S_cache``
-  counts slots the engine never opens. The cap shows as what a replica runs while requests
-  wait on every replica for a slot and the cache has room:
+  counts slots the engine never opens. A request waits for a slot, for room in the cache or for
+  the prefill (vLLM V1 schedules nothing else); so where requests wait on every replica for a
+  slot (``scaler.capacity.saturation``: SLOTS, at this refresh and the previous), no replica's
+  cache is full and no replica's prefill is busy, the replicas hold their cap, and the busiest
+  runs exactly that, at both refreshes:
 
-      S_cap = running / ready    at SLOTS-bound refreshes (scaler.capacity.saturation) with
-                                 k < kv_full_usage (or no KV gauge), or while llm-d's router
-                                 reads its pool saturated (it stops dispatching: each replica
-                                 holds all it will be given)
+      S_cap = running on the busiest replica     slot-bound, the fullest cache below
+                                                 kv_full_usage, the busiest prefill below
+                                                 prefill_bound_share (the ``max`` over the pods),
+                                                 the same at the previous refresh
 
-  A replica never runs more than its cap, so a reading is the cap or, where some replicas'
-  queues emptied within the window, less: a higher reading is taken at once (``Ceiling``).
+  Where the engines' series are read as sums only, a mean cannot tell a fleet whose every batch
+  is at its cap from one whose dispatch left a few replicas full and the rest half empty; the cap
+  is then read only as a plateau: requests wait on every replica of a settled fleet, slot-bound
+  (``scaler.capacity.saturation``), the cache below ``kv_full_usage``, and the running count the
+  same to within one sequence as at the previous refresh (a hard cap holds every replica at
+  exactly it; a half-full fleet's count moves with its traffic): ``S_cap = running / ready``.
+  While llm-d's router reads its pool saturated it stops dispatching, and each replica holds all
+  it will be given: ``running / ready`` too.
+
+  A replica never runs more than its cap, so a higher reading is taken at once (``Ceiling``).
   Prefill-bound refreshes teach it nothing: their batches are not full.
 * **an exported cap** (Dynamo's ``max_num_seqs``) is the cap itself.
 
@@ -32,9 +43,10 @@ Without a measurement, a configured ``generationTokensPerSecondPerReplica`` (``G
 full batch) over what one sequence decodes now starts ``S_cache``: ``G x running / generated
 tokens/s``, read again each refresh until the first reading.
 
-*Example*: 12 sequences a replica with the cache half used: 24 slots. Where 24 a replica were
-seen running with every replica waiting and the cache 60% used, the cap is 24: 12 a replica at
-30% later read 40 from the cache, and ``S`` stays 24.
+*Example*: 12 sequences a replica with the cache half used: 24 slots. Where the busiest of the
+replicas ran 24 while requests waited, the fullest cache 60% used and no prefill busy, the cap is
+24: 12 a replica at 30% later read 40 from the cache, and ``S`` stays 24. A random dispatch that
+left one replica's cache full with a queue, and the rest half empty, teaches the cap nothing.
 """
 
 from __future__ import annotations
@@ -63,6 +75,8 @@ class BatchSlots:
         self.cap = Ceiling()
         self.exported: float | None = None
         self.cap_method = FULL_BATCH
+        self._previous: tuple[int, float] | None = None  # (Ready, running) at the previous refresh
+        self._busiest: float | None = None  # the busiest replica's running at the previous refresh
 
     @property
     def samples(self) -> int:
@@ -87,11 +101,29 @@ class BatchSlots:
             method = FROM_DECODE_RATE
         return value, method
 
+    def cap_reading(self, obs: Observation, saturation: Saturation) -> float | None:
+        """This refresh's reading of the engine's cap (module docstring), or None."""
+        ready, running, kv = obs.ready_replicas, obs.requests_running, obs.kv_cache_usage
+        previous, self._previous = self._previous, (ready or 0, running or 0.0)
+        if not (ready and running and saturation.settled and self.params.slot_cap):
+            return None
+        share, full = self.params.prefill_bound_share, self.params.kv_full_usage
+        busiest, fullest = obs.requests_running_max, obs.kv_cache_usage_max
+        busiest_before, self._busiest = self._busiest, busiest
+        slot_bound = saturation.bound is Bound.SLOTS
+        if busiest is not None and fullest is not None:
+            prefill = saturation.busiest_prefill
+            held = (prefill is None or prefill < share) and fullest < full and busiest == busiest_before
+            return busiest if slot_bound and held else None
+        plateau = previous is not None and previous[0] == ready and abs(running - previous[1]) <= 1
+        return running / ready if slot_bound and (kv is None or kv < full) and plateau else None
+
     def observe(self, obs: Observation, saturation: Saturation) -> None:
         """Learn from one refresh (in time order)."""
         if obs.slots_per_replica:
             self.exported = obs.slots_per_replica
         ready, running, kv = obs.ready_replicas, obs.requests_running, obs.kv_cache_usage
+        cap = self.cap_reading(obs, saturation)
         if not ready or not running or not saturation.drained:
             return
         weight = self.params.capacity_weight
@@ -100,9 +132,11 @@ class BatchSlots:
         if measure and kv is not None and kv >= self.params.kv_min_usage:
             self.cache.measure(per_replica / kv * self.gate, weight)
         gated = obs.router_saturation is not None and obs.router_saturation >= 1.0
-        full = saturation.bound is Bound.SLOTS and (kv is None or kv < self.params.kv_full_usage)
-        if measure and (gated or (full and self.params.slot_cap)):
-            self.cap_method = ROUTER_GATED if gated else FULL_BATCH
+        if measure and gated:
+            self.cap_method = ROUTER_GATED
             self.cap.measure(per_replica, weight)
+        elif measure and cap is not None:
+            self.cap_method = FULL_BATCH
+            self.cap.measure(cap, weight)
         if not self.cache.measured and self.generation and obs.generation_tokens_per_s:
             self.cache.begin(self.generation * running / obs.generation_tokens_per_s)

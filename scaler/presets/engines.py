@@ -59,6 +59,22 @@ VLLM = register(
                 "sum by ({by}) (rate(vllm:inter_token_latency_seconds_sum[{window}]))"
                 " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
             ),
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running, the busiest pod's
+            Family(Input.REQUESTS_RUNNING_MAX, "max by ({by}) (vllm:num_requests_running)", Combine.MAX),
+            # vllm/v1/metrics/loggers.py: gauge vllm:kv_cache_usage_perc (older
+            # vllm:gpu_cache_usage_perc), the fullest pod's
+            Family(
+                Input.KV_CACHE_USAGE_MAX,
+                "max by ({by}) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)",
+                Combine.MAX,
+            ),
+            # vllm/v1/metrics/loggers.py: histogram vllm:request_prefill_time_seconds (_sum), the
+            # busiest pod's rate: the requests in prefill there on average
+            Family(
+                Input.PREFILL_BUSY_MAX,
+                "max by ({by}) (rate(vllm:request_prefill_time_seconds_sum[{window}]))",
+                Combine.MAX,
+            ),
             # vllm/v1/metrics/loggers.py: histogram vllm:request_queue_time_seconds (_sum), observed
             # at a request's finish; vllm/v1/metrics/stats.py: scheduled_ts - queued_ts
             Family(
@@ -144,6 +160,12 @@ SGLANG = register(
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:inter_token_latency_seconds, its _sum
             Family(Reading.ITL_SUM, "sum by ({by}) (rate(sglang:inter_token_latency_seconds_sum[{window}]))"),
+            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_running_reqs, the
+            # busiest pod's
+            Family(Input.REQUESTS_RUNNING_MAX, "max by ({by}) (sglang:num_running_reqs)", Combine.MAX),
+            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:token_usage, the
+            # fullest pod's
+            Family(Input.KV_CACHE_USAGE_MAX, "max by ({by}) (sglang:token_usage)", Combine.MAX),
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:queue_time_seconds (time in the waiting queue), its _sum
             Family(Reading.QUEUE_TIME_SUM, "sum by ({by}) (rate(sglang:queue_time_seconds_sum[{window}]))"),

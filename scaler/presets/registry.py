@@ -36,6 +36,7 @@ class Combine(StrEnum):
 
     SUM = "sum"
     MEAN = "mean"  # each group's value is already a mean over its pods: averaged over the groups
+    MAX = "max"  # each group's value is its busiest pod's: the largest over the groups
     HISTOGRAM = "histogram"  # per-bucket rates, summed, then a quantile in Python
 
 

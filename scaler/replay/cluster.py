@@ -219,7 +219,7 @@ class ClusterConfig:
 class ServingPod(Pod):
     """One simulated pod: its lifecycle (``scaler.pods``), batch slots and the requests it holds."""
 
-    __slots__ = ("ends", "free_at", "pf_load", "pf_t", "slots", "starts")
+    __slots__ = ("ends", "free_at", "pf_load", "pf_t", "prefill_s", "slots", "starts")
 
     def __init__(self, index: int, now: float, slots: int) -> None:
         super().__init__(index, now)
@@ -228,6 +228,7 @@ class ServingPod(Pod):
         self.starts: deque[float] = deque()  # first-scheduled times not yet reached (waiting requests)
         self.free_at = 0.0  # when the prefill queue frees
         self.pf_load = 0.0  # exponential average of prefill busy fraction
+        self.prefill_s = 0.0  # seconds of prefill assigned to the pod so far (its prefill-time _sum)
         self.pf_t = 0.0
 
     def holds_requests(self) -> bool:
@@ -355,6 +356,7 @@ class Cluster(PodLifecycle[ServingPod]):
         slot_free = heapq.heappop(pod.slots)
         start = max(now, pod.free_at, pod.ready_at, slot_free)
         prefill = prompt_tokens / self._p
+        pod.prefill_s += prefill
         first = start + prefill
         if self._shared:
             # Prefill busy fraction (exponential average), which slows decoding on this pod.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,7 +34,7 @@ from numpy.typing import NDArray
 from scaler.coldstart import measure as measure_cold_start
 from scaler.inputs import Input, Reading
 from scaler.readings import Readings
-from scaler.replay.cluster import Cluster, ClusterConfig
+from scaler.replay.cluster import Cluster, ClusterConfig, ServingPod
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
 from scaler.replay.router import FlowControlRouter
@@ -143,6 +144,33 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     phase_count = [0] * len(ttft_hist)
     queue_sum = [0.0] * len(ttft_hist)
     prefill_sum = [0.0] * len(ttft_hist)
+
+    # Each pod's prefill seconds assigned at the ticks of the last rate window: its prefill's rate.
+    pod_prefill: dict[int, deque[tuple[float, float]]] = {}
+
+    def pod_prefill_rate(pod: ServingPod, t: float) -> float:
+        """Seconds of prefill per second assigned to ``pod`` over the rate window up to ``t``: the
+        requests in prefill there on average (Little), above 1 where its prompts queue up."""
+        history = pod_prefill.setdefault(pod.index, deque())
+        history.append((t, pod.prefill_s))
+        while len(history) > 1 and history[1][0] <= t - RATE_WINDOW_S:
+            history.popleft()
+        then, before = history[0]
+        return (pod.prefill_s - before) / (t - then) if t > then else 0.0
+
+    def busiest(serving: list[ServingPod], running: list[int], t: float) -> dict[str, float]:
+        """The busiest pod's running count and KV cache, and its prefill's rate (what ``max by`` pod
+        of the gauges and of ``rate(vllm:request_prefill_time_seconds_sum[1m])`` reads)."""
+        if not serving:
+            return {}
+        most = max(running)
+        out: dict[str, float] = {
+            Input.REQUESTS_RUNNING_MAX: float(most),
+            Input.KV_CACHE_USAGE_MAX: cfg.kv_cache_usage(most),
+        }
+        if phases:
+            out[Input.PREFILL_BUSY_MAX] = max(pod_prefill_rate(p, t) for p in serving)
+        return out
 
     def phase_rates(first_bin: int, end_bin: int) -> dict[str, float]:
         """The phase-time histograms' ``_count`` and ``_sum`` rates over bins [first_bin, end_bin)
@@ -261,6 +289,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
                 Input.DEPLOYMENT_REPLICAS: spec,
                 Reading.TTFT_SUM: ttft_sum_rate,
                 **phase_rates(hist_start, hist_end),
+                **busiest(serving, running, t),
             }
             for name, value in (
                 (Input.KV_CACHE_USAGE, None if kv is None else min(1.0, kv)),

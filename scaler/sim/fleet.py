@@ -235,10 +235,12 @@ class SimulatedFleet:
         return {
             Input.QUEUE_WAITING: Simulated(load.waiting),
             Input.REQUESTS_RUNNING: Simulated(load.running),
+            Input.REQUESTS_RUNNING_MAX: Simulated(load.running),  # the same series, read as a max
             Reading.REPLICAS_REPORTING: Simulated(load.running),  # one series a pod: what is counted
             Input.PROMPT_TOKENS_PER_S: Simulated(state.prompt_total, state.requests_total),
             Input.GENERATION_TOKENS_PER_S: Simulated(state.generation_total, state.requests_total),
             Input.KV_CACHE_USAGE: Simulated(load.kv_cache_usage),
+            Input.KV_CACHE_USAGE_MAX: Simulated(load.kv_cache_usage),
             Input.SLOTS_PER_REPLICA: Simulated(self.max_num_seqs),
             Reading.TTFT: ttft,
             Reading.TTFT_SUM: ttft,
@@ -249,6 +251,7 @@ class SimulatedFleet:
             Reading.QUEUE_TIME_COUNT: Simulated(state.queue_time_sum, state.requests_total),
             Reading.PREFILL_TIME_SUM: Simulated(state.prefill_time_sum, state.requests_total),
             Reading.PREFILL_TIME_COUNT: Simulated(state.prefill_time_sum, state.requests_total),
+            Input.PREFILL_BUSY_MAX: Simulated(state.prefill_time_sum, state.requests_total),
         }
 
     def _fleet(self, pods: list[dict[str, Simulated]]) -> dict[str, Simulated]:

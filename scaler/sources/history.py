@@ -64,6 +64,9 @@ WARM_FAMILIES: tuple[Key, ...] = (
     Reading.QUEUE_TIME_COUNT,
     Reading.PREFILL_TIME_SUM,
     Reading.PREFILL_TIME_COUNT,
+    Input.REQUESTS_RUNNING_MAX,
+    Input.KV_CACHE_USAGE_MAX,
+    Input.PREFILL_BUSY_MAX,
     Reading.REPLICAS_REPORTING,
 )
 # The token rates: a point is made of them, so their failure fails the warm-up; any other family's
@@ -255,7 +258,8 @@ def read_range(
 def _values(
     family: Family, rows: Sequence[tuple[Labels, Points]], members: Sequence[TargetQuery], selectors: Any
 ) -> dict[Any, Points]:
-    """Per target, per time, the sum (or for Combine.MEAN the mean) of the series it selects, in seconds."""
+    """Per target, per time, the sum (for Combine.MEAN the mean, for Combine.MAX the largest) of the
+    series it selects, in seconds."""
     out: dict[Any, Points] = {t.key: {} for t in members}
     counts: dict[Any, dict[float, int]] = {t.key: defaultdict(int) for t in members}
     for labels, points in rows:
@@ -264,7 +268,10 @@ def _values(
                 acc = out[t.key]
                 for ts, v in points.items():
                     if math.isfinite(v):
-                        acc[ts] = acc.get(ts, 0.0) + v
+                        if family.combine is Combine.MAX:
+                            acc[ts] = max(acc.get(ts, v), v)
+                        else:
+                            acc[ts] = acc.get(ts, 0.0) + v
                         counts[t.key][ts] += 1
     for key, acc in out.items():
         for ts in acc:

@@ -389,5 +389,10 @@ def _apply(family: Family, samples: list[Sample], selector: Sequence[LabelMatche
         into.missing[family.field] = "only NaN samples"
         return
     values = [max(0.0, s.value) for s in finite]
-    combined = sum(values) / len(values) if family.combine is Combine.MEAN else sum(values)
+    if family.combine is Combine.MEAN:
+        combined = sum(values) / len(values)
+    elif family.combine is Combine.MAX:
+        combined = max(values)
+    else:
+        combined = sum(values)
     into.values[family.field] = combined * family.le_scale
