@@ -95,7 +95,7 @@ def test_cluster_wins_then_the_history_then_the_trigger_then_the_default() -> No
         f.name: f for f in replica.choose(cluster, frozenset({"decode_slots"}), POLICY, measured).figures
     }
     assert (chosen["decode_slots"].value, chosen["decode_slots"].source) == (24, "configured")
-    assert "the history measured 8.0, not used" in chosen["decode_slots"].said
+    assert "the history measured 8 sequences at once, not used" in chosen["decode_slots"].said
     assert chosen["prefill_tokens_per_s"].source == "measured"
     assert chosen["prefill_tokens_per_s"].value == pytest.approx(PREFILL, rel=0.02)
     assert chosen["gpus_per_replica"].source == "default"

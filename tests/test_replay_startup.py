@@ -84,8 +84,13 @@ def test_the_pods_kube_state_metrics_recorded_replace_only_the_default() -> None
         " kube-state-metrics recorded, from scheduled to Ready (p90 288s, 180-300s)"
     )
     assert recorded.limits[0].startswith("every replayed pod starts in 240s, the median of the newest pods")
-    for kept in (choose(45.0, 180.0), choose(None, 180.0, "inference/vllm", [20.0])):
-        assert with_recorded(kept, "inference/vllm", STARTS) == kept
+    configured = with_recorded(choose(45.0, 180.0), "inference/vllm", STARTS)
+    assert (configured.seconds, configured.source) == (45.0, "configured")
+    assert configured.limits[0].endswith(
+        "the pods kube-state-metrics recorded in the history measured 240s, not used"
+    )
+    measured = choose(None, 180.0, "inference/vllm", [20.0])
+    assert with_recorded(measured, "inference/vllm", STARTS) == measured
     none = with_recorded(default, "inference/vllm", [])
     assert none.source == "default"
     assert none.limits[0].endswith(

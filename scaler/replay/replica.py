@@ -236,13 +236,18 @@ class ReplicaChoice:
 
 
 def _value(f: Figure) -> str:
-    if f.name == "prefill_tokens_per_s":
-        return f"{float(f.value):,.0f} prompt tokens/s"
-    if f.name == "decode_slots":
-        return f"{float(f.value):,.0f} sequences at once"
-    if f.name == "decode_tokens_per_s_per_seq":
-        return f"{float(f.value):,.1f} tokens/s a sequence"
-    return str(f.value)
+    return _shown(f.name, f.value)
+
+
+def _shown(name: str, value: float | str) -> str:
+    """A figure's value in words, with its unit."""
+    if name == "prefill_tokens_per_s":
+        return f"{float(value):,.0f} prompt tokens/s"
+    if name == "decode_slots":
+        return f"{float(value):,.0f} sequences at once"
+    if name == "decode_tokens_per_s_per_seq":
+        return f"{float(value):,.1f} tokens/s a sequence"
+    return str(value)
 
 
 def _number(name: str, value: float) -> float | int:
@@ -283,10 +288,7 @@ def choose(
         if name in written:
             also = ""
             if m is not None:
-                shown = m.value if isinstance(m.value, str) else f"{float(m.value):,.1f}"
-                also = (
-                    f"; the history measured {shown}, not used: delete it from --cluster to replay with that"
-                )
+                also = f"; the history measured {_shown(name, m.value)}, not used (delete it to use that)"
             figures.append(Figure(name, getattr(cluster, name), "configured", f"{name} in --cluster{also}"))
         elif m is not None:
             value = m.value if isinstance(m.value, str) else _number(name, m.value)

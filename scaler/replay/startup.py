@@ -150,9 +150,13 @@ def with_recorded(
 ) -> ColdStartChoice:
     """``choice``, or where it is the default, the cold start of the pods kube-state-metrics
     recorded in the history (the module's third rule). ``startups`` are theirs (None: not read),
-    ``problem`` why they could not be read. A choice already configured or measured is kept."""
+    ``problem`` why they could not be read. A choice already configured (their median then said,
+    not used) or measured is kept."""
     measured = list(startups or ())
     median = quantile(measured, 0.5)
+    if choice.source == "configured" and median is not None and choice.limits:
+        unused = f"; the pods kube-state-metrics recorded in the history measured {median:g}s, not used"
+        return dataclasses.replace(choice, limits=(choice.limits[0] + unused, *choice.limits[1:]))
     if choice.source != "default":
         return choice
     if median is None:
