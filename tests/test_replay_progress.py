@@ -134,3 +134,23 @@ def test_convert_replay_says_its_stages_and_writes_a_picture(
     png = (out / "replay.png").read_bytes()
     assert png.startswith(b"\x89PNG")
     assert "static at peak" in captured.out
+
+
+def test_a_terminal_nobody_sized_gets_the_lines_a_file_gets() -> None:
+    """A pseudo-terminal with no width (as `script` opens one) would show no bar: it gets a line per
+    stage; sized, the live line."""
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    try:
+        with os.fdopen(slave, "w", closefd=False) as stream:
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+            assert not Progress("scaler replay", stream).live
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+            assert Progress("scaler replay", stream).live
+    finally:
+        os.close(slave)
+        os.close(master)

@@ -17,6 +17,8 @@ for the elapsed times printed; no figure of the replay depends on it.
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -32,14 +34,25 @@ def _nothing(count: int) -> None:
     """The advance of a stage that shows nothing more than its start."""
 
 
+def _terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal a line can be drawn on: one with no width (a pseudo-terminal
+    nobody sized, as ``script`` opens) shows no bar, so it gets the lines a file gets."""
+    isatty = getattr(stream, "isatty", None)
+    if not (isatty and isatty()):
+        return False
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return True  # a terminal whose size cannot be asked: let tqdm draw
+
+
 class Progress:
     """Stages of one command (module docstring); ``live`` None: a live line when ``stream`` is a terminal."""
 
     def __init__(self, command: str, stream: TextIO | None = None, live: bool | None = None) -> None:
         self.command = command
         self.stream = stream if stream is not None else sys.stderr
-        isatty = getattr(self.stream, "isatty", None)
-        self.live = bool(isatty and isatty()) if live is None else live
+        self.live = _terminal(self.stream) if live is None else live
         self.began = time.perf_counter()
         self.stages: list[str] = []  # every stage started, in order (what a log shows)
         self._bar: Any = None
