@@ -78,7 +78,7 @@ def test_keda_s_asks_split_a_cron_window_from_its_other_triggers() -> None:
     inside = KedaPolicy("k", so(queue, CRON))
     inside.tick(tick(MONDAY_10, pods=PodSeries([20, 10], [5, 5], 0.5, 2, 1, 60)))
     assert inside.asks(2) == (3, 2, 8)  # ceil(30 / 10), minReplicaCount, desiredReplicas
-    assert inside.held.demand == [3]
+    assert inside.held_log.demand == [3]
     outside = KedaPolicy("k", so(queue, CRON))
     outside.tick(tick(MONDAY_13, pods=PodSeries([20, 10], [5, 5], 0.5, 2, 1, 60)))
     assert outside.asks(2) == (3, 2, 1)

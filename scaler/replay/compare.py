@@ -120,7 +120,7 @@ def clairvoyant(
             else progress.stage(f"the clairvoyant's schedule, pass {iteration}", replayed(trace))
         )
         result = run(trace, cfg, policy, start, initial, progress=stage)
-        result.extra.update(held_gpu_seconds(policy.held, result, cfg.gpus_per_replica))
+        result.extra.update(held_gpu_seconds(policy.held_log, result, cfg.gpus_per_replica))
         ok = within(result.ttft, objective_s)
         attainment = float(ok.mean()) if len(ok) else 1.0
         best = (
@@ -180,7 +180,7 @@ def run_policy(
     """Replay the trace under ``policy``, with the GPU-seconds its floor and windows held in ``extra``
     (``reference_floor``: the clairvoyant's minReplicas; None, the policy's own)."""
     result = run(trace, cfg, policy, start, initial, progress=progress)
-    result.extra.update(held_gpu_seconds(policy.held, result, cfg.gpus_per_replica, reference_floor))
+    result.extra.update(held_gpu_seconds(policy.held_log, result, cfg.gpus_per_replica, reference_floor))
     return result
 
 

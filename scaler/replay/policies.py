@@ -8,7 +8,7 @@
 * ``ClairvoyantPolicy``: knows the future demand as a per-minute schedule of replicas
   and orders each replica exactly one cold start before its minute, without an HPA.
 
-Each records, in ``held``, what its demand, its floor and its pre-warm windows asked
+Each records, in ``held_log``, what its demand, its floor and its pre-warm windows asked
 (``scaler.replay.held``), so that the GPU-hours they held can be told apart.
 """
 
@@ -137,7 +137,7 @@ class KedaPolicy:
         self._cached: list[tuple[float, float, MetricType]] = []
         self._cached_from: list[ExternalTrigger | PrometheusTrigger | CronTrigger] = []
         self._polled: Decision | None = None  # the decision the cached external metric is
-        self.held = HeldLog()
+        self.held_log = HeldLog()
         self._asked: tuple[int, int, int] | None = None
         self.latest: Decision | None = None
         self.decisions = 0
@@ -244,7 +244,7 @@ class KedaPolicy:
             asked = self.asks(tick.status_replicas)
             if asked != self._asked:
                 self._asked = asked
-                self.held.record(t, *asked)
+                self.held_log.record(t, *asked)
             return step.replicas
         return None
 
@@ -268,9 +268,9 @@ class ClairvoyantPolicy:
         self.min_replicas = min_replicas
         self.max_replicas = max(self.schedule, default=min_replicas)
         # Per bucket, what the demand alone needs (the schedule less its floor's lift): recorded in
-        # ``held`` against the floor at each tick; None records nothing.
+        # ``held_log`` against the floor at each tick; None records nothing.
         self.demand = None if demand is None else list(demand)
-        self.held = HeldLog()
+        self.held_log = HeldLog()
         self._asked: int | None = None
 
     def need_at(self, t: float) -> int:
@@ -296,5 +296,5 @@ class ClairvoyantPolicy:
             asked = max(self.demand[min(max(0, b), last)] for b in self._window(t))
             if asked != self._asked:
                 self._asked = asked
-                self.held.record(t, asked, self.min_replicas, 0)
+                self.held_log.record(t, asked, self.min_replicas, 0)
         return self.target(t)
