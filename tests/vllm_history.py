@@ -9,7 +9,7 @@ result can be checked against them:
 * **pods**: each hour, enough for the hour's peak at 0.45 requests/s a pod (2 to 6); each pod
   serves 0.5/s at most. A pod that starts writes a first sample of zeros (its first scrape,
   before traffic); one that stops writes no more samples. A new pod has a new name, as a
-  ReplicaSet's do (``vllm-llama-<hash>-<n>``), and kube-state-metrics' series for it (scraped
+  ReplicaSet's do (``vllm-llama-<hash>-<n>``), and kube-state-metrics' series for it (a sample
   every ``KSM_SCRAPE_S``): created, scheduled ``PENDING_S`` later and Ready ``STARTUP_S`` after
   that, owned by the ReplicaSet ``RS`` of the Deployment ``DEPLOYMENT``;
 * the **replica** each pod is (``PREFILL_TOKENS_S``, ``SLOTS``, ``DECODE_TOKENS_S``, below): a
@@ -58,7 +58,7 @@ DEPLOYMENT = "vllm-llama"
 RS = f"{DEPLOYMENT}-5d8f7c9b4"
 PENDING_S = 4.0  # created -> scheduled
 STARTUP_S = 240.0  # scheduled -> Ready: what the replay's cold start is, measured from these pods
-KSM_SCRAPE_S = 300  # kube-state-metrics is scraped every 5 minutes
+KSM_SCRAPE_S = 1800  # kube-state-metrics' samples, every 30 minutes: a pod's times do not change
 OUTAGE = (START + timedelta(days=3, hours=3), timedelta(minutes=20))
 BURST = (START + timedelta(days=1, hours=12), timedelta(minutes=20), 2.5)
 # A subset of vLLM's time_to_first_token_seconds buckets, with the share of first tokens within each.
