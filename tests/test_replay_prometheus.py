@@ -263,6 +263,9 @@ CRON = """\
 """
 
 
+# A week is 40,320 decisions of this scaler whatever the rates: about 45 s alone on 2 cores, several
+# times that beside the suite's other workers. The bound is for a stuck replay, not a slow one.
+@pytest.mark.timeout(900)
 def test_the_week_s_replica_is_measured_and_the_user_s_windows_split_out(
     history: tuple[LocalPrometheus, Truth], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
