@@ -106,7 +106,7 @@ def main() -> int:
             table = [
                 line
                 for line in done.stdout.splitlines()
-                if line.startswith(("policy", "-----", "this", "keda", "clair"))
+                if line.startswith(("policy", "-----", "this", "keda", "clair", "static"))
             ]
             errors = match(work / "trace.csv", truth)
             wrote_png = (work / "out" / "replay.png").is_file()

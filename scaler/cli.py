@@ -241,6 +241,7 @@ def _converted(text: str) -> tuple[str, list[str]]:
 
 def _replay(args: argparse.Namespace) -> int:
     from scaler.sources.history import read_history
+    from scaler.sources.kube_state import recorded_pods
     from scaler.sources.prometheus import router_queues
 
     def read_pods(kubeconfig: str | None, namespace: str, deployment: str) -> tuple[str, list[PodTimes]]:
@@ -251,7 +252,9 @@ def _replay(args: argparse.Namespace) -> int:
         except KubernetesConfigError as exc:  # the user's input: one error line, exit 2
             raise ValueError(f"--kubeconfig: {exc}") from None
 
-    return replay_cli.run(args, replay_cli.Upstream(read_history, _converted, read_pods, router_queues))
+    return replay_cli.run(
+        args, replay_cli.Upstream(read_history, _converted, read_pods, router_queues, recorded_pods)
+    )
 
 
 def _dry_run(args: argparse.Namespace) -> int:

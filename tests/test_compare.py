@@ -206,8 +206,10 @@ def test_every_run_starts_from_the_reference_need_over_one_cold_start(
     expected = max(schedule[: lead_buckets + 1])
     assert expected > 1  # the burst begins within the first cold start
     assert initial_ready(result.search, CLUSTER.cold_start_s) == expected
-    policy_calls = [c for c in calls if c[0] != "clairvoyant"]
+    policy_calls = [c for c in calls if c[0] not in ("clairvoyant", "static at peak")]
     assert policy_calls == [("pinned-1", expected), ("queue", expected)]
+    # The static pool starts, and stays, at the clairvoyant's peak.
+    assert ("static at peak", max(schedule)) in calls
     assert [c for c in calls if c[0] == "clairvoyant"][-1] == ("clairvoyant", expected)
 
 

@@ -102,10 +102,15 @@ def test_cli_prints_the_table_and_writes_the_files(
     )
     assert code == 0
     printed = capsys.readouterr().out
-    for name in ("this scaler", "keda baseline", "clairvoyant", "GPU-h", "<= 2s"):
+    for name in ("this scaler", "keda baseline", "clairvoyant", "static at peak", "GPU-h", "<= 2s"):
         assert name in printed
     summary = json.loads((out / "summary.json").read_text())
-    assert [p["policy"] for p in summary["policies"]] == ["this scaler", "keda baseline", "clairvoyant"]
+    assert [p["policy"] for p in summary["policies"]] == [
+        "this scaler",
+        "keda baseline",
+        "clairvoyant",
+        "static at peak",
+    ]
     assert summary["policies"][0]["requests"] == 2999
     png = (out / "replay.png").read_bytes()
     assert png.startswith(b"\x89PNG")

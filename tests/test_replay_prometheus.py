@@ -28,7 +28,19 @@ from scaler.sources import history as history_source
 from scaler.sources.history import read_history
 from scaler.sources.prometheus import router_queues
 from tests.conftest import require_prometheus
-from tests.vllm_history import BURST, MODEL, OUTAGE, POOL, START, Truth, week
+from tests.vllm_history import (
+    BURST,
+    DECODE_TOKENS_S,
+    MODEL,
+    OUTAGE,
+    POOL,
+    PREFILL_TOKENS_S,
+    SLOTS,
+    START,
+    STARTUP_S,
+    Truth,
+    week,
+)
 
 pytestmark = pytest.mark.prometheus
 
@@ -222,7 +234,7 @@ def test_a_plain_keda_object_is_replayed_against_its_conversion(
     out, err = capsys.readouterr()
     lines = out.splitlines()
     rows = [line.split("  ")[0] for line in lines if line.endswith(tuple("0123456789")) and "%  " in line]
-    assert rows == ["this scaler", "keda baseline", "clairvoyant"]
+    assert rows == ["this scaler", "keda baseline", "clairvoyant", "static at peak"]
     assert any(
         line.startswith("measured (what ran): ") and "within 2s (TTFT histogram)" in line for line in lines
     )
@@ -231,13 +243,84 @@ def test_a_plain_keda_object_is_replayed_against_its_conversion(
     assert "scaler replay: converted" in err
     assert "threshold 5 became targetQueuePerReplica" in err
     assert "scaler replay: limit: requests a router, gateway or client dropped" in err
-    assert "cold start 180s: the default" in lines  # no --kubeconfig: not measured, and said so
-    assert "scaler replay: limit: the cold start is the default 180s; not measured: --kubeconfig" in err
+    # No --kubeconfig: the pods kube-state-metrics recorded in the history give the cold start.
+    assert f"  cold start {STARTUP_S:g}s: measured from the history, the median of" in "\n".join(lines)
+    assert f"scaler replay: limit: every replayed pod starts in {STARTUP_S:g}s" in err
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert summary["cold_start"]["source"] == "default"
+    assert summary["cold_start"]["source"] == "history"
     assert summary["baseline"].endswith("(as written)")
     assert summary["prometheus"]["windows"] == 180
     assert summary["start"] == (BURST[0] - timedelta(hours=3)).isoformat()
+
+
+CRON = """\
+    - type: cron
+      metadata:
+        timezone: UTC
+        start: 0 13 * * 1-5
+        end: 0 17 * * 1-5
+        desiredReplicas: "6"
+"""
+
+
+# A week is 40,320 decisions of this scaler whatever the rates: about 45 s alone on 2 cores, several
+# times that beside the suite's other workers. The bound is for a stuck replay, not a slow one.
+@pytest.mark.timeout(900)
+def test_the_week_s_replica_is_measured_and_the_user_s_windows_split_out(
+    history: tuple[LocalPrometheus, Truth], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31's acceptance: replayed from the week (no --cluster), the replica is measured from the
+    history within 15% of the generator's (prefill, slots, decode) and the cold start from the pods
+    kube-state-metrics recorded; the GPU-hours the cron window held are split out for both policies,
+    with the ratio without them. (Rates scaled to a tenth: the replica comes from the history, not
+    from the trace replayed, and a full week's replay takes minutes.)"""
+    prom, _ = history
+    so = tmp_path / "cron.yaml"
+    so.write_text(PLAIN + CRON)
+    code = main(
+        [
+            "replay",
+            *("--prometheus", prom.url, "--scaledobject", str(so), "--since", "7d"),
+            *("--until", END.isoformat(), "--step", "2m", "--rate-scale", "0.1"),
+            *("--no-plot", "--out", str(tmp_path / "out")),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    figures = summary["replica"]
+    for name, truth in (
+        ("prefill_tokens_per_s", PREFILL_TOKENS_S),
+        ("decode_slots", SLOTS),
+        ("decode_tokens_per_s_per_seq", DECODE_TOKENS_S),
+    ):
+        assert figures[name]["source"] == "measured", name
+        assert figures[name]["value"] == pytest.approx(truth, rel=0.15), name
+        assert figures[name]["samples"] > 1000, name
+    assert summary["cluster"]["prefill_tokens_per_s"] == figures["prefill_tokens_per_s"]["value"]
+    assert summary["cold_start"]["seconds"] == STARTUP_S
+    lines = out.splitlines()
+    block = lines[
+        lines.index("replica: what one replayed pod is, each figure from where (docs/replay-report.md)") :
+    ]
+    assert block[1].startswith(
+        f"  prefill:          {figures['prefill_tokens_per_s']['value']:,.0f} prompt tokens/s, measured"
+    )
+    assert block[2].startswith(f"  batch slots:      {SLOTS} sequences at once, measured from the history")
+    rows = {p["policy"]: p for p in summary["policies"]}
+    cv = rows["clairvoyant"]
+    for name in ("this scaler", "keda baseline"):
+        row = rows[name]
+        assert row["prewarm_gpu_hours"] > 0, name
+        assert row["floor_above_gpu_hours"] == 0, name  # minReplicaCount 2, the clairvoyant's too
+        without = (row["gpu_hours"] - row["prewarm_gpu_hours"]) / cv["gpu_hours"]
+        assert row["vs_clairvoyant_without_own"] == pytest.approx(without), name
+        assert without < row["vs_clairvoyant"], name
+        said = next(line for line in lines if line.startswith(f"  {name} "))
+        assert f"{row['prewarm_gpu_hours']:,.2f} held for pre-warm windows" in said
+        assert f"without them {row['vs_clairvoyant_without_own']:.2f}x" in said
+    assert rows["static at peak"]["vs_static"] == pytest.approx(1.0)
+    assert any(line.startswith("static at peak: ") for line in lines)
 
 
 def test_export_round_trips_through_trace(
@@ -270,14 +353,21 @@ def test_export_round_trips_through_trace(
     )
     out, _ = capsys.readouterr()
     start = (BURST[0] - timedelta(hours=3)).isoformat()
-    assert f"wrote {exported}: 180 windows of 120s; replay it with --trace {exported} --start {start}" in out
+    model = exported.with_suffix(".cluster.yaml")
+    assert (
+        f"wrote {exported}: 180 windows of 120s, and {model}; replay it with --trace {exported} --start"
+        f" {start} --cluster {model}"
+    ) in out
     assert (
         exported.read_text().splitlines()[0]
         == "window_start_s,req_per_s,prompt_tokens_per_req,output_tokens_per_req"
     )
     assert (
         _replay(
-            prom, tmp_path, "--trace", str(exported), "--start", start, "--out", str(tmp_path / "b"), *common
+            prom,
+            tmp_path,
+            *("--trace", str(exported), "--start", start, "--cluster", str(model)),
+            *("--out", str(tmp_path / "b"), *common),
         )
         == 0
     )
@@ -480,7 +570,7 @@ def test_the_cold_start_is_measured_from_the_deployment_s_pods(
     assert code == 0, err
     assert out.splitlines()[0].endswith("cold start 20s")
     assert (
-        "cold start 20s: measured, the median of 5 pod(s) of Deployment inference/vllm-llama from scheduled"
+        "  cold start 20s: measured, the median of 5 pod(s) of Deployment inference/vllm-llama from scheduled"
         " to Ready (p90 20s, 20-20s)"
     ) in out.splitlines()
     assert "scaler replay: limit: every replayed pod starts in 20s, the median of the pods" in err

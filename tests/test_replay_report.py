@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from scaler.config import PrewarmWindow
-from scaler.replay.report import window_spans
+from scaler.replay.report import line_styles, window_spans
 from scaler.replay.trace import source_of
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -46,3 +46,19 @@ def test_figures_cite_the_shipped_traces_and_say_so_for_others() -> None:
     assert source_of("benchmarks/traces/azure2023_conv.csv").endswith("CC-BY-4.0")
     assert "Apache-2.0" in source_of("/x/servegen_language_m-large_rate_10min.csv")
     assert source_of("mine.csv") == "mine.csv (source and licence not known to the scaler)"
+
+
+def test_where_policies_coincide_each_stays_visible() -> None:
+    """replay.png's lines: this scaler thin and on top, KEDA's policies wide and pale beneath it (so a
+    pre-warm window both hold shows both), the clairvoyant dashed and the static pool dash-dotted below;
+    every run its own colour."""
+    names = ["this scaler", "keda baseline", "old, threshold 2", "clairvoyant", "static at peak"]
+    styles = line_styles(names)
+    me, keda = styles["this scaler"], styles["keda baseline"]
+    assert me.zorder == max(s.zorder for s in styles.values())
+    assert keda.lw >= 2.5 * me.lw
+    assert keda.alpha < 1.0
+    assert styles["old, threshold 2"].lw < keda.lw  # a band inside the one before it
+    assert (styles["clairvoyant"].ls, styles["static at peak"].ls) == ("--", "-.")
+    assert len({s.color for s in styles.values()}) == len(names)
+    assert line_styles(["new (this scaler)"])["new (this scaler)"] == me  # convert --replay's name

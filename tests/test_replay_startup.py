@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scaler.coldstart import PodTimes, startup_times
-from scaler.replay.startup import choose
+from scaler.replay.startup import choose, with_recorded
 
 # The module docstring's example: seven pods, scheduled 2 s after creation.
 STARTS = [180.0, 200.0, 210.0, 240.0, 260.0, 280.0, 300.0]
@@ -70,3 +70,32 @@ def test_a_pod_s_start_is_counted_from_its_scheduling() -> None:
         PodTimes("starting", 0.0, 1.0, None),  # not Ready: not measured
     ]
     assert sorted(startup_times(pods)) == [180.0, 200.0]
+
+
+def test_the_pods_kube_state_metrics_recorded_replace_only_the_default() -> None:
+    """With the default chosen, the history's pods give the cold start (their median, said as from the
+    history); a configured or --kubeconfig-measured one is kept; none recorded, or unreadable, leaves
+    the default with why."""
+    default = choose(None, 180.0)
+    recorded = with_recorded(default, "inference/vllm", STARTS)
+    assert (recorded.seconds, recorded.source, recorded.pods) == (240.0, "history", 7)
+    assert recorded.said == (
+        "cold start 240s: measured from the history, the median of 7 pod(s) of Deployment inference/vllm"
+        " kube-state-metrics recorded, from scheduled to Ready (p90 288s, 180-300s)"
+    )
+    assert recorded.limits[0].startswith("every replayed pod starts in 240s, the median of the newest pods")
+    configured = with_recorded(choose(45.0, 180.0), "inference/vllm", STARTS)
+    assert (configured.seconds, configured.source) == (45.0, "configured")
+    assert configured.limits[0].endswith(
+        "the pods kube-state-metrics recorded in the history measured 240s, not used"
+    )
+    measured = choose(None, 180.0, "inference/vllm", [20.0])
+    assert with_recorded(measured, "inference/vllm", STARTS) == measured
+    none = with_recorded(default, "inference/vllm", [])
+    assert none.source == "default"
+    assert none.limits[0].endswith(
+        "kube-state-metrics recorded no Ready pod of Deployment inference/vllm in the span"
+    )
+    failed = with_recorded(default, "inference/vllm", None, "connection refused")
+    assert "could not be read from the history (connection refused)" in failed.limits[0]
+    assert with_recorded(default, "inference/vllm", None) == default  # not read: nothing to say

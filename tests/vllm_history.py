@@ -9,14 +9,20 @@ result can be checked against them:
 * **pods**: each hour, enough for the hour's peak at 0.45 requests/s a pod (2 to 6); each pod
   serves 0.5/s at most. A pod that starts writes a first sample of zeros (its first scrape,
   before traffic); one that stops writes no more samples. A new pod has a new name, as a
-  ReplicaSet's do;
+  ReplicaSet's do (``vllm-llama-<hash>-<n>``), and kube-state-metrics' series for it (a sample
+  every ``KSM_SCRAPE_S``): created, scheduled ``PENDING_S`` later and Ready ``STARTUP_S`` after
+  that, owned by the ReplicaSet ``RS`` of the Deployment ``DEPLOYMENT``;
+* the **replica** each pod is (``PREFILL_TOKENS_S``, ``SLOTS``, ``DECODE_TOKENS_S``, below): a
+  first token takes the prompt's prefill time when nobody waits, a sequence holds its batch slot
+  for its prefill and decode, ``vllm:num_requests_running`` is what the slots hold by Little's
+  law (all of them while requests wait) and ``vllm:kv_cache_usage_perc`` that over the slots;
 * **served** first tokens: the arrivals plus what waited, up to what the pods serve; the
   queue holds the rest, half of it in llm-d's router (``llm_d_epp_flow_control_queue_size``
   of the pool ``POOL``, for the model, as the EPP labels it), half in the servers'
   (``vllm:num_requests_waiting``);
 * **tokens per request**: prompt ``900 + 300 sin(2 pi h / 24)``, output ``220 + 60 cos(2 pi h / 24)``
   (h the hour of the day, UTC), counted when the request is served;
-* the **TTFT histogram**: 0.3 s on average, 3 s while requests wait;
+* the **TTFT histogram**: the prefill time on average (0.2 to 0.4 s), 3 s while requests wait;
 * a 20-minute **outage** on Thursday from 03:00 UTC, with no sample at all (the fleet served on);
 * a second model, ``mistral-7b``, on a pod of its own at 5 requests/s, which a ``labelSelector``
   on ``model_name="llama-70b"`` must leave out.
@@ -39,13 +45,27 @@ POOL = "llama-pool"  # llm-d's InferencePool in front of the llama pods
 ROUTER_SHARE = 0.5  # of the requests waiting, the share the router holds
 OTHER = "mistral-7b"
 PER_POD = 0.5  # requests/s a pod serves at most
+# The replica, as `scaler replay --prometheus` must measure it: it computes PREFILL_TOKENS_S prompt
+# tokens a second, runs SLOTS sequences at once, and each decodes DECODE_TOKENS_S tokens a second
+# whatever prefill does (no slowdown). At the week's mean sizes (900 prompt and 220 output tokens) a
+# sequence holds its slot for 900 / 3000 + 219 / 14 = 15.9 s: 8 slots serve 0.50 requests/s, PER_POD.
+PREFILL_TOKENS_S = 3000.0
+SLOTS = 8
+DECODE_TOKENS_S = 14.0
+# kube-state-metrics: the pods' Deployment and ReplicaSet, and each pod's start.
+NAMESPACE = "inference"
+DEPLOYMENT = "vllm-llama"
+RS = f"{DEPLOYMENT}-5d8f7c9b4"
+PENDING_S = 4.0  # created -> scheduled
+STARTUP_S = 240.0  # scheduled -> Ready: what the replay's cold start is, measured from these pods
+KSM_SCRAPE_S = 1800  # kube-state-metrics' samples, every 30 minutes: a pod's times do not change
 OUTAGE = (START + timedelta(days=3, hours=3), timedelta(minutes=20))
 BURST = (START + timedelta(days=1, hours=12), timedelta(minutes=20), 2.5)
 # A subset of vLLM's time_to_first_token_seconds buckets, with the share of first tokens within each.
 BUCKETS = ("0.5", "1.0", "2.5", "+Inf")
-FAST = (0.9, 0.99, 1.0, 1.0)  # mean 0.3 s
+FAST = (0.9, 0.99, 1.0, 1.0)  # mean 0.2-0.4 s: the prefill time
 SLOW = (0.05, 0.2, 0.5, 1.0)  # mean 3 s
-FAST_MEAN_S, SLOW_MEAN_S = 0.3, 3.0
+FAST_MEAN_S, SLOW_MEAN_S = 0.3, 3.0  # the other model's first tokens; this one's while requests wait
 
 
 def arrivals(t: float) -> float:
@@ -92,10 +112,17 @@ class Truth:
         return range(first, first + int(OUTAGE[1].total_seconds() // self.window_s) + 1)
 
 
+def in_service_s(t: float) -> float:
+    """Seconds a request served at ``t`` holds its batch slot: its prefill, then its decode."""
+    return prompt_tokens(t) / PREFILL_TOKENS_S + (output_tokens(t) - 1) / DECODE_TOKENS_S
+
+
 @dataclass
 class _Pod:
     name: str
     counters: list[float]  # prompt, generation, count, sum, then one per bucket
+    created: float = 0.0  # unix seconds (kube_pod_created)
+    running: float = 0.0  # sequences in its batch slots now
 
 
 def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str, Truth]:
@@ -107,7 +134,13 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
         "vllm:num_requests_waiting": ["# TYPE vllm:num_requests_waiting gauge"],
         "vllm:num_requests_running": ["# TYPE vllm:num_requests_running gauge"],
         "vllm:time_to_first_token_seconds": ["# TYPE vllm:time_to_first_token_seconds histogram"],
+        "vllm:kv_cache_usage_perc": ["# TYPE vllm:kv_cache_usage_perc gauge"],
         "llm_d_epp_flow_control_queue_size": ["# TYPE llm_d_epp_flow_control_queue_size gauge"],
+        "kube_pod_created": ["# TYPE kube_pod_created gauge"],
+        "kube_pod_status_scheduled_time": ["# TYPE kube_pod_status_scheduled_time gauge"],
+        "kube_pod_status_ready_time": ["# TYPE kube_pod_status_ready_time gauge"],
+        "kube_pod_owner": ["# TYPE kube_pod_owner gauge"],
+        "kube_replicaset_owner": ["# TYPE kube_replicaset_owner gauge"],
     }
     t0 = int(START.timestamp())
     outage_from = (OUTAGE[0] - START).total_seconds()
@@ -121,7 +154,7 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
     queue = 0.0
     other = _Pod(f"{OTHER}-0", [0.0] * (4 + len(BUCKETS)))
 
-    def write(pod: _Pod, model: str, t: int, waiting: float, running: float) -> None:
+    def write(pod: _Pod, model: str, t: int, waiting: float, running: float, kv: float) -> None:
         labels = f'model_name="{model}",pod="{pod.name}"'
         c = pod.counters
         families["vllm:prompt_tokens"].append(f"vllm:prompt_tokens_total{{{labels}}} {c[0]:.3f} {t}")
@@ -132,11 +165,31 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
         families["vllm:num_requests_running"].append(
             f"vllm:num_requests_running{{{labels}}} {running:.3f} {t}"
         )
+        families["vllm:kv_cache_usage_perc"].append(f"vllm:kv_cache_usage_perc{{{labels}}} {kv:.6f} {t}")
         ttft = families["vllm:time_to_first_token_seconds"]
         for le, value in zip(BUCKETS, c[4:], strict=True):
             ttft.append(f'vllm:time_to_first_token_seconds_bucket{{{labels},le="{le}"}} {value:.3f} {t}')
         ttft.append(f"vllm:time_to_first_token_seconds_count{{{labels}}} {c[2]:.3f} {t}")
         ttft.append(f"vllm:time_to_first_token_seconds_sum{{{labels}}} {c[3]:.3f} {t}")
+
+    def kube_state(pods: list[_Pod], t: int) -> None:
+        """kube-state-metrics' series at ``t``: the Deployment's ReplicaSet, and each of its pods."""
+        families["kube_replicaset_owner"].append(
+            f'kube_replicaset_owner{{namespace="{NAMESPACE}",replicaset="{RS}",owner_kind="Deployment",'
+            f'owner_name="{DEPLOYMENT}",owner_is_controller="true"}} 1 {t}'
+        )
+        for pod in pods:
+            labels = f'namespace="{NAMESPACE}",pod="{pod.name}"'
+            families["kube_pod_created"].append(f"kube_pod_created{{{labels}}} {pod.created:.0f} {t}")
+            scheduled = pod.created + PENDING_S
+            families["kube_pod_status_scheduled_time"].append(
+                f"kube_pod_status_scheduled_time{{{labels}}} {scheduled:.0f} {t}"
+            )
+            families["kube_pod_status_ready_time"].append(
+                f"kube_pod_status_ready_time{{{labels}}} {scheduled + STARTUP_S:.0f} {t}"
+            )
+            owner = f'owner_kind="ReplicaSet",owner_name="{RS}",owner_is_controller="true"'
+            families["kube_pod_owner"].append(f"kube_pod_owner{{{labels},{owner}}} 1 {t}")
 
     for i in range(-LEAD_S // scrape_s, days * 86400 // scrape_s + 1):
         t = i * scrape_s  # seconds after START; the interval [t, t + scrape_s) follows the sample
@@ -144,16 +197,22 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
         stopping = pods[wanted:]
         pods = pods[:wanted]
         while len(pods) < wanted:
-            pods.append(_Pod(f"{MODEL}-{born}", [0.0] * (4 + len(BUCKETS))))
+            # Ready as it joins: created one cold start before.
+            created = t0 + t - STARTUP_S - PENDING_S
+            pods.append(_Pod(f"{RS}-{born:05d}", [0.0] * (4 + len(BUCKETS)), created))
             born += 1
         # The sample at t: counters through the last interval (a stopping pod's last one, a new
-        # pod's zeros), the queue now, split over the pods that serve next.
+        # pod's zeros), the queue now, split over the pods that serve next, the sequences in their
+        # slots (none in a new pod's).
         if not outage_from < t < outage_to:
             for pod in stopping:
-                write(pod, MODEL, t0 + t, 0.0, 0.0)
+                write(pod, MODEL, t0 + t, 0.0, 0.0, 0.0)
             for pod in pods:
-                write(pod, MODEL, t0 + t, (1 - ROUTER_SHARE) * queue / len(pods), 8.0)
-            write(other, OTHER, t0 + t, 0.0, 20.0)
+                waiting = (1 - ROUTER_SHARE) * queue / len(pods)
+                write(pod, MODEL, t0 + t, waiting, pod.running, pod.running / SLOTS)
+            write(other, OTHER, t0 + t, 0.0, 20.0, 0.5)
+            if t % KSM_SCRAPE_S == 0:
+                kube_state(pods, t0 + t)
             router = f'llm_d_epp_flow_control_queue_size{{inference_pool="{POOL}",model_name="{MODEL}"}}'
             families["llm_d_epp_flow_control_queue_size"].append(
                 f"{router} {ROUTER_SHARE * queue:.6f} {t0 + t}"
@@ -163,11 +222,14 @@ def week(days: int = DAYS, scrape_s: int = 30, window_s: int = 60) -> tuple[str,
         mid = t + scrape_s / 2
         arrived = arrivals(mid) * scrape_s
         served = min(len(pods) * PER_POD * scrape_s, queue + arrived)
-        shares, mean_s = (SLOW, SLOW_MEAN_S) if queue + arrived - served > 1e-9 else (FAST, FAST_MEAN_S)
-        queue = queue + arrived - served
         p, o = prompt_tokens(mid), output_tokens(mid)
+        waits = queue + arrived - served > 1e-9
+        shares, mean_s = (SLOW, SLOW_MEAN_S) if waits else (FAST, p / PREFILL_TOKENS_S)
+        queue = queue + arrived - served
         for pod in pods:
             n = served / len(pods)
+            # Little's law: the sequences its slots hold; all of them while requests wait.
+            pod.running = SLOTS if waits else min(SLOTS, n / scrape_s * in_service_s(mid))
             c = pod.counters
             c[0] += n * p
             c[1] += n * o

@@ -42,6 +42,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     add_history_options(p, "with --replay: replay")
     p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
+    p.add_argument("--out", default="replay-out", help="with --replay: the folder for replay.png")
+    p.add_argument("--no-plot", action="store_true", help="with --replay: skip replay.png")
     p.add_argument(
         "--start",
         help=f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})",

@@ -2,6 +2,9 @@
 
 Where the old one attains less, it is replayed again with its queue threshold lowered until
 it attains what the new one does (``cheapest_attaining``): the comparison at equal attainment.
+The report is ``scaler replay``'s: the replica (measured from the history with ``--prometheus``),
+the table with the clairvoyant and the static pool at its peak, the hours the floor and pre-warm
+windows held, the scale changes, progress on stderr, and replay.png in ``--out``.
 """
 
 from __future__ import annotations
@@ -16,11 +19,22 @@ from typing import TYPE_CHECKING, Any
 from scaler.config import parse_metadata
 from scaler.manifest import ManifestError, first_scaledobject
 from scaler.presets import queue_read
-from scaler.replay.cli import DEFAULT_START, check_span_options, history_span
+from scaler.replay.cli import (
+    DEFAULT_START,
+    Upstream,
+    check_span_options,
+    fleet,
+    history_span,
+    limit_lines,
+    load_cluster,
+    plot_replay,
+    replica_lines,
+)
 
 if TYPE_CHECKING:
     from scaler.config import TargetPolicy
     from scaler.replay.history import Measured
+    from scaler.replay.progress import Progress
     from scaler.replay.replay import RunResult
     from scaler.replay.trace import Trace
 
@@ -81,13 +95,22 @@ def cheapest_attaining(attempt: Attempt) -> RunResult | None:
     return min(passing, key=lambda r: r.gpu_seconds)
 
 
-def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trace, datetime, Measured | None]:
+def _upstream() -> Upstream:
+    """The Prometheus readers the replay takes (convert sits above the sources)."""
+    from scaler.sources.history import read_history
+    from scaler.sources.kube_state import recorded_pods
+    from scaler.sources.prometheus import router_queues
+
+    return Upstream(read_history, find_routers=router_queues, recorded_pods=recorded_pods)
+
+
+def _replay_source(
+    args: argparse.Namespace, policy: TargetPolicy, upstream: Upstream, progress: Progress
+) -> tuple[Trace, datetime, Measured | None]:
     """The trace to replay on, the wall time of its second 0, and what Prometheus measured (with
     --prometheus, whose limits go to stderr)."""
     from scaler.replay.history import from_prometheus
     from scaler.replay.trace import load_trace
-    from scaler.sources.history import read_history
-    from scaler.sources.prometheus import router_queues
 
     if bool(args.replay) == bool(args.prometheus):
         raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")
@@ -97,7 +120,10 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
         return load_trace(args.replay, None, 0, 1.0), start, None
     if args.start:
         raise ValueError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
-    measured = from_prometheus(read_history, args.prometheus, policy, history_span(args), router_queues)
+    measured = from_prometheus(
+        upstream.read_history, args.prometheus, policy, history_span(args), upstream.find_routers, progress
+    )
+    progress.close()
     for line in measured.limits:
         print(f"scaler convert: limit: {line}", file=sys.stderr)
     return measured.trace(0), measured.start, measured
@@ -105,13 +131,24 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
 
 def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) -> int:
     """Replay the old and the new object (and the old at equal attainment); print the table."""
+    from scaler.replay.progress import Progress
+
+    with Progress("scaler convert") as progress:
+        return _replay(args, old_text, new_text, report, progress)
+
+
+def _replay(  # noqa: PLR0915 - one command's steps, in order
+    args: argparse.Namespace, old_text: str, new_text: str, report: Any, progress: Progress
+) -> int:
+    from pathlib import Path
+
     from scaler.inventory import ScaledObjectError
-    from scaler.replay.cluster import ClusterConfig
-    from scaler.replay.compare import compare, initial_ready, run_keda
+    from scaler.replay.compare import compare, initial_ready, replayed, run_keda
     from scaler.replay.keda import scaledobject_model
-    from scaler.replay.report import all_figures, figures, table
+    from scaler.replay.report import all_figures, figures, own_lines, scale_lines, static_line, table
     from scaler.replay.trace import TraceError
 
+    upstream = _upstream()
     try:
         old_doc = first_scaledobject(old_text, args.scaledobject, check_fields=not args.force)
         old, new = (
@@ -120,11 +157,16 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
         )
         assert new.external is not None
         policy = parse_metadata(new.external.metadata)
-        cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
-        trace, start, measured = _replay_source(args, policy)
+        trace, start, measured = _replay_source(args, policy, upstream, progress)
+        cold_start = _configured_cold_start(args)
+        cluster, chosen, cold_start = fleet(args, upstream, new, policy, measured, cold_start, progress)
     except (OSError, ManifestError, ScaledObjectError, TraceError, ValueError) as exc:
+        progress.close()
         print(f"scaler convert: error: --replay: {exc}", file=sys.stderr)
         return 2
+    progress.close()
+    for line in limit_lines(chosen, cold_start):
+        print(f"scaler convert: limit: {line}", file=sys.stderr)
     objective = policy.ttft_objective_seconds
     comparison = compare(
         trace,
@@ -133,6 +175,7 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
         [("new (this scaler)", new), ("old (as written)", old)],
         objective,
         (new.min_replicas, new.max_replicas),
+        progress=progress,
     )
     results = comparison.results
     attained = {r.name: figures(r, objective, None).within_objective for r in results}
@@ -148,7 +191,8 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
             if not thresholds:
                 return None
             name = f"old, threshold {'/'.join(f'{t:g}' for t in thresholds)}"
-            run = run_keda(name, scaledobject_model(doc), trace, cluster, start, initial)
+            advance = progress.stage(f"the old object at equal attainment: {name}", replayed(trace))
+            run = run_keda(name, scaledobject_model(doc), trace, cluster, start, initial, advance)
             return run, figures(run, objective, None).within_objective >= goal, min(thresholds)
 
         found = cheapest_attaining(attempt)
@@ -156,11 +200,23 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
             results = [*results[:2], found, *results[2:]]
         else:
             note = "no lower queue threshold lets the old object attain what the new one does"
+    runs = [*results, *([] if comparison.static is None else [comparison.static])]
+    rows = all_figures(runs, objective)
+    out = Path(args.out)
+    if not args.no_plot:
+        out.mkdir(parents=True, exist_ok=True)
+        progress.stage("drawing replay.png", unit="step")
+        plot_replay(
+            out / "replay.png", args, trace, cluster, runs, objective, rows, (policy, new, old), start
+        )
+    progress.close()
     print(
         f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.describe()}",
         file=report,
     )
-    print(table(all_figures(results, objective), objective), file=report)
+    for line in replica_lines(chosen, cold_start):
+        print(line, file=report)
+    print(table(rows, objective), file=report)
     if measured is not None:
         print(measured.line(cluster.gpus_per_replica), file=report)
     if len(results) > len(comparison.results):
@@ -171,4 +227,18 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
         )
     if note:
         print(note, file=report)
+    print(static_line(comparison.search.peak, cluster.gpus_per_replica), file=report)
+    for line in (*own_lines(rows), *scale_lines(rows, cluster.cold_start_s)):
+        print(line, file=report)
+    if not args.no_plot:
+        print(f"wrote {out / 'replay.png'}", file=report)
     return 0
+
+
+def _configured_cold_start(args: argparse.Namespace) -> Any:
+    """The cold start before the history is read: --cluster's, else the default."""
+    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.startup import choose
+
+    cluster, written = load_cluster(args)
+    return choose(cluster.cold_start_s if "cold_start_s" in written else None, ClusterConfig().cold_start_s)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,9 +16,12 @@ from scaler.replay import INSTALL_HINT, missing_extra
 
 if TYPE_CHECKING:
     from scaler.coldstart import PodTimes
+    from scaler.config import TargetPolicy
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.history import HistoryReader, Measured, RouterFinder
     from scaler.replay.keda import ScaledObjectModel
+    from scaler.replay.progress import Progress
+    from scaler.replay.replica import ReplicaChoice
     from scaler.replay.span import Span
     from scaler.replay.startup import ColdStartChoice
     from scaler.replay.trace import Trace
@@ -29,13 +31,15 @@ if TYPE_CHECKING:
 DEFAULT_START = "2026-12-07T00:00:00+08:00"  # a Monday, midnight in Asia/Shanghai
 SCALER = "this scaler"
 BASELINE = "keda baseline"
-PROGRESS_MIN_REQUESTS = 200_000
 
 
 Converter = Callable[[str], tuple[str, list[str]]]
 # (kubeconfig, namespace, Deployment) -> ("namespace/name" as read, its current pods' times);
 # LookupError naming what the API did not give.
 PodReader = Callable[[str | None, str, str], "tuple[str, list[PodTimes]]"]
+# (Prometheus address, namespace, Deployment, start, end) -> ("namespace/name", the times of its
+# pods kube-state-metrics recorded in the span); RuntimeError when it cannot be read.
+RecordedPodReader = Callable[[str, str, str, datetime, datetime], "tuple[str, list[PodTimes]]"]
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,15 @@ class Upstream:
     """What the replay takes from modules that import-linter keeps it from importing (the caller,
     ``scaler.cli``, passes them): the Prometheus history reader, ``scaler convert``'s rewrite of
     a plain KEDA ScaledObject's YAML (the new text, and one line per change), the reader of a
-    Deployment's pods (``scaler.sources.kubernetes.read_pod_times``) for ``--kubeconfig``, and the
-    lister of router queues (``scaler.sources.prometheus.router_queues``) for ``--prometheus``."""
+    Deployment's pods (``scaler.sources.kubernetes.read_pod_times``) for ``--kubeconfig``, the
+    lister of router queues (``scaler.sources.prometheus.router_queues``) and the reader of the pods
+    kube-state-metrics recorded (``scaler.sources.kube_state.recorded_pods``) for ``--prometheus``."""
 
     read_history: HistoryReader
-    convert: Converter
+    convert: Converter | None = None
     read_pods: PodReader | None = None
     find_routers: RouterFinder | None = None
+    recorded_pods: RecordedPodReader | None = None
 
 
 HISTORY_DEFAULTS = {"since": "7d", "step": "1m"}
@@ -157,21 +163,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--no-plot", action="store_true", help="skip replay.png")
 
 
-@contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Callable[[int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    from tqdm import tqdm
-
-    with tqdm(total=total, unit="req", unit_scale=True, file=sys.stderr, disable=None, desc="replay") as bar:
-
-        def update(count: int) -> None:
-            bar.update(count)
-
-        yield update
-
-
 def run(args: argparse.Namespace, upstream: Upstream | None = None) -> int:
     """Run ``scaler replay``; exit status 2 on an input error or without the replay extra."""
     try:
@@ -220,7 +211,7 @@ def _objects(
     scaler_so = load_scaledobject_model(args.scaledobject)
     plain = None
     if scaler_so.external is None:
-        if upstream is None:
+        if upstream is None or upstream.convert is None:
             raise ScaledObjectError(f"{args.scaledobject}: no external trigger for this scaler")
         plain = scaler_so
         converted, changes = upstream.convert(Path(args.scaledobject).read_text())
@@ -235,26 +226,44 @@ def _objects(
         return scaler_so, load_scaledobject_model(path), "scaler/examples/baseline.yaml"
 
 
-def _from_prometheus(args: argparse.Namespace, upstream: Upstream | None, policy: Any) -> Measured:
-    """The history ``--prometheus`` holds for the policy's series, as a measured rate trace; what it
-    could not read, and what that does to the replay, on stderr."""
+def _from_prometheus(
+    args: argparse.Namespace, upstream: Upstream | None, policy: Any, progress: Progress
+) -> Measured:
+    """The history ``--prometheus`` holds for the policy's series, as a measured rate trace with the
+    replica measured from it; what it could not read, and what that does to the replay, on stderr."""
     from scaler.replay.history import from_prometheus
-    from scaler.replay.trace import write_rates
 
     if upstream is None:
         raise ValueError("--prometheus needs the Prometheus reader (run it as `scaler replay`)")
     measured = from_prometheus(
-        upstream.read_history, args.prometheus, policy, history_span(args), upstream.find_routers
+        upstream.read_history, args.prometheus, policy, history_span(args), upstream.find_routers, progress
     )
+    progress.close()
     for line in measured.limits:
         print(f"scaler replay: limit: {line}", file=sys.stderr)
-    if args.export:
-        write_rates(args.export, measured.rates)
-        print(
-            f"wrote {args.export}: {len(measured.rates.starts):,} windows of {measured.rates.window_s:g}s;"
-            f" replay it with --trace {args.export} --start {measured.start.isoformat()}"
-        )
     return measured
+
+
+def _export(args: argparse.Namespace, measured: Measured, cluster: ClusterConfig) -> None:
+    """--export: the trace read, and beside it the cluster model it was replayed on (the replica
+    measured, the cold start), so that ``--trace`` replays it to the same figures without Prometheus."""
+    import yaml
+
+    from scaler.replay.trace import write_rates
+
+    write_rates(args.export, measured.rates)
+    model = Path(args.export).with_suffix(".cluster.yaml")
+    header = (
+        f"# The cluster model `scaler replay --prometheus` replayed {args.export} on: the replica measured\n"
+        "# from the history where it could be (its replica: block says which), the cold start, the rest\n"
+        "# --cluster's or the defaults. docs/replay-report.md.\n"
+    )
+    model.write_text(header + yaml.safe_dump(dict(cluster.__dict__), sort_keys=False))
+    again = f"--trace {args.export} --start {measured.start.isoformat()} --cluster {model}"
+    print(
+        f"wrote {args.export}: {len(measured.rates.starts):,} windows of {measured.rates.window_s:g}s, and"
+        f" {model}; replay it with {again}"
+    )
 
 
 def _cold_start(
@@ -269,7 +278,7 @@ def _cold_start(
     if args.cluster and "cold_start_s" in ClusterConfig.load_written(args.cluster)[1]:
         configured = cluster.cold_start_s
     default = ClusterConfig().cold_start_s
-    if not args.kubeconfig:
+    if not getattr(args, "kubeconfig", None):
         choice = choose(configured, default)
     else:
         if upstream is None or upstream.read_pods is None:
@@ -291,27 +300,111 @@ def _cold_start(
     return choice
 
 
-def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: PLR0915 - one command's steps, in order
-    from scaler.config import parse_metadata
+def _recorded_cold_start(
+    args: argparse.Namespace,
+    upstream: Upstream | None,
+    so: ScaledObjectModel,
+    measured: Measured,
+    choice: ColdStartChoice,
+    progress: Progress,
+) -> ColdStartChoice:
+    """With ``--prometheus`` and no cold start measured through ``--kubeconfig``: the cold start of the
+    Deployment's pods kube-state-metrics recorded over the span read (where one is configured, said
+    beside it, not used)."""
+    from scaler.coldstart import startup_times
+    from scaler.replay.startup import with_recorded
+
+    target = so.scaledobject
+    if choice.source == "measured" or upstream is None or upstream.recorded_pods is None:
+        return choice  # measured through --kubeconfig: the current pods win
+    if target.unsupported_target() is not None:
+        return choice
+    where = f"{target.namespace or '(any namespace)'}/{target.target_name}"
+    progress.stage(f"reading the pods of Deployment {where} kube-state-metrics recorded", unit="step")
+    end = measured.start + timedelta(seconds=measured.rates.duration_s)
+    try:
+        where, pods = upstream.recorded_pods(
+            args.prometheus, target.namespace, target.target_name, measured.start, end
+        )
+    except RuntimeError as exc:
+        return with_recorded(choice, where, None, str(exc))
+    return with_recorded(choice, where, startup_times(pods))
+
+
+def load_cluster(args: argparse.Namespace) -> tuple[ClusterConfig, frozenset[str]]:
+    """``--cluster``'s model and the keys it writes (none given: the defaults, no key written)."""
     from scaler.replay.cluster import ClusterConfig
+
+    return ClusterConfig.load_written(args.cluster) if args.cluster else (ClusterConfig(), frozenset())
+
+
+def fleet(
+    args: argparse.Namespace,
+    upstream: Upstream | None,
+    so: ScaledObjectModel,
+    policy: TargetPolicy,
+    measured: Measured | None,
+    cold_start: ColdStartChoice,
+    progress: Progress,
+) -> tuple[ClusterConfig, ReplicaChoice, ColdStartChoice]:
+    """The fleet the replay runs: ``--cluster``'s model with the replica measured from the history
+    where it was not written (``scaler.replay.replica``) and the cold start (``cold_start``, or
+    with ``--prometheus`` the pods kube-state-metrics recorded); the choices, to be said."""
+    from scaler.replay import replica
+
+    cluster, written = load_cluster(args)
+    if measured is not None:
+        cold_start = _recorded_cold_start(args, upstream, so, measured, cold_start, progress)
+    chosen = replica.choose(cluster, written, policy, None if measured is None else measured.replica)
+    return cluster.with_overrides(**chosen.overrides, cold_start_s=cold_start.seconds), chosen, cold_start
+
+
+def limit_lines(chosen: ReplicaChoice, cold_start: ColdStartChoice) -> list[str]:
+    """How the replica's sources limit the replay, for stderr."""
+    lines = list(cold_start.limits)
+    if chosen.defaults():
+        lines.append(
+            f"the replica's {', '.join(chosen.defaults())} are the cluster model's defaults, not your"
+            " servers' (the replica: block says why): every policy's replicas and latency depend on them"
+        )
+    return lines
+
+
+def replica_lines(chosen: ReplicaChoice, cold_start: ColdStartChoice) -> list[str]:
+    """The report's ``replica:`` block: each figure of one replayed pod and where it came from."""
+    return [
+        "replica: what one replayed pod is, each figure from where (docs/replay-report.md)",
+        *chosen.lines(),
+        f"  {cold_start.said}",
+    ]
+
+
+def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:
+    from scaler.replay.progress import Progress
+
+    with Progress("scaler replay") as progress:
+        return _replay(args, upstream, progress)
+
+
+def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progress) -> int:  # noqa: PLR0912, PLR0915 - one command's steps, in order
+    from scaler.config import parse_metadata
     from scaler.replay.compare import compare, workers_for
-    from scaler.replay.report import all_figures, table, write_summary
+    from scaler.replay.report import all_figures, own_lines, scale_lines, static_line, table, write_summary
     from scaler.replay.trace import TraceError, load_trace
 
     started = time.perf_counter()
     _refuse_mixed(args)
-    cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
+    cluster, _ = load_cluster(args)
     scaler_so, baseline_so, baseline_name = _objects(args, upstream)
     # Before the history is read: a kubeconfig that cannot be used stops the replay at once.
     cold_start = _cold_start(args, upstream, scaler_so, cluster)
-    cluster = cluster.with_overrides(cold_start_s=cold_start.seconds)
     assert scaler_so.external is not None
     policy = parse_metadata(scaler_so.external.metadata)
     objective = args.objective or policy.ttft_objective_seconds
     measured: Measured | None = None
     if args.prometheus:
         measured = _from_prometheus(
-            args, upstream, policy.model_copy(update={"ttft_objective_seconds": objective})
+            args, upstream, policy.model_copy(update={"ttft_objective_seconds": objective}), progress
         )
         start = measured.start
         trace: Trace = measured.trace(args.seed, args.rate_scale)
@@ -325,30 +418,47 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
             trace = trace.window(float(a) * 3600, float(b) * 3600)
     if len(trace) == 0:
         raise TraceError("the trace holds no request")
-    for line in cold_start.limits:
+    cluster, chosen, cold_start = fleet(args, upstream, scaler_so, policy, measured, cold_start, progress)
+    progress.close()
+    for line in limit_lines(chosen, cold_start):
         print(f"scaler replay: limit: {line}", file=sys.stderr)
+    if measured is not None and args.export:
+        _export(args, measured, cluster)
 
-    runs = 2 + 2  # the two policies and about two clairvoyant passes
-    with _progress(runs * len(trace), len(trace) >= PROGRESS_MIN_REQUESTS) as progress:
-        comparison = compare(
-            trace,
-            cluster,
-            start,
-            [(SCALER, scaler_so), (BASELINE, baseline_so)],
-            objective,
-            (scaler_so.min_replicas, scaler_so.max_replicas),
-            progress=progress,
-            workers=workers_for(len(trace), 2),
-        )
-    rows = all_figures(comparison.results, objective)
+    comparison = compare(
+        trace,
+        cluster,
+        start,
+        [(SCALER, scaler_so), (BASELINE, baseline_so)],
+        objective,
+        (scaler_so.min_replicas, scaler_so.max_replicas),
+        progress=progress,
+        workers=workers_for(len(trace), 2),
+    )
+    rows = all_figures(comparison.runs, objective)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if not args.no_plot:
+        progress.stage("drawing replay.png", unit="step")
+        plot_replay(
+            out / "replay.png",
+            args,
+            trace,
+            cluster,
+            comparison.runs,
+            objective,
+            rows,
+            (policy, scaler_so, baseline_so),
+            start,
+        )
+    progress.close()
     minutes = trace.duration_s / 60
     print(
         f"{trace.source}: {len(trace):,} requests over {minutes:,.0f} min from {start.isoformat()};"
         f" cluster: {cluster.describe()}"
     )
-    print(cold_start.said)
+    for line in replica_lines(chosen, cold_start):
+        print(line)
     if trace.note:
         print(f"note: {trace.note}")
     print(table(rows, objective))
@@ -360,6 +470,9 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
         f" {100 * search.attainment:.2f}% within the objective"
         + ("" if search.goal_met else " (short of 99.5%: GPUs or maxReplicas bind)")
     )
+    print(static_line(search.peak, cluster.gpus_per_replica))
+    for line in (*own_lines(rows), *scale_lines(rows, cluster.cold_start_s)):
+        print(line)
     print(f"{BASELINE}: {baseline_name}")
     for so in (scaler_so, baseline_so):
         for note in so.notes:
@@ -375,6 +488,7 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
         "seed": args.seed,
         "objective_s": objective,
         "cluster": cluster.__dict__,
+        "replica": chosen.to_json(),
         "cold_start": cold_start.to_json(),
         "scaledobject": str(args.scaledobject),
         "baseline": baseline_name,
@@ -382,39 +496,32 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:  # noqa: P
             "replays": search.iterations,
             "attainment": search.attainment,
             "goal_met": search.goal_met,
+            "peak_replicas": search.peak,
         },
     }
     if measured is not None:
         context["prometheus"] = {"source": trace.source, **measured.to_json()}
-    if not args.no_plot:
-        _plot(
-            out / "replay.png",
-            args,
-            trace,
-            cluster,
-            comparison,
-            rows,
-            (policy, scaler_so, baseline_so),
-            start,
-        )
     context["wall_seconds"] = time.perf_counter() - started
     write_summary(out / "summary.json", rows, context)
-    written = "summary.json" + ("" if args.no_plot else " and replay.png")
-    print(f"wrote {written} to {out}/ in {context['wall_seconds']:.1f}s")
+    written_files = "summary.json" + ("" if args.no_plot else " and replay.png")
+    print(f"wrote {written_files} to {out}/ in {context['wall_seconds']:.1f}s")
     return 0
 
 
-def _plot(
+def plot_replay(
     path: Path,
     args: argparse.Namespace,
     trace: Any,
     cluster: Any,
-    comparison: Any,
+    runs: Any,
+    objective_s: float,
     rows: Any,
     objects: tuple[Any, Any, Any],
     start: datetime,
 ) -> None:
-    """replay.png in the ScaledObject's timezone, its windows shaded, the trace's source cited."""
+    """replay.png in the ScaledObject's timezone, its windows shaded, the trace's source cited:
+    ``objects`` are this scaler's policy, its ScaledObject and the baseline's (``scaler replay`` and
+    ``scaler convert --replay`` alike)."""
     from scaler.replay.keda import CronTrigger
     from scaler.replay.report import PlotContext, plot
     from scaler.replay.trace import source_of
@@ -424,8 +531,9 @@ def _plot(
     if args.prometheus:
         sources = f"{trace.source}, your own"
     else:
-        sources = ", ".join(dict.fromkeys(source_of(s) for s in (trace.source, args.sizes_from) if s))
+        given = (trace.source, getattr(args, "sizes_from", None))
+        sources = ", ".join(dict.fromkeys(source_of(s) for s in given if s))
     windows = [*policy.windows, *(t.window for t in baseline_so.triggers if isinstance(t, CronTrigger))]
     picture = PlotContext(start, policy.timezone, scaler_so.min_replicas, windows, sources)
     by_policy = {row.policy: row for row in rows}
-    plot(path, trace, cluster, comparison.results, comparison.objective_s, title, picture, by_policy)
+    plot(path, trace, cluster, runs, objective_s, title, picture, by_policy)

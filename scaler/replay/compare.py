@@ -1,4 +1,4 @@
-"""Run this scaler, a KEDA baseline and the clairvoyant reference over one trace.
+"""Run this scaler, a KEDA baseline, the clairvoyant reference and a static pool over one trace.
 
 The clairvoyant reference knows every future request. Its schedule is a replica count
 per minute: it starts from the GPU time the minute's requests take (``ceil(busy)``,
@@ -9,6 +9,11 @@ exactly one cold start before its minute and keeps it while it is needed within 
 next cold start, so it never waits on a cold start and never holds an idle replica
 longer than that: the cheapest schedule found that meets the objective, the reference
 the other policies' GPU-hours are divided by.
+
+**Static at peak** is the pool sized once and held: the clairvoyant's largest per-minute replica
+count over the span (the replicas its busiest minute needs to meet the objective, as its search
+found them), Ready from the first second to the last. It is the reference published results
+compare with (a fleet provisioned for its peak), beside the clairvoyant's lower bound.
 
 Every policy starts with the same Ready replicas, the reference's need over the first
 cold start (clamped to each policy's bounds), as if the service had been running. The
@@ -28,23 +33,35 @@ from datetime import datetime
 import numpy as np
 
 from scaler.replay.cluster import ClusterConfig
+from scaler.replay.held import held_gpu_seconds
 from scaler.replay.keda import ScaledObjectModel
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy
-from scaler.replay.replay import RunResult, run
+from scaler.replay.progress import Progress
+from scaler.replay.replay import WARMUP_S, RunResult, run
 from scaler.replay.trace import Trace
 
 BUCKET_S = 60.0
+CLAIRVOYANT = "clairvoyant"
+STATIC = "static at peak"
 PARALLEL_MIN_REQUESTS = 100_000  # below this, starting a process costs more than it saves
 
 
 @dataclass(frozen=True)
 class ClairvoyantSearch:
-    """The clairvoyant schedule found: replicas per minute, iterations, attainment, goal met."""
+    """The clairvoyant schedule found: replicas per minute, iterations, attainment, goal met; and
+    per minute what the demand alone needs (the schedule where it is above minReplicas, else the
+    minute's busy replicas rounded up, at least 1), against which its floor's hours are counted."""
 
     schedule: tuple[int, ...]
     iterations: int
     attainment: float
     goal_met: bool
+    demand: tuple[int, ...] = ()
+
+    @property
+    def peak(self) -> int:
+        """The most replicas any minute of the schedule needs: the static pool's size."""
+        return max(self.schedule, default=1)
 
 
 def busy_per_bucket(trace: Trace, cfg: ClusterConfig, bucket_s: float = BUCKET_S) -> np.ndarray:
@@ -82,23 +99,39 @@ def clairvoyant(
     max_replicas: int,
     attainment_goal: float = 0.995,
     max_iterations: int = 12,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[RunResult, ClairvoyantSearch]:
     """Replay the clairvoyant reference, growing its schedule until it meets the goal (module docstring)."""
     cap = min(max_replicas, cfg.max_replicas_on_gpus)
     busy = busy_per_bucket(trace, cfg)
-    need = np.clip(np.ceil(busy - 1e-9), min_replicas, cap).astype(np.int64)
+    raw = np.clip(np.ceil(busy - 1e-9), 1, max(1, cap)).astype(np.int64)
+    need = np.clip(raw, min_replicas, cap).astype(np.int64)
     buckets = (trace.arrivals // BUCKET_S).astype(np.int64)
     best: tuple[RunResult, ClairvoyantSearch] | None = None
     for iteration in range(1, max_iterations + 1):
-        policy = ClairvoyantPolicy("clairvoyant", need.tolist(), BUCKET_S, cfg.cold_start_s, min_replicas)
+        demand = np.where(need > min_replicas, need, np.minimum(raw, need))
+        policy = ClairvoyantPolicy(
+            CLAIRVOYANT, need.tolist(), BUCKET_S, cfg.cold_start_s, min_replicas, demand.tolist()
+        )
         initial = policy.target(0.0)
-        result = run(trace, cfg, policy, start, initial, progress=progress)
+        stage = (
+            None
+            if progress is None
+            else progress.stage(f"the clairvoyant's schedule, pass {iteration}", replayed(trace))
+        )
+        result = run(trace, cfg, policy, start, initial, progress=stage)
+        result.extra.update(held_gpu_seconds(policy.held_log, result, cfg.gpus_per_replica))
         ok = within(result.ttft, objective_s)
         attainment = float(ok.mean()) if len(ok) else 1.0
         best = (
             result,
-            ClairvoyantSearch(tuple(need.tolist()), iteration, attainment, attainment >= attainment_goal),
+            ClairvoyantSearch(
+                tuple(need.tolist()),
+                iteration,
+                attainment,
+                attainment >= attainment_goal,
+                tuple(demand.tolist()),
+            ),
         )
         if attainment >= attainment_goal:
             break
@@ -127,18 +160,57 @@ def run_keda(
     start: datetime,
     initial: int,
     progress: Callable[[int], None] | None = None,
+    reference_floor: int | None = None,
 ) -> RunResult:
-    """Replay the trace under a ScaledObject as KEDA and the HPA run it."""
-    return run(trace, cfg, KedaPolicy(name, so), start, initial, progress=progress)
+    """Replay the trace under a ScaledObject as KEDA and the HPA run it; the GPU-seconds its floor
+    and pre-warm windows held in ``extra`` (``scaler.replay.held``: ``reference_floor`` is the
+    clairvoyant's minReplicas)."""
+    return run_policy(KedaPolicy(name, so), trace, cfg, start, initial, progress, reference_floor)
+
+
+def run_policy(
+    policy: KedaPolicy,
+    trace: Trace,
+    cfg: ClusterConfig,
+    start: datetime,
+    initial: int,
+    progress: Callable[[int], None] | None = None,
+    reference_floor: int | None = None,
+) -> RunResult:
+    """Replay the trace under ``policy``, with the GPU-seconds its floor and windows held in ``extra``
+    (``reference_floor``: the clairvoyant's minReplicas; None, the policy's own)."""
+    result = run(trace, cfg, policy, start, initial, progress=progress)
+    result.extra.update(held_gpu_seconds(policy.held_log, result, cfg.gpus_per_replica, reference_floor))
+    return result
+
+
+def static_at_peak(
+    trace: Trace,
+    cfg: ClusterConfig,
+    start: datetime,
+    search: ClairvoyantSearch,
+    progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Replay the static pool: ``search.peak`` replicas Ready for the whole span (module docstring)."""
+    peak = search.peak
+    policy = ClairvoyantPolicy(STATIC, [peak], BUCKET_S, cfg.cold_start_s, peak)
+    return run(trace, cfg, policy, start, peak, progress=progress)
 
 
 @dataclass
 class Comparison:
-    """One comparison: the runs (the reference last), the clairvoyant search and the objective."""
+    """One comparison: the runs (the clairvoyant last), the clairvoyant search, the objective, and
+    the static pool at the clairvoyant's peak (None when not run)."""
 
     results: list[RunResult]
     search: ClairvoyantSearch
     objective_s: float
+    static: RunResult | None = None
+
+    @property
+    def runs(self) -> list[RunResult]:
+        """Every run: the policies, the clairvoyant, then the static pool."""
+        return [*self.results, *([] if self.static is None else [self.static])]
 
 
 def workers_for(requests: int, policies: int) -> int:
@@ -149,6 +221,11 @@ def workers_for(requests: int, policies: int) -> int:
     return max(1, min(policies, len(os.sched_getaffinity(0))))
 
 
+def replayed(trace: Trace) -> int:
+    """Requests one replay of ``trace`` runs: the trace's and its warm-up copy's (``replay.run``)."""
+    return len(trace) + int(np.searchsorted(trace.arrivals, WARMUP_S))
+
+
 def compare(
     trace: Trace,
     cfg: ClusterConfig,
@@ -156,26 +233,48 @@ def compare(
     policies: Sequence[tuple[str, ScaledObjectModel]],
     objective_s: float,
     reference_bounds: tuple[int, int],
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
     workers: int = 1,
+    static: bool = True,
 ) -> Comparison:
-    """Replay each ScaledObject and the clairvoyant reference from the same Ready replicas; with
-    ``workers`` > 1, the ScaledObjects in that many processes (progress then moves per policy)."""
+    """Replay each ScaledObject, the clairvoyant reference and (``static``) the static pool at its
+    peak from the same Ready replicas; with ``workers`` > 1, the ScaledObjects in that many
+    processes while this one replays the static pool (progress then moves per policy). Each pass
+    is a stage of ``progress``."""
     reference, search = clairvoyant(
         trace, cfg, start, objective_s, reference_bounds[0], reference_bounds[1], progress=progress
     )
     initial = initial_ready(search, cfg.cold_start_s)
+    size = replayed(trace)
+    floor = reference_bounds[0]  # the clairvoyant's minReplicas: a floor above it is the policy's own
+
+    def stage(what: str, total: int = size) -> Callable[[int], None] | None:
+        return None if progress is None else progress.stage(what, total)
+
+    names = " and ".join(name for name, _ in policies)
     if workers <= 1 or len(policies) <= 1:
-        results = [run_keda(name, so, trace, cfg, start, initial, progress) for name, so in policies]
-        return Comparison([*results, reference], search, objective_s)
+        results = [
+            run_keda(name, so, trace, cfg, start, initial, stage(name), floor) for name, so in policies
+        ]
+        fixed = None
+        if static:
+            fixed = static_at_peak(trace, cfg, start, search, stage(f"{STATIC}, {search.peak} replicas"))
+        return Comparison([*results, reference], search, objective_s, fixed)
     # spawn, not fork: the caller may hold threads (a gRPC server, a Prometheus client) whose locks
     # a forked child would inherit held.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(workers, len(policies)), mp_context=context) as pool:
-        futures = [pool.submit(run_keda, name, so, trace, cfg, start, initial) for name, so in policies]
+        futures = [
+            pool.submit(run_keda, name, so, trace, cfg, start, initial, None, floor) for name, so in policies
+        ]
+        fixed = None
+        if static:  # meanwhile, in this process
+            what = f"{STATIC}, {search.peak} replicas, while {names} replay in {len(futures)} processes"
+            fixed = static_at_peak(trace, cfg, start, search, stage(what))
+        pooled = stage(f"{names}, in {len(futures)} processes", size * len(futures))
         results = []
         for future in futures:
             results.append(future.result())
-            if progress is not None:
-                progress(len(trace))
-    return Comparison([*results, reference], search, objective_s)
+            if pooled is not None:
+                pooled(size)
+    return Comparison([*results, reference], search, objective_s, fixed)

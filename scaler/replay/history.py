@@ -32,6 +32,9 @@ data and after the last are cut; the others get rates and sizes interpolated lin
 the windows either side, and so do the sizes of windows that served nothing. Each window's
 requests are drawn by ``trace.expand_rates``: Poisson arrivals at its rate, each with its
 mean sizes. What the history cannot say is listed in ``Measured.limits``.
+
+The same points measure the replica the replayed fleet is made of (``scaler.replay.replica``:
+the decider's capacity model warmed over them), in ``Measured.replica``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from scaler.config import TargetPolicy
 from scaler.inputs import Input
 from scaler.model import Observation
 from scaler.presets import NO_ROUTER, PRESETS, RouterQueue, holds_for
+from scaler.replay import replica as replica_module
+from scaler.replay.progress import Progress
 from scaler.replay.span import Span
 from scaler.replay.trace import RateTrace, Trace, TraceError, expand_rates
 
@@ -60,9 +65,10 @@ STANDING_LIMITS = (
     "every request of a window gets the window's mean prompt and output tokens (the counters hold"
     " sums, not sizes): a long prompt inside a window is spread over its neighbours, so the"
     " replay's TTFT tails are kinder than the servers' were",
-    "the fleet's physics (prefill rate, batch slots, GPUs) are --cluster's model, not measured"
-    " (the cold start has its own line): compare the keda baseline's row with the measured line to"
-    " see how well it fits",
+    "the replayed replica (prefill rate, batch slots, decode rate, physics, GPUs) is measured from"
+    " the history where it can be, as the decider measures it, else --cluster's or the default (the"
+    " replica: block says which, and how sure): compare the keda baseline's row with the measured"
+    " line to see how well the model fits your servers",
 )
 
 
@@ -95,6 +101,7 @@ class Measured:
     peak_pods: int | None
     gaps: tuple[tuple[float, float], ...]  # (start, length) in seconds of the trace, interpolated
     limits: tuple[str, ...]
+    replica: replica_module.MeasuredReplica | None = None  # what the points say of one replica
 
     def trace(self, seed: int, rate_scale: float = 1.0) -> Trace:
         """The requests the replay runs: Poisson arrivals at the (scaled) rates, measured sizes."""
@@ -134,6 +141,7 @@ class Measured:
             "peak_pods": self.peak_pods,
             "gaps": [{"start_s": s, "length_s": n} for s, n in self.gaps],
             "limits": list(self.limits),
+            "points": None if self.replica is None else self.replica.points,
         }
 
 
@@ -158,17 +166,25 @@ def from_prometheus(
     policy: TargetPolicy,
     span: Span,
     routers: RouterFinder | None = None,
+    progress: Progress | None = None,
 ) -> Measured:
-    """Read ``span`` of ``policy``'s series through ``reader`` and turn it into a rate trace; with
-    ``routers``, a router queue in front of the servers that ``policy`` reads none of is read too
-    (module docstring)."""
+    """Read ``span`` of ``policy``'s series through ``reader`` and turn it into a rate trace, and
+    measure the replica from it; with ``routers``, a router queue in front of the servers that
+    ``policy`` reads none of is read too (module docstring). Each step is a stage of ``progress``."""
+    if progress is not None:
+        progress.stage(
+            f"reading the history from Prometheus ({span.steps:,} windows of {span.step_s:g}s)", unit="step"
+        )
     policy, found = _with_router_found(address, policy, span, routers)
     try:
         points, problems = reader(address, policy, span.start, span.end, span.step_s)
     except RuntimeError as exc:  # the reader's failure to read anything (PrometheusQueryError)
         raise HistoryError(str(exc)) from None
     measured = measure(points, problems, span, policy)
-    return dataclasses.replace(measured, limits=(*found, *measured.limits))
+    if progress is not None:
+        progress.stage(f"measuring the replica from {len(points):,} points", unit="step")
+    replica = replica_module.measure(points, policy)
+    return dataclasses.replace(measured, limits=(*found, *measured.limits), replica=replica)
 
 
 def _with_router_found(

@@ -9,6 +9,9 @@
   cluster model's truth (``capacity_at``).
 * ``ClairvoyantPolicy``: knows the future demand as a per-minute schedule of replicas
   and orders each replica exactly one cold start before its minute, without an HPA.
+
+Each records, in ``held_log``, what its demand, its floor and its pre-warm windows asked
+(``scaler.replay.held``), so that the GPU-hours they held can be told apart.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from scaler.engine import Engine
-from scaler.hpa import Hpa, MetricType
+from scaler.hpa import Hpa, MetricType, metric_proposal
 from scaler.inputs import Input, Reading
-from scaler.model import Capacity, Decision, HpaStatus, Observation
+from scaler.model import Capacity, Decision, HpaStatus, Observation, Signal
 from scaler.readings import Readings
+from scaler.replay.held import HeldLog
 from scaler.replay.keda import (
     CronTrigger,
     ExternalTrigger,
@@ -37,6 +41,8 @@ from scaler.signals.prewarm import window_state
 ROUTER_READS = frozenset(
     {Input.ROUTER_QUEUE_WAITING, Input.ROUTER_SATURATION, Reading.ROUTER_STALE_ENDPOINTS}
 )
+# The signals of this scaler that read demand; the floor and the pre-warm windows are the user's.
+DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN)
 HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default
 
 
@@ -132,6 +138,10 @@ class KedaPolicy:
         self._next_poll = -math.inf
         self._next_sync = -math.inf
         self._cached: list[tuple[float, float, MetricType]] = []
+        self._cached_from: list[ExternalTrigger | PrometheusTrigger | CronTrigger] = []
+        self._polled: Decision | None = None  # the decision the cached external metric is
+        self.held_log = HeldLog()
+        self._asked: tuple[int, int, int] | None = None
         self.latest: Decision | None = None
         self.decisions = 0
         # Per decision, in time order: its tick (seconds of the trace) and the capacity it used.
@@ -184,16 +194,22 @@ class KedaPolicy:
 
     def _metrics(self, tick: TickInputs) -> list[tuple[float, float, MetricType]]:
         metrics: list[tuple[float, float, MetricType]] = []
+        self._cached_from = []
+        self._polled = self.latest
         for index, trigger in enumerate(self.so.triggers):
             if isinstance(trigger, ExternalTrigger):
-                if self.latest is not None:
-                    metrics.append((float(self.latest.replicas), 1.0, "AverageValue"))
+                if self.latest is None:
+                    continue
+                metrics.append((float(self.latest.replicas), 1.0, "AverageValue"))
             elif isinstance(trigger, PrometheusTrigger):
                 value = aggregate(tick.pods.values(trigger.series, trigger.per_pod), trigger.aggregation)
                 metrics.append((value, trigger.threshold, trigger.metric_type))
             elif isinstance(trigger, CronTrigger):
                 active = self._cron_active(index, trigger, tick.now)
                 metrics.append((float(trigger.window.replicas if active else 1), 1.0, "AverageValue"))
+            else:
+                continue
+            self._cached_from.append(trigger)
         return metrics
 
     def capacity_at(self, t: float) -> Capacity | None:
@@ -202,6 +218,28 @@ class KedaPolicy:
         decision had none."""
         index = bisect.bisect_right(self.decided_at, t)
         return self.capacities[index - 1] if index else None
+
+    def asks(self, status_replicas: int) -> tuple[int, int, int]:
+        """What the cached metrics' demand, floor and pre-warm windows ask (``scaler.replay.held``):
+        the demand is the HPA's proposal over the demand metrics alone, without tolerance (this
+        scaler's metric counted at what its demand signals asked); the floor ``minReplicaCount``
+        or the trigger's ``minReplicas``; the windows an open cron trigger's ``desiredReplicas``
+        or this scaler's pre-warm proposal. Each within ``maxReplicaCount``."""
+        demand, floor, prewarm = 1, self.min_replicas, 0
+        for (value, target, kind), trigger in zip(self._cached, self._cached_from, strict=True):
+            if isinstance(trigger, CronTrigger):
+                prewarm = max(prewarm, round(value))  # 1 outside the window: no more than the demand's
+            elif isinstance(trigger, ExternalTrigger) and self._polled is not None:
+                decided = self._polled
+                asked = decided.proposals
+                wanted = max((asked[s] for s in DEMAND_SIGNALS if s in asked), default=1)
+                demand = max(demand, min(decided.replicas, wanted))
+                floor = max(floor, asked.get(Signal.FLOOR, 1))
+                prewarm = max(prewarm, min(decided.replicas, asked.get(Signal.PREWARM, 0)))
+            else:
+                demand = max(demand, metric_proposal(value, target, status_replicas, 0.0, kind))
+        cap = self.max_replicas
+        return min(demand, cap), min(floor, cap), min(prewarm, cap)
 
     def tick(self, tick: TickInputs) -> int | None:
         """The new spec.replicas, or None to leave it."""
@@ -217,7 +255,12 @@ class KedaPolicy:
             self._next_poll = t + self.so.polling_interval_s
         if t >= self._next_sync:
             self._next_sync = t + self.hpa_sync_s
-            return self.hpa.step(t, tick.spec_replicas, tick.status_replicas, self._cached).replicas
+            step = self.hpa.step(t, tick.spec_replicas, tick.status_replicas, self._cached)
+            asked = self.asks(tick.status_replicas)
+            if asked != self._asked:
+                self._asked = asked
+                self.held_log.record(t, *asked)
+            return step.replicas
         return None
 
 
@@ -231,6 +274,7 @@ class ClairvoyantPolicy:
         bucket_s: float,
         lead_s: float,
         min_replicas: int,
+        demand: Sequence[int] | None = None,
     ) -> None:
         self.name = name
         self.schedule = list(schedule)
@@ -238,6 +282,11 @@ class ClairvoyantPolicy:
         self.lead_s = lead_s
         self.min_replicas = min_replicas
         self.max_replicas = max(self.schedule, default=min_replicas)
+        # Per bucket, what the demand alone needs (the schedule less its floor's lift): recorded in
+        # ``held_log`` against the floor at each tick; None records nothing.
+        self.demand = None if demand is None else list(demand)
+        self.held_log = HeldLog()
+        self._asked: int | None = None
 
     def need_at(self, t: float) -> int:
         """Replicas that must be Ready at ``t`` (the bucket's need; past the end, the last)."""
@@ -248,10 +297,19 @@ class ClairvoyantPolicy:
 
     def target(self, t: float) -> int:
         """Keep what is needed until a replica ordered now would be Ready, and order for then."""
-        first = int(t // self.bucket_s)
-        last = int((t + self.lead_s) // self.bucket_s)
-        return max(self.need_at(b * self.bucket_s) for b in range(first, last + 1))
+        return max(self.need_at(b * self.bucket_s) for b in self._window(t))
+
+    def _window(self, t: float) -> range:
+        """The buckets from ``t`` to one lead later."""
+        return range(int(t // self.bucket_s), int((t + self.lead_s) // self.bucket_s) + 1)
 
     def tick(self, tick: TickInputs) -> int | None:
         """The replicas the schedule needs from now until a replica ordered now would be Ready."""
-        return self.target(tick.now_s)
+        t = tick.now_s
+        if self.demand:
+            last = len(self.demand) - 1
+            asked = max(self.demand[min(max(0, b), last)] for b in self._window(t))
+            if asked != self._asked:
+                self._asked = asked
+                self.held_log.record(t, asked, self.min_replicas, 0)
+        return self.target(t)

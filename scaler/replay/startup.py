@@ -15,7 +15,10 @@ Which one runs, first that applies:
 1. ``cold_start_s`` written in ``--cluster``: configured, as a configured number always wins
    (the measurement, when there is one, is reported and not used);
 2. ``--kubeconfig`` and at least one Ready pod of the ScaledObject's Deployment: measured;
-3. otherwise ``ClusterConfig``'s default, 180 s.
+3. with ``--prometheus``, the Deployment's pods that kube-state-metrics recorded over the span
+   (``scaler.sources.kube_state``: gone ones too, each from scheduled to Ready): measured from
+   the history (``with_recorded``);
+4. otherwise ``ClusterConfig``'s default, 180 s.
 
 Each choice says which it is, and a ``limit`` line how it limits the replay: the cold start
 sets how early a replica must be ordered, so every policy's latency depends on it.
@@ -26,14 +29,15 @@ give a cold start of 240 s (the median of seven), p90 288 s, range 180-300 s.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scaler.coldstart import MIN_SAMPLES, quantile
+from scaler.coldstart import MIN_SAMPLES, WINDOW, quantile
 
 MIN_COLD_START_S = 1.0  # a pod Ready the second it was scheduled: the fleet's model needs a start > 0
-Source = Literal["configured", "measured", "default"]
+Source = Literal["configured", "measured", "history", "default"]
 WHY_IT_MATTERS = "it sets how early a replica must be ordered, so every policy's latency depends on it"
 
 
@@ -135,4 +139,60 @@ def choose(
     limit = f"the cold start is the default {default_s:g}s; {why}; {WHY_IT_MATTERS}"
     return ColdStartChoice(
         default_s, "default", f"cold start {default_s:g}s: the default", (limit,), deployment=deployment
+    )
+
+
+def with_recorded(
+    choice: ColdStartChoice,
+    deployment: str,
+    startups: Sequence[float] | None,
+    problem: str | None = None,
+) -> ColdStartChoice:
+    """``choice``, or where it is the default, the cold start of the pods kube-state-metrics
+    recorded in the history (the module's third rule). ``startups`` are theirs (None: not read),
+    ``problem`` why they could not be read. A choice already configured (their median then said,
+    not used) or measured is kept."""
+    measured = list(startups or ())
+    median = quantile(measured, 0.5)
+    if choice.source == "configured" and median is not None and choice.limits:
+        unused = f"; the pods kube-state-metrics recorded in the history measured {median:g}s, not used"
+        return dataclasses.replace(choice, limits=(choice.limits[0] + unused, *choice.limits[1:]))
+    if choice.source != "default":
+        return choice
+    if median is None:
+        if problem is not None:
+            why = f"kube-state-metrics' pods could not be read from the history ({problem})"
+        elif startups is not None:
+            why = f"kube-state-metrics recorded no Ready pod of Deployment {deployment} in the span"
+        else:
+            return choice
+        limit = f"{choice.limits[0]}; {why}" if choice.limits else why
+        return dataclasses.replace(choice, limits=(limit, *choice.limits[1:]))
+    seconds = max(MIN_COLD_START_S, median)
+    p90 = quantile(measured, 0.9)
+    few = (
+        f"; only {len(measured)} pod(s), fewer than {MIN_SAMPLES}: it may not be typical"
+        if len(measured) < MIN_SAMPLES
+        else ""
+    )
+    seen = (
+        f"the median of {len(measured)} pod(s) of Deployment {deployment} kube-state-metrics recorded,"
+        f" from scheduled to Ready (p90 {p90:g}s, {min(measured):g}-{max(measured):g}s)"
+    )
+    limit = (
+        f"every replayed pod starts in {seconds:g}s, the median of the newest pods (at most {WINDOW}) of"
+        f" Deployment {deployment} that kube-state-metrics recorded over the span{few}: a pod whose"
+        " readiness changed after it started counts from its last change"
+    )
+    return ColdStartChoice(
+        seconds,
+        "history",
+        f"cold start {seconds:g}s: measured from the history, {seen}",
+        (limit,),
+        deployment,
+        len(measured),
+        median,
+        p90,
+        min(measured),
+        max(measured),
     )
