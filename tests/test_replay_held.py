@@ -102,8 +102,14 @@ def test_this_scaler_s_asks_are_its_demand_signals_floor_and_prewarm() -> None:
     policy.tick(tick(MONDAY_10, waiting=40))
     assert policy.latest is not None
     asked = policy.latest.proposals
-    assert (policy.latest.replicas, asked[Signal.QUEUE], asked[Signal.LOAD]) == (7, 4, 5)
-    assert policy.asks(2) == (5, 3, 7)  # the larger of queue and load, minReplicas 3, the window's 7
+    # One refresh measures no capacity (the load abstains): the demand is the queue's 4.
+    assert (policy.latest.replicas, asked[Signal.QUEUE], asked.get(Signal.LOAD)) == (7, 4, None)
+    assert policy.asks(2) == (4, 3, 7)  # the demand signals' largest, minReplicas 3, the window's 7
+    policy.tick(tick(MONDAY_10, now_s=15.0, waiting=40, ttft_buckets={0.1: 0.0, 0.5: 1.0}))
+    demand = max(
+        v for k, v in policy.latest.proposals.items() if k in (Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN)
+    )
+    assert policy.asks(2)[0] == demand
 
 
 @pytest.fixture(scope="module")

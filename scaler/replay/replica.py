@@ -49,6 +49,7 @@ from scaler.coldstart import quantile
 from scaler.config import TargetPolicy
 from scaler.engine import Engine
 from scaler.model import Observation
+from scaler.presets import NO_ROUTER
 from scaler.replay.cluster import ClusterConfig
 
 MIN_SAMPLES = 5  # refreshes (points) a measurement needs before it replaces a default or the trigger's
@@ -109,11 +110,14 @@ def _spread(estimates: Sequence[float]) -> tuple[float, float] | None:
 
 
 def _unconfigured(policy: TargetPolicy) -> TargetPolicy:
-    """The trigger's policy without its capacity keys: the engine then measures from nothing."""
+    """The trigger's policy without its capacity keys, so the engine measures from nothing, and
+    without a router: the replayed pod is the server itself (a router in front is the cluster
+    model's own, ``router``), not the share of its cache llm-d's flow control gives it."""
     return policy.model_copy(
         update={
             "prompt_tokens_per_second_per_replica": None,
             "generation_tokens_per_second_per_replica": None,
+            "router": NO_ROUTER,
         }
     )
 
