@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
 )
 
+from scaler.errors import InputError
 from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
 from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices
@@ -61,7 +62,7 @@ class FieldProblem:
         return f"{self.key}{shown}: {self.rule}"
 
 
-class MetadataError(ValueError):
+class MetadataError(InputError):
     """Invalid ScaledObject metadata; ``problems`` names every bad key."""
 
     def __init__(self, problems: list[FieldProblem]) -> None:

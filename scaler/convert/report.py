@@ -12,8 +12,10 @@ from typing import IO, Any
 
 from ruamel.yaml.comments import CommentedMap
 
+from scaler.errors import InputError
 
-class ConvertError(ValueError):
+
+class ConvertError(InputError):
     """The input cannot be converted; the message says what to change."""
 
 

@@ -50,6 +50,7 @@ from typing import Any, Literal
 
 import yaml
 
+from scaler.errors import InputError
 from scaler.pods import Pod, PodLifecycle, PodState
 
 Physics = Literal["shared", "separate"]
@@ -58,7 +59,7 @@ Router = Literal["none", "llm-d"]
 ROUTERS: tuple[Router, ...] = ("none", "llm-d")
 
 
-class ClusterError(ValueError):
+class ClusterError(InputError):
     """A cluster model that cannot be read or is invalid; the message says why."""
 
     pass

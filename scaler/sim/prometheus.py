@@ -24,8 +24,10 @@ from typing import Any
 
 import yaml
 
+from scaler.errors import UnreachableError
 
-class PrometheusNotInstalledError(RuntimeError):
+
+class PrometheusNotInstalledError(UnreachableError):
     """The Prometheus or promtool binary is not installed; the message says where it looked."""
 
     pass

@@ -31,6 +31,7 @@ from kubernetes import config as _config
 
 from scaler.coldstart import WINDOW as COLD_START_WINDOW
 from scaler.coldstart import PodTimes
+from scaler.errors import UnreachableError
 from scaler.hpa import hpa_from_json
 from scaler.inventory import (
     DEFAULT_GPU_RESOURCE,
@@ -66,7 +67,7 @@ KEDA_GROUP, KEDA_VERSION, KEDA_PLURAL = "keda.sh", "v1alpha1", "scaledobjects"
 KEDA_MISSING = "is KEDA installed? the ScaledObject CRD keda.sh/v1alpha1 was not found"
 
 
-class KubernetesConfigError(RuntimeError):
+class KubernetesConfigError(UnreachableError):
     """No usable Kubernetes client configuration (in-cluster or kubeconfig)."""
 
 
