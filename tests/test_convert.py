@@ -344,7 +344,7 @@ def test_the_command_replays_old_and_new_side_by_side(
     """scaler convert --replay reports the old, new and clairvoyant scalers on the same trace."""
     old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
     old.write_text((ROOT / "scaler" / "examples" / "baseline.yaml").read_text())
-    assert main(["convert", str(old), "-o", str(new), "--replay", str(AZURE)]) == 0
+    assert main(["convert", str(old), "--out", str(new), "--replay", str(AZURE)]) == 0
     report = capsys.readouterr().out
     rows = {
         line.split("  ")[0]: line

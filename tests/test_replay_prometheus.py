@@ -303,7 +303,7 @@ def test_convert_replays_on_prometheus_history(
         [
             "convert",
             str(old),
-            "-o",
+            "--out",
             str(new),
             "--replay",
             "--prometheus",

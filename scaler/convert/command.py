@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from scaler import cliargs
 from scaler.convert.compare import replay
 from scaler.convert.report import ConvertError, RefusedKeysError, print_report
 from scaler.convert.rewrite import DEFAULT_SCALER_ADDRESS, convert_text
@@ -24,8 +25,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " ScaledObject field) is an error naming the key meant, exit status 2, unless --force (README:"
         " From a KEDA configuration).",
     )
-    p.add_argument("scaledobject", help="the existing ScaledObject (YAML; other documents are kept)")
-    p.add_argument("-o", "--output", default=None, help="write the new ScaledObject here (default: stdout)")
+    p.add_argument(
+        "scaledobject",
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="the existing ScaledObject (YAML; other documents are kept)",
+    )
+    p.add_argument(
+        "--out", default=None, metavar="FILE", help="write the new ScaledObject here (default: stdout)"
+    )
+    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", metavar="FILE")
     p.add_argument(
         "--scaler-address",
         default=DEFAULT_SCALER_ADDRESS,
@@ -37,13 +46,22 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         nargs="?",
         const="",
         default=None,
+        type=_trace_or_history,
         help="also replay the old and the new ScaledObject on this trace (or, with no file, on --prometheus'"
         " history): one table, a row each, with the clairvoyant reference",
     )
     add_history_options(p, "with --replay: replay")
-    p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
+    p.add_argument(
+        "--cluster",
+        default=None,
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="with --replay: the cluster model (docs/replay.md)",
+    )
     p.add_argument(
         "--start",
+        type=cliargs.instant,
+        metavar="ISO",
         help=f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})",
     )
     p.add_argument(
@@ -52,6 +70,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="convert even when a key is not one KEDA accepts (a misspelled trigger key or"
         " ScaledObject field): drop it and report it dropped; without it such a key is an error",
     )
+
+
+def _trace_or_history(text: str) -> str:
+    """``--replay``'s value: a trace file that is there, or nothing (the --prometheus history)."""
+    return text if text == "" else cliargs.existing_file(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,12 +92,12 @@ def run(args: argparse.Namespace) -> int:
     except ConvertError as exc:
         print(f"scaler convert: error: {exc}", file=sys.stderr)
         return 2
-    # The YAML goes to stdout unless -o names a file; the report goes wherever the YAML does not.
-    report = sys.stdout if args.output else sys.stderr
+    # The YAML goes to stdout unless --out names a file; the report goes wherever the YAML does not.
+    report = sys.stdout if args.out else sys.stderr
     print_report(conversions, report)
-    if args.output:
-        Path(args.output).write_text(converted)
-        print(f"wrote {args.output}", file=report)
+    if args.out:
+        Path(args.out).write_text(converted)
+        print(f"wrote {args.out}", file=report)
     else:
         sys.stdout.write(converted)
         sys.stdout.flush()

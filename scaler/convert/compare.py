@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from scaler.cliargs import UsageError, prometheus_over
 from scaler.config import parse_metadata
-from scaler.manifest import ManifestError, first_scaledobject
+from scaler.errors import InputError
+from scaler.manifest import first_scaledobject
 from scaler.presets import queue_read
 from scaler.replay.cli import DEFAULT_START, check_span_options, history_span
 
@@ -90,13 +92,13 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
     from scaler.sources.prometheus import router_queues
 
     if bool(args.replay) == bool(args.prometheus):
-        raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")
+        raise UsageError("give it a TRACE.csv or --prometheus URL (one of them)")
     check_span_options(args)
     if not args.prometheus:
         start = datetime.fromisoformat((args.start or DEFAULT_START).replace("Z", "+00:00"))
         return load_trace(args.replay, None, 0, 1.0), start, None
     if args.start:
-        raise ValueError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
+        raise UsageError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
     measured = from_prometheus(read_history, args.prometheus, policy, history_span(args), router_queues)
     for line in measured.limits:
         print(f"scaler convert: limit: {line}", file=sys.stderr)
@@ -105,12 +107,10 @@ def _replay_source(args: argparse.Namespace, policy: TargetPolicy) -> tuple[Trac
 
 def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) -> int:
     """Replay the old and the new object (and the old at equal attainment); print the table."""
-    from scaler.inventory import ScaledObjectError
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.compare import compare, initial_ready, run_keda
     from scaler.replay.keda import scaledobject_model
     from scaler.replay.report import all_figures, figures, table
-    from scaler.replay.trace import TraceError
 
     try:
         old_doc = first_scaledobject(old_text, args.scaledobject, check_fields=not args.force)
@@ -120,9 +120,10 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
         )
         assert new.external is not None
         policy = parse_metadata(new.external.metadata)
+        prometheus_over("scaler convert", args.prometheus, policy.prometheus_address, args.scaledobject)
         cluster = ClusterConfig.load(args.cluster) if args.cluster else ClusterConfig()
         trace, start, measured = _replay_source(args, policy)
-    except (OSError, ManifestError, ScaledObjectError, TraceError, ValueError) as exc:
+    except (OSError, InputError) as exc:  # ManifestError, ScaledObjectError, TraceError, SpanError...
         print(f"scaler convert: error: --replay: {exc}", file=sys.stderr)
         return 2
     objective = policy.ttft_objective_seconds
