@@ -217,7 +217,32 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
         ),
         ('sum(nv_trt_llm_request_metrics{request_type="active"})', None),  # running, not waiting
         ("sum(rate(vllm:num_requests_waiting[1m]))", None),
-        ('max(vllm:num_requests_waiting{model_name="llama"})', None),
+        (
+            'max(vllm:num_requests_waiting{model_name="llama"})',
+            {"engine": "vllm", "labelSelector": 'model_name="llama"'},
+        ),
+        (
+            'sum(vllm:num_requests_waiting{model_name="qwen"}) by (model_name)',
+            {"engine": "vllm", "labelSelector": 'model_name="qwen"'},
+        ),
+        (
+            'sum by (model_name) (vllm:num_requests_waiting{model_name="qwen"})',
+            {"engine": "vllm", "labelSelector": 'model_name="qwen"'},
+        ),
+        (
+            'vllm:num_requests_waiting{model_name="qwen"}',
+            {"engine": "vllm", "labelSelector": 'model_name="qwen"'},
+        ),
+        ("(sum((sglang:num_queue_reqs)))", {"engine": "sglang"}),
+        (
+            '{__name__="tgi_queue_size", namespace="llm"}',
+            {"engine": "tgi", "labelSelector": 'namespace="llm"'},
+        ),
+        ("sum(vllm:num_requests_waiting) by (pod)", None),  # one series per pod: not one model
+        ('sum by (model_name) (vllm:num_requests_waiting{model_name=~"q.*"})', None),  # several models
+        ('sum without (pod) (vllm:num_requests_waiting{model_name="qwen"})', None),
+        ("sum(vllm:num_requests_waiting offset 5m)", None),
+        ('topk(1, vllm:num_requests_waiting{model_name="qwen"})', None),
         ("sum(vllm:num_requests_waiting) / 2", None),
         ("sum(my_queue_depth)", None),
         ('sum(llm_d_epp_flow_control_queue_size{inference_pool=~"a|b"})', None),  # which pool is not said
@@ -231,7 +256,17 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
         "dynamo-frontend",
         "triton-active",
         "rate-of-queue",
-        "max-not-sum",
+        "max-kept-with-a-warning",
+        "sum-by-model-after",
+        "sum-by-model-before",
+        "bare-gauge",
+        "parenthesised",
+        "name-as-matcher",
+        "by-pod-many-series",
+        "by-model-several-models",
+        "without",
+        "offset",
+        "topk",
         "arithmetic",
         "unknown-metric",
         "epp-no-one-pool",
@@ -241,6 +276,39 @@ def test_which_queries_are_an_engine_s_queue(query: str, expected: dict[str, str
     """Only a plain sum of a preset's waiting-queue metric is recognised as its queue preset."""
     found = queue_conversion(query)
     assert (found and found.metadata) == expected
+
+
+def test_a_max_of_the_queue_is_the_preset_with_a_warning_that_it_sums() -> None:
+    """max(QUEUE) becomes the preset, which reads the sum: the report says so."""
+    triggers = QUEUE.replace("sum(vllm", "max(vllm")
+    doc, conversion = converted(scaledobject(triggers))
+    assert external(doc)["engine"] == "vllm"
+    assert conversion.warnings == [
+        "triggers[0] (prometheus): the query takes the max over the series; the vllm preset reads their"
+        " sum, the queue of every replica together: check targetQueuePerReplica"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "where"),
+    [
+        (
+            "sum(rate(my_queue[1m])",
+            "does not parse at character 4 ('(rate(my_queue[1m])'): unclosed left parenthesis",
+        ),
+        ("sum(my_queue))", "does not parse at character 14 (')'): unexpected right parenthesis ')'"),
+        ('sum(my_queue{a="b})', "does not parse at character 16 ('\"b})'): unterminated quoted string \""),
+        ("sum(my_queue) bye (a)", "does not parse at character 15 ('bye (a)'): invalid promql query"),
+    ],
+    ids=["unclosed", "unopened", "unterminated-string", "stray-word"],
+)
+def test_a_query_that_does_not_parse_is_refused_naming_where(query: str, where: str) -> None:
+    """A query Prometheus would refuse at every poll is refused by convert, with its position,
+    rather than carried as a custom queueQuery."""
+    triggers = f'- type: prometheus\n  metadata: {{query: {json.dumps(query)}, threshold: "5"}}\n'
+    with pytest.raises(ConvertError) as caught:
+        convert_text(scaledobject(triggers))
+    assert str(caught.value) == f"llm: triggers[0] (prometheus): query {query!r} {where}"
 
 
 def test_another_query_becomes_a_custom_queue_query() -> None:

@@ -2,7 +2,8 @@
 
 The rewrite, trigger by trigger (``convert``; every change is reported, one line each):
 
-* ``prometheus`` on an engine's queue gauge, as ``sum(METRIC{matchers})``: the matching
+* ``prometheus`` on an engine's queue gauge (``sum(METRIC{matchers})``, with ``by`` labels
+  the matchers pin, or a bare gauge, as ``scaler.presets.promql`` parses it): the matching
   ``engine`` preset, the matchers as ``labelSelector``, the threshold as
   ``targetQueuePerReplica``, ``serverAddress`` as ``prometheusAddress``. The queue gauges
   are each preset's queue family in the registry (``scaler.presets``, every name
@@ -14,7 +15,8 @@ The rewrite, trigger by trigger (``convert``; every change is reported, one line
   from the ``inference_pool="NAME"`` matcher (a pooled router's query without one stays
   custom, with a warning), the engine of the router's name or the default one, and the
   matchers on the model label as ``labelSelector`` (others dropped, and said).
-* any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
+* any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``; a
+  query that does not parse is refused, with where it stops.
   A query reading a name its upstream removed (``vllm:time_per_output_token_seconds``) is
   warned of, with the name to read instead.
 * ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.

@@ -28,6 +28,7 @@ from scaler.presets import (
     ROUTERS,
     Kind,
     Select,
+    promql_problem,
     queue_read,
     removed_in,
 )
@@ -40,10 +41,12 @@ class QueueConversion:
     metadata: dict[str, str]  # engine, labelSelector; router and inferencePool for a router's queue
     why: str  # the report's reason
     dropped: tuple[str, ...] = ()  # matchers on the router's own labels, which no server series has
+    aggregation: str | None = "sum"  # the query's over the series (None: a bare gauge)
 
 
 def queue_conversion(query: str) -> QueueConversion | None:
-    """What ``query`` becomes when it is ``sum(QUEUE{matchers})`` on a preset's queue, else None.
+    """What ``query`` becomes when it reads a preset's queue (``queue_read``: ``sum(QUEUE{matchers})``,
+    with ``by`` labels the matchers pin, or a bare gauge), else None.
 
     An engine's queue gives ``engine`` and the matchers as ``labelSelector``. A router's
     gives ``router`` (``inferencePool`` from its pool label, which a pooled router needs), the
@@ -61,7 +64,9 @@ def queue_conversion(query: str) -> QueueConversion | None:
         if read.matchers:
             metadata["labelSelector"] = ", ".join(str(m) for m in read.matchers)
         return QueueConversion(
-            metadata, f"the query is that engine's queue gauge, which the {preset.name} preset reads"
+            metadata,
+            f"the query is that engine's queue gauge, which the {preset.name} preset reads",
+            aggregation=read.aggregation,
         )
     family = preset.family(QUEUE_FIELD[Kind.ROUTER])
     model_label = (
@@ -88,7 +93,7 @@ def queue_conversion(query: str) -> QueueConversion | None:
         f"the query is the {preset.name} router's queue{older}, which router: {preset.name} reads beside"
         f" the servers' own queue; engine: {engine}{default}"
     )
-    return QueueConversion(metadata, why, dropped)
+    return QueueConversion(metadata, why, dropped, read.aggregation)
 
 
 def _reads_a_pooled_queue(query: str) -> bool:
@@ -213,6 +218,9 @@ class Triggers:
                     f" scaler requires {joined(required)}"
                 )
         query = str(meta["query"])
+        refused = promql_problem(query)
+        if refused is not None:  # KEDA would send it to Prometheus, which refuses it at every poll
+            raise ConvertError(f"{where}: query {query!r} {refused}")
         conversion = queue_conversion(query)
         origin = (f"{where}: query", query)
         if conversion is not None:
@@ -220,6 +228,12 @@ class Triggers:
             self.origin |= dict.fromkeys(conversion.metadata, origin)
             written = ", ".join(f"{k}: {v}" for k, v in conversion.metadata.items())
             self.out.changes.append(f"{where}: became {written}: {conversion.why}")
+            if conversion.aggregation not in (None, "sum"):
+                self.out.warnings.append(
+                    f"{where}: the query takes the {conversion.aggregation} over the series; the"
+                    f" {conversion.metadata['engine']} preset reads their sum, the queue of every replica"
+                    " together: check targetQueuePerReplica"
+                )
             if conversion.dropped:
                 self.out.changes.append(
                     f"{where}: matcher {', '.join(conversion.dropped)} dropped: a label of the router's"
