@@ -401,7 +401,7 @@ def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
     assert external(yaml.safe_load(captured.out))["scalerAddress"] == "scaler.example:9090"
     lines = captured.err.splitlines()
     assert lines[0].startswith("llama-70b-published: changed triggers[0] (prometheus): became engine: vllm")
-    assert len(lines) == 9  # one per change, as the README's "From a KEDA configuration" shows
+    assert len(lines) == 11  # one per change and per field kept, as the README's "From a KEDA configuration" shows
     assert main(["convert", str(tmp_path / "missing.yaml")]) == 2
     assert "scaler convert: error:" in capsys.readouterr().err
 
@@ -832,3 +832,50 @@ def test_a_removed_vllm_name_in_the_query_is_warned_of(
         " by vLLM PR #32661 (deprecated in 0.11 by PR #24110): on a current server it returns nothing; read"
         " vllm:inter_token_latency_seconds"
     ) in err
+
+
+def test_a_misspelled_trigger_type_is_named_with_its_path_and_the_type_meant() -> None:
+    """type: promethues is named as triggers[0].type with a did-you-mean, not as a missing queue."""
+    with pytest.raises(ConvertError) as caught:
+        convert_text(scaledobject(QUEUE.replace("type: prometheus", "type: promethues")))
+    assert str(caught.value) == (
+        "llm: triggers[0].type: 'promethues' is not a type of KEDA's scalers; did you mean prometheus?"
+    )
+
+
+def test_another_type_is_kept_not_guessed() -> None:
+    """A real KEDA type unlike any the conversion reads (kafka) is kept, with the usual warning."""
+    kafka = "- type: kafka\n  metadata: {topic: t, lagThreshold: '5'}\n"
+    _, conversion = converted(scaledobject(QUEUE + kafka))
+    assert any(w.startswith("triggers[1] (kafka): kept as it is") for w in conversion.warnings)
+
+
+def test_kept_fields_say_what_they_do_here() -> None:
+    """cooldownPeriod and pollingInterval are kept, each with what it does under this scaler."""
+    _, conversion = converted(
+        scaledobject(QUEUE, "cooldownPeriod: 300\npollingInterval: 30\nmaxReplicaCount: 8\n")
+    )
+    assert conversion.kept == [
+        "spec.pollingInterval: 30: KEDA asks this scaler for its target every 30 s; the scaler decides on"
+        " its own grid (scaler serve --refresh-interval) and answers with its latest decision",
+        "spec.cooldownPeriod: 300: KEDA uses it only to scale to zero, which this scaler never does (its"
+        " floor is minReplicas): it has no effect here",
+    ]
+
+
+def test_an_unquoted_number_is_quoted_and_said() -> None:
+    """threshold: 50 and desiredReplicas: 8 unquoted are written as strings, and the report says so."""
+    cron = (
+        "- type: cron\n  metadata: {timezone: UTC, start: 0 9 * * *, end: 0 10 * * *, desiredReplicas: 4}\n"
+    )
+    doc, conversion = converted(scaledobject(QUEUE.replace('threshold: "20"', "threshold: 20") + cron))
+    assert external(doc)["targetQueuePerReplica"] == "20"
+    assert (
+        "triggers[0] (prometheus): threshold 20 became targetQueuePerReplica '20' (quoted: trigger"
+        " metadata values are strings, and KEDA refuses a number): the same waiting requests per replica"
+        " the HPA divided the query by (AverageValue)"
+    ) in conversion.changes
+    assert (
+        "triggers[1] (cron): desiredReplicas 4 written as '4' (quoted: trigger metadata values are"
+        " strings, and KEDA refuses a number)"
+    ) in conversion.changes

@@ -18,6 +18,7 @@ from scaler.config import FieldProblem, PrewarmWindow
 from scaler.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
 from scaler.convert.report import Conversion, ConvertError, joined, where_of
 from scaler.hpa import SEVERAL_TRIGGERS
+from scaler.manifest import closest
 from scaler.matchers import MatchOp
 from scaler.presets import (
     CUSTOM_ENGINE,
@@ -32,6 +33,12 @@ from scaler.presets import (
     queue_read,
     removed_in,
 )
+
+# The trigger types a conversion reads or writes: a type that resembles one of them but is none
+# (promethues) is a slip, named with the type meant; any other (kafka) is kept as it is.
+TRIGGER_TYPES = ("prometheus", "cron", "external", "external-push")
+# Why an unquoted number is written quoted: KEDA refuses a metadata value that is not a string.
+UNQUOTED = "quoted: trigger metadata values are strings, and KEDA refuses a number"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +149,11 @@ class Triggers:
                 k in meta for k in ("engine", "labelSelector", "targetQueuePerReplica")
             ):
                 raise ConvertError(f"{where} is already this scaler's trigger: nothing to convert")
+            guess = None if kind in TRIGGER_TYPES else closest(str(kind), TRIGGER_TYPES)
+            if guess is not None:
+                raise ConvertError(
+                    f"triggers[{index}].type: {kind!r} is not a type of KEDA's scalers; did you mean {guess}?"
+                )
             if kind == "prometheus":
                 self.prometheus(where, trigger, meta)
             elif kind == "cron":
@@ -271,8 +283,9 @@ class Triggers:
             raise ConvertError(f"{where}: threshold={threshold!r} must be more than 0 waiting requests")
         self.metadata["targetQueuePerReplica"] = str(threshold)
         self.origin["targetQueuePerReplica"] = (f"{where}: threshold", threshold)
+        quoted = "" if isinstance(threshold, str) else f" {str(threshold)!r} ({UNQUOTED})"
         self.out.changes.append(
-            f"{where}: threshold {threshold} became targetQueuePerReplica: the same waiting"
+            f"{where}: threshold {threshold} became targetQueuePerReplica{quoted}: the same waiting"
             " requests per replica the HPA divided the query by (AverageValue)"
         )
 
@@ -340,6 +353,11 @@ class Triggers:
             self.origin["prewarmReplicas"] = (f"{where}: desiredReplicas", meta["desiredReplicas"])
         else:
             target = f"prewarmWindows[{len(self.windows) - 1}]"
+        if not isinstance(written["replicas"], str):
+            self.out.changes.append(
+                f"{where}: desiredReplicas {written['replicas']} written as {str(written['replicas'])!r}"
+                f" ({UNQUOTED})"
+            )
         self.out.changes.append(
             f"{where}: became a pre-warm window ({window['start']} -> {window['end']},"
             f" {window['timezone']}, {window['replicas']} replicas) as {target}: the scaler keeps it as"
