@@ -7,11 +7,14 @@ import sys
 from pathlib import Path
 
 from scaler import cliargs
-from scaler.convert.compare import replay
-from scaler.convert.report import ConvertError, RefusedKeysError, print_report
-from scaler.convert.rewrite import DEFAULT_SCALER_ADDRESS, convert_text
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.replay.cli import DEFAULT_START, add_history_options
+
+# The address KEDA reaches the scaler at, as manifests/ installs it (Service llm-gpu-scaler).
+DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
+# convert's YAML library is its own extra (the server image has none of it).
+CONVERT_EXTRA = "ruamel"
+CONVERT_HINT = "convert needs its extra: pip install 'llm-gpu-scaler[convert]' (ruamel.yaml)"
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -78,7 +81,22 @@ def _trace_or_history(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``scaler convert``: write the new ScaledObject, report each change, replay if asked."""
+    """Run ``scaler convert``: write the new ScaledObject, report each change, replay if asked;
+    without the convert extra, one line saying what to install (exit status 2)."""
+    try:
+        return _run(args)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != CONVERT_EXTRA:
+            raise
+        print(f"scaler convert: error: {CONVERT_HINT}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from scaler.convert.compare import replay
+    from scaler.convert.report import ConvertError, RefusedKeysError, print_report
+    from scaler.convert.rewrite import convert_text
+
     try:
         text = Path(args.scaledobject).read_text()
         converted, conversions = convert_text(text, args.scaler_address, args.force, args.scaledobject)

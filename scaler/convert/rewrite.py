@@ -17,13 +17,12 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from scaler.config import MetadataError, parse_metadata
+from scaler.convert.command import DEFAULT_SCALER_ADDRESS
 from scaler.convert.keys import unknown_keys
 from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
 from scaler.convert.triggers import Triggers
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.manifest import yaml_problem
-
-DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 
 
 def example_document() -> CommentedMap:
