@@ -116,3 +116,19 @@ def test_the_compact_line_says_again_only_what_changed() -> None:
     assert "lead" not in same
     assert "slots (measured)" in moved  # 60 running at a quarter of the cache: the slots move
     assert max(len(same), len(moved)) < 160  # the first line says everything once
+
+
+def test_the_wide_line_shows_the_replica_counts_seen() -> None:
+    """--output wide shows current and Ready replicas (and Pending, starting when there are any)."""
+    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    seen = Observation(
+        now=NOW,
+        queue_waiting=30,
+        current_replicas=5,
+        ready_replicas=3,
+        pending_replicas=2,
+        starting_replicas=0,
+    )
+    assert "| replicas: current 5, Ready 3, Pending 2 |" in format_line(engine.decide(seen))
+    unknown = Observation(now=NOW, queue_waiting=30)
+    assert "| replicas: current ?, Ready ? |" in format_line(engine.decide(unknown))

@@ -46,6 +46,7 @@ def format_line(decision: Decision, name: str | None = None, timezone: str = "UT
     clamps = "; ".join(f"{c.kind.value} {c.before}->{c.after}: {c.reason}" for c in changed) or "none"
     head = f"{when} " + (f"{name} " if name else "")
     line = f"{head}target={decision.replicas} binding={decision.binding.value} [{proposals}] clamps: {clamps}"
+    line += f" | replicas: {_replicas(decision)}"
     if decision.lead is not None:
         line += f" | lead {decision.lead.seconds:.0f}s ({decision.lead.source})"
     if decision.capacity is not None:
@@ -56,6 +57,21 @@ def format_line(decision: Decision, name: str | None = None, timezone: str = "UT
     if decision.notes:
         line += " | " + "; ".join(decision.notes)
     return line
+
+
+def _replicas(decision: Decision) -> str:
+    """The replica counts the decision saw: current and Ready, with Pending and starting when
+    known (``?`` for a count not read). *Example*: ``current 4, Ready 3, Pending 1``."""
+    seen = decision.observation
+
+    def count(value: int | None) -> str:
+        return "?" if value is None else str(value)
+
+    said = f"current {count(seen.current_replicas)}, Ready {count(seen.ready_replicas)}"
+    for label, value in (("Pending", seen.pending_replicas), ("starting", seen.starting_replicas)):
+        if value:
+            said += f", {label} {value}"
+    return said
 
 
 class CompactLines:
