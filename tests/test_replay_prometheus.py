@@ -388,9 +388,9 @@ def test_trace_options_are_refused_with_prometheus(
     so = tmp_path / "so.yaml"
     so.write_text(PLAIN)
     (tmp_path / "x.csv").write_text("timestamp_s,prompt_tokens,output_tokens\n0,10,20\n")
-    extra = tuple(str(tmp_path / a) if a == "x.csv" else a for a in extra)  # a file that is there
+    given = [str(tmp_path / a) if a == "x.csv" else a for a in extra]  # a file that is there
     source = () if "--trace" in extra else ("--prometheus", "http://127.0.0.1:9")
-    code = main(["replay", *source, "--scaledobject", str(so), *extra])
+    code = main(["replay", *source, "--scaledobject", str(so), *given])
     assert code == 2
     assert says in capsys.readouterr().err
 
