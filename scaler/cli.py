@@ -215,9 +215,11 @@ def _print_decisions(scaledobject: str, observations: str, output: str, trigger_
     compact = dryrun.CompactLines(policy.timezone)
     for decision in dry_run_offline(dict(spec.metadata), read_observations(observations)):
         if output == "json":
-            print(dryrun.format_json(decision, name), flush=True)
+            print(dryrun.format_json(decision, name, policy.ttft_objective_seconds), flush=True)
         elif output == "wide":
-            print(dryrun.format_line(decision, None, policy.timezone), flush=True)
+            print(
+                dryrun.format_line(decision, None, policy.timezone, policy.ttft_objective_seconds), flush=True
+            )
         else:
             print(compact(decision), flush=True)
         summary.add(decision)
