@@ -112,7 +112,7 @@ def cli_doc() -> str:
         lines += ["", f"## scaler {name}", "", (parser.description or "").strip(), ""]
         lines += ["| flag | value | default | meaning |", "|---|---|---|---|"]
         for action in flags(parser):
-            names = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{action.metavar or action.dest}`"
+            names = ", ".join(f"`{o}`" for o in action.option_strings) or "(the argument)"
             meaning = (action.help or "") % {"default": action.default}
             if action.required:
                 meaning += " (required)"
