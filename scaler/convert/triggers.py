@@ -7,7 +7,6 @@ is kept with a warning (module ``scaler.convert``'s docstring has the rules).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from scaler.presets import (
     ROUTERS,
     Kind,
     Select,
+    metric_names,
     promql_problem,
     queue_read,
     removed_in,
@@ -105,8 +105,9 @@ def queue_conversion(query: str) -> QueueConversion | None:
 
 def _reads_a_pooled_queue(query: str) -> bool:
     """Whether ``query`` names the queue of a router that is read per pool (llm-d's EPP)."""
+    names = metric_names(query)
     return any(
-        re.search(rf"(?<![\w:]){re.escape(selector.metric)}(?![\w:])", query)
+        selector.metric in names
         for router in ROUTERS.values()
         if router.pool_label is not None
         for family in [router.family(QUEUE_FIELD[Kind.ROUTER])]

@@ -18,7 +18,7 @@ query reads: a preset's queue, a removed name).
 from __future__ import annotations
 
 from scaler.presets import engines, routers
-from scaler.presets.promql import PromQLError, one_selector
+from scaler.presets.promql import PromQLError, metric_names, one_selector
 from scaler.presets.promql import problem as promql_problem
 from scaler.presets.queries import (
     GPU_UTILISATION,
@@ -79,6 +79,7 @@ __all__ = [
     "choices",
     "engines",
     "holds_for",
+    "metric_names",
     "one_selector",
     "preset_for",
     "promql_problem",

@@ -105,6 +105,25 @@ def one_selector(query: str) -> OneSelector | None:
     return OneSelector(aggregation, metric, matchers)
 
 
+def metric_names(query: str) -> frozenset[str]:
+    """Every metric name ``query`` selects, in range selectors too (empty when it does not parse).
+
+    *Example*: ``sum(rate(a[1m])) / sum(b{x="y"})`` names ``a`` and ``b``.
+    """
+    try:
+        expr = parse(query)
+    except PromQLError:
+        return frozenset()
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, promql_parser.VectorSelector) and node.name:
+            names.add(node.name)
+
+    promql_parser.walk(expr, visit)
+    return frozenset(names)
+
+
 def _op_name(op: Any) -> str:
     """``MatchOp.Equal`` -> ``Equal``."""
     return str(op).rsplit(".", 1)[-1]
