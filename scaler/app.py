@@ -203,10 +203,11 @@ def decision_printer(
     compact = CompactLines(timezone)
 
     def sink(target: Target, decision: Decision) -> None:
+        objective = target.policy.ttft_objective_seconds
         if output == "json":
-            write(format_json(decision, name))
+            write(format_json(decision, name, objective))
         elif output == "wide":
-            write(format_line(decision, None, timezone))
+            write(format_line(decision, None, timezone, objective))
         else:
             write(compact(decision))
         if summary is not None:

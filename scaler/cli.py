@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pydantic import ValidationError
 
-from scaler import __version__
+from scaler import __version__, cliargs
 from scaler import convert as convert_cli
 from scaler import doctor as doctor_cli
 from scaler import picture as trace_cli
 from scaler import settings as serve_settings
-from scaler.config import MetadataError, TargetPolicy, parse_metadata
+from scaler.config import TargetPolicy, parse_metadata
+from scaler.errors import is_users
 from scaler.inventory import ScaledObject
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
-from scaler.sources.files import InputFileError, load_scaledobject, read_observations
+from scaler.sources.files import load_scaledobject, read_observations
 
 if TYPE_CHECKING:
     from scaler.coldstart import PodTimes
@@ -47,35 +50,70 @@ def _add_dry_run(sub: Subparsers) -> None:
         help="print the decisions the scaler would make, without serving KEDA",
         description="Decide for one ScaledObject as `scaler serve` would and print each decision:"
         " offline, one per line of an observation file; live, from Prometheus (and Kubernetes),"
-        " every --interval seconds until Ctrl-C or once. Warns first of what KEDA would refuse"
+        " every --interval until Ctrl-C or once. Warns first of what KEDA would refuse"
         " or misread in the manifest; ends with a summary line.",
     )
     p.add_argument(
-        "--scaledobject", required=True, help="ScaledObject manifest (YAML) with an external trigger"
+        "--scaledobject",
+        required=True,
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="ScaledObject manifest (YAML) with an external trigger",
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--observations", help="offline: observations, one JSON object per line")
     source.add_argument(
-        "--prometheus", help="live: the Prometheus URL to read (a prometheusAddress key wins)"
+        "--observations",
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="offline: observations, one JSON object per line",
     )
-    p.add_argument("--rate-window", default="1m", help="live: PromQL rate() window for token rates")
-    p.add_argument("--kubeconfig", help="live: read replicas and GPUs through this kubeconfig file")
+    source.add_argument(
+        "--prometheus",
+        type=cliargs.url,
+        metavar="URL",
+        help="live: the Prometheus URL to read; it wins over the trigger's prometheusAddress"
+        " (said on stderr)",
+    )
+    p.add_argument(
+        "--rate-window",
+        default="1m",
+        type=cliargs.rate_window,
+        help="live: PromQL rate() window for token rates",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="live: read replicas and GPUs through this kubeconfig file",
+    )
     p.add_argument(
         "--kubernetes",
         action="store_true",
         help="live: read replicas and GPUs (in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
     )
     when = p.add_mutually_exclusive_group()
-    when.add_argument("--interval", type=float, default=15.0, help="live: seconds between decisions")
-    when.add_argument("--once", action="store_true", help="live: decide once (after warming from history)")
-    p.add_argument("--trigger-index", type=int, default=None, help="which trigger, when several are external")
-    p.add_argument(
-        "--output",
-        choices=["text", "wide", "json"],
-        default="text",
-        help="per decision: a short line with what changed since the last (text), every detail on"
-        " one line (wide), or one JSON object (json)",
+    when.add_argument(
+        "--interval",
+        type=cliargs.duration(bare_seconds=True),
+        default=15.0,
+        metavar="DURATION",
+        help="live: time between decisions (15s, 1m; bare seconds too)",
     )
+    when.add_argument("--once", action="store_true", help="live: decide once (after warming from history)")
+    p.add_argument(
+        "--trigger-index",
+        type=cliargs.whole(0),
+        default=None,
+        metavar="N",
+        help="which trigger, when several are external",
+    )
+    cliargs.add_output(p, cliargs.FORMATS, DECISION_FORMATS)
+
+
+DECISION_FORMATS = (
+    "per decision: a short line with what changed since the last (text), every detail on one line,"
+    " replica counts included (wide), or one JSON object (json)"
+)
 
 
 def _add_demo(sub: Subparsers) -> None:
@@ -87,20 +125,21 @@ def _add_demo(sub: Subparsers) -> None:
         " and a simulated pool of 8 GPUs, drive a scripted load through a pre-warm window and a"
         " burst, and print the decisions made on the live path.",
     )
-    p.add_argument(
-        "--output",
-        choices=["text", "wide", "json"],
-        default="text",
-        help="per decision: a short line with what changed since the last (text), every detail on"
-        " one line (wide), or one JSON object (json)",
-    )
+    cliargs.add_output(p, cliargs.FORMATS, DECISION_FORMATS)
     p.add_argument(
         "--duration",
-        type=float,
+        type=cliargs.duration(bare_seconds=True, above=False),
         default=None,
-        help="seconds to run (default: until the scripted load ends, 2-3 minutes; 0: until Ctrl-C)",
+        metavar="DURATION",
+        help="how long to run (default: until the scripted load ends, 2-3 minutes; 0: until Ctrl-C)",
     )
-    p.add_argument("--interval", type=float, default=2.0, help="seconds between decisions")
+    p.add_argument(
+        "--interval",
+        type=cliargs.duration(bare_seconds=True),
+        default=2.0,
+        metavar="DURATION",
+        help="time between decisions (2s; bare seconds too)",
+    )
     p.add_argument(
         "--offline", action="store_true", help="replay the embedded observation file instead (no Prometheus)"
     )
@@ -131,10 +170,12 @@ DESCRIPTION = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``scaler`` argument parser, with every subcommand."""
-    parser = argparse.ArgumentParser(prog="scaler", description=DESCRIPTION, formatter_class=HelpFormatter)
+    """The ``scaler`` argument parser, with every subcommand (each a ``cliargs.Parser``)."""
+    parser = cliargs.Parser(prog="scaler", description=DESCRIPTION, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    # Each subcommand's parser is a cliargs.Parser too (argparse makes them of the parent's class).
+    sub = cast("Subparsers", parser.add_subparsers(dest="command", required=True))
     _add_serve(sub)
     _add_dry_run(sub)
     _add_demo(sub)
@@ -144,14 +185,18 @@ def build_parser() -> argparse.ArgumentParser:
     trace_cli.add_parser(sub)
     for command in sub.choices.values():
         command.formatter_class = HelpFormatter
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
+
+
+DEBUG_HELP = "on an error that is a bug of ours, show its traceback (exit status 1 either way)"
 
 
 def _checked(spec: ScaledObject) -> TargetPolicy:
     """The trigger's policy (or MetadataError), after warning of what KEDA would refuse or misread."""
     policy = parse_metadata(spec.metadata)
     for warning in dryrun.manifest_warnings(spec, policy.min_replicas, policy.max_replicas):
-        print(f"scaler: warning: {warning}", file=sys.stderr)
+        print(f"scaler dry-run: warning: {warning}", file=sys.stderr)
     return policy
 
 
@@ -170,9 +215,11 @@ def _print_decisions(scaledobject: str, observations: str, output: str, trigger_
     compact = dryrun.CompactLines(policy.timezone)
     for decision in dry_run_offline(dict(spec.metadata), read_observations(observations)):
         if output == "json":
-            print(dryrun.format_json(decision, name), flush=True)
+            print(dryrun.format_json(decision, name, policy.ttft_objective_seconds), flush=True)
         elif output == "wide":
-            print(dryrun.format_line(decision, None, policy.timezone), flush=True)
+            print(
+                dryrun.format_line(decision, None, policy.timezone, policy.ttft_objective_seconds), flush=True
+            )
         else:
             print(compact(decision), flush=True)
         summary.add(decision)
@@ -184,30 +231,35 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     from scaler.app import decider_params, decision_printer, dry_run_live, live_source, start_inventory
 
     spec = load_scaledobject(args.scaledobject, args.trigger_index)
+    written = spec.metadata.get("prometheusAddress")
+    name = f"{spec.namespace}/{spec.name}"
+    if cliargs.prometheus_over("scaler dry-run", args.prometheus, written, name) != written:
+        spec = dataclasses.replace(
+            spec, metadata={k: v for k, v in spec.metadata.items() if k != "prometheusAddress"}
+        )
     policy = _checked(spec)
     summary = dryrun.Summary()
     printer = decision_printer(
-        args.output,
-        f"{spec.namespace}/{spec.name}",
-        lambda line: print(line, flush=True),
-        policy.timezone,
-        summary,
+        args.output, name, lambda line: print(line, flush=True), policy.timezone, summary
     )
     inventory = None
     if args.kubeconfig or args.kubernetes:
         inventory = start_inventory(args.kubeconfig)
         if not inventory.wait_synced(30):
-            print(f"scaler: warning: Kubernetes not synced: {inventory.problem()}", file=sys.stderr)
+            print(f"scaler dry-run: warning: Kubernetes not synced: {inventory.problem()}", file=sys.stderr)
     try:
         source = live_source(args.prometheus, inventory, rate_window=args.rate_window, step_s=args.interval)
         params = decider_params(args.rate_window)
         asyncio.run(
             dry_run_live(spec, source, [printer], interval_s=args.interval, once=args.once, params=params)
         )
+    except KeyboardInterrupt:
+        _end(summary, args.output)  # Ctrl-C ends a live run: its summary, then exit status 130
+        raise
     finally:
         if inventory is not None:
             inventory.stop()
-        _end(summary, args.output)  # after --once, or Ctrl-C
+    _end(summary, args.output)  # after --once; never before a fatal error's line
     return 0
 
 
@@ -250,7 +302,7 @@ def _replay(args: argparse.Namespace) -> int:
         try:
             return read_pod_times(kubeconfig, namespace, deployment)
         except KubernetesConfigError as exc:  # the user's input: one error line, exit 2
-            raise ValueError(f"--kubeconfig: {exc}") from None
+            raise cliargs.UsageError(f"--kubeconfig: {exc}") from None
 
     return replay_cli.run(
         args, replay_cli.Upstream(read_history, _converted, read_pods, router_queues, recorded_pods)
@@ -275,8 +327,17 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``scaler`` command line; returns the exit status (2 on an input error, 130 on Ctrl-C)."""
-    args = build_parser().parse_args(argv)
+    """Run the ``scaler`` command line; returns the exit status.
+
+    0 done; 2 the user's input or a source it names cannot be used (``scaler.errors``: one line,
+    ``scaler COMMAND: error: ...``); 1 a bug of ours (one line, the traceback with ``--debug``);
+    130 Ctrl-C.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad command line (cliargs.Parser.error: its line said), --help
+        return int(exc.code or 0)
+    prog = f"scaler {args.command}"
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
@@ -285,6 +346,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader left (``| head``): stop quietly, and let nothing flush into the closed pipe.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (MetadataError, InputFileError, ValidationError, ValueError, OSError, RuntimeError) as exc:
-        print(f"scaler: error: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - every error ends in one line; only a bug's says so
+        return _ended(exc, prog, args.debug)
+
+
+def _ended(exc: Exception, prog: str, debug: bool) -> int:
+    """The line an error ends the command with, and its exit status: 2 for the user's (the input,
+    or a source it names: ``scaler.errors``; pydantic's ValidationError of a model built from the
+    input), 1 for a bug of ours, its traceback first with ``--debug``."""
+    if is_users(exc) or isinstance(exc, ValidationError):
+        print(f"{prog}: error: {_said(exc)}", file=sys.stderr)
         return 2
+    if debug:
+        traceback.print_exc()
+    print(
+        f"{prog}: bug: {type(exc).__name__}: {exc}"
+        + ("" if debug else " (--debug shows the traceback; please report it)"),
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _said(exc: BaseException) -> str:
+    """The error's one line: a file that cannot be opened says which and why."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"cannot read {exc.filename}: {exc.strerror}"
+    return str(exc)

@@ -29,9 +29,10 @@ from pydantic import (
     field_validator,
 )
 
+from scaler.errors import InputError
 from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
-from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices
+from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices, promql_problem
 from scaler.roles import Role, parse_role_label, role_matcher, role_problems
 
 # Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
@@ -61,7 +62,7 @@ class FieldProblem:
         return f"{self.key}{shown}: {self.rule}"
 
 
-class MetadataError(ValueError):
+class MetadataError(InputError):
     """Invalid ScaledObject metadata; ``problems`` names every bad key."""
 
     def __init__(self, problems: list[FieldProblem]) -> None:
@@ -162,6 +163,9 @@ def _custom_query(value: str) -> str:
         raise ValueError("must not be empty")
     if any(ord(c) < 32 and c not in "\t\n" for c in value):
         raise ValueError("must not contain control characters")
+    refused = promql_problem(value)  # read with a real PromQL parser (scaler.presets.promql)
+    if refused is not None:
+        raise ValueError(str(refused))
     return value
 
 

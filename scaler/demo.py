@@ -43,7 +43,7 @@ from scaler.app import decider_params, decision_printer, dry_run_live, live_sour
 from scaler.hpa import Hpa, MetricType
 from scaler.inventory import ScaledObject
 from scaler.manifest import first_scaledobject
-from scaler.model import Decision, Signal
+from scaler.model import ClampKind, Decision, Signal
 from scaler.outputs.dryrun import Summary
 from scaler.registry import Target
 from scaler.sim.cluster import SimulatedCluster
@@ -64,6 +64,7 @@ REQUESTS_PER_REPLICA = min(PREFILL_PER_REPLICA / PROMPT_TOKENS, SLOTS / IN_SERVI
 
 
 LOW, PEAK, BURST = 2.0, 14.0, 40.0  # requests per second
+RAMP_S, BURST_S = 10.0, 15.0  # the ramp from W, then the burst (the module's table)
 END_S = 130.0  # after the window opens: the scale-down shows from W+85
 DEMO_RATE_WINDOW = "10s"  # PromQL rate window: short, so a three-minute script shows its ramps
 
@@ -73,11 +74,11 @@ def demand(t: float, window_opens_s: float) -> float:
     w = window_opens_s
     if t < w:
         return LOW
-    if t < w + 10:
-        return LOW + (t - w) * (PEAK - LOW) / 10
-    if t < w + 25:
+    if t < w + RAMP_S:
+        return LOW + (t - w) * (PEAK - LOW) / RAMP_S
+    if t < w + RAMP_S + BURST_S:
         return BURST
-    return max(LOW, PEAK * math.exp(-(t - w - 25) / 10))
+    return max(LOW, PEAK * math.exp(-(t - w - RAMP_S - BURST_S) / 10))
 
 
 def window_opening(now: datetime) -> datetime:
@@ -233,6 +234,13 @@ class Showed:
             else f"the target stayed at its peak of {self.peak}"
         )
         lines = [f"# {self.summary.line()}", f"# showed: {prewarm}; {down}"]
+        held = self.summary.clamps.get(ClampKind.GPU_INVENTORY.value, 0)
+        if held:
+            lines.append(
+                f"# the GPU clamp held {held} of {self.summary.decisions} decisions: how many depends on"
+                f" where the {BURST_S:g} s burst falls against the decision grid and Prometheus' scrapes,"
+                " so two runs can differ severalfold"
+            )
         if self.last is not None:
             lines.append(f"# ends at {self.last.replicas}: {ending(self.last)}")
         return lines

@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scaler.errors import InputError
 from scaler.model import HpaStatus
 
 METRIC_NAME = "llm-inference-replicas"  # the external metric this scaler serves (KEDA prefixes s<i>-)
@@ -184,7 +185,7 @@ SelectPolicy = Literal["Max", "Min", "Disabled"]
 MetricType = Literal["AverageValue", "Value"]
 
 
-class BehaviorError(ValueError):
+class BehaviorError(InputError):
     """An HPA ``behavior`` that cannot be read; the message names the field."""
 
     pass

@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from scaler.errors import InputError
+
 # The fields of KEDA's ScaledObject (keda.sh/v1alpha1) at every level its CRD lists them:
 # kedacore/keda config/crd/bases/keda.sh_scaledobjects.yaml, as of KEDA v2.20.2 (a copy is
 # tests/data/keda.sh_scaledobjects.yaml; tests/test_manifest_loader.py checks this against it).
@@ -62,7 +64,7 @@ SCALEDOBJECT_FIELDS: Mapping[str, Any] = {
 }
 
 
-class ManifestError(ValueError):
+class ManifestError(InputError):
     """The text is not YAML, holds no ScaledObject, or a field its CRD does not have."""
 
 

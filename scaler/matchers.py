@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from scaler.errors import InputError
+
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 MAX_SELECTOR_LENGTH = 1024
 MAX_MATCHERS = 16
@@ -52,7 +54,7 @@ class LabelMatcher:
         return f'{self.name}{self.op.value}"{escaped}"'
 
 
-class SelectorError(ValueError):
+class SelectorError(InputError):
     """A ``labelSelector`` that cannot be parsed; the message says what and where."""
 
     pass

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from scaler import cliargs
+from scaler.errors import InputError
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.replay.span import duration_s
 
@@ -59,7 +61,7 @@ SIGNAL_COLOURS = {
 }
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """Nothing to draw, or an argument that cannot be used; the message says which."""
 
 
@@ -285,17 +287,55 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " target vs landed vs demand, the binding signal, clamps, TTFT against the objective.",
     )
     p.add_argument(
-        "--scaledobject", required=True, metavar="NS/NAME", help="the ScaledObject, namespace/name"
+        "--name",
+        type=cliargs.namespaced,
+        metavar="NS/NAME",
+        help="the live ScaledObject, namespace/name (required)",
     )
-    p.add_argument("--prometheus", required=True, help="the Prometheus that scrapes the scaler")
-    p.add_argument("--since", default="6h", help="how far back from --until (90s, 30m, 6h, 2d; default 6h)")
-    p.add_argument("--until", default=None, help="end of the span, ISO 8601 with a zone (default: now)")
+    cliargs.deprecated(p, ["--scaledobject"], "--name", dest="name", type=cliargs.namespaced)
     p.add_argument(
-        "--step", default=None, help="resolution (default: the span over 600 points, at least 15s)"
+        "--prometheus",
+        required=True,
+        type=cliargs.url,
+        metavar="URL",
+        help="the Prometheus that scrapes the scaler",
+    )
+    p.add_argument(
+        "--since",
+        default="6h",
+        type=cliargs.duration(as_text=True),
+        metavar="DURATION",
+        help="how far back from --until (90s, 30m, 6h, 2d; default 6h)",
+    )
+    p.add_argument(
+        "--until",
+        default=None,
+        type=cliargs.instant,
+        metavar="ISO",
+        help="end of the span, ISO 8601 with a zone (default: now)",
+    )
+    p.add_argument(
+        "--step",
+        default=None,
+        type=cliargs.duration(as_text=True),
+        metavar="DURATION",
+        help="resolution (default: the span over 600 points, at least 15s)",
     )
     p.add_argument("--deployment", default=None, help="for kube-state-metrics: the Deployment's name")
-    p.add_argument("--timezone", default="UTC", help="time axis zone (default UTC)")
-    p.add_argument("-o", "--output", default="trace.png", help="the PNG to write (default trace.png)")
+    p.add_argument("--timezone", default="UTC", type=_zone, help="time axis zone (default UTC)")
+    p.add_argument("--out", default="trace.png", metavar="FILE", help="the PNG to write (default trace.png)")
+    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", metavar="FILE")
+
+
+def _zone(text: str) -> str:
+    """An argparse ``type``: an IANA zone such as UTC or Asia/Shanghai."""
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an IANA zone such as UTC or Asia/Shanghai"
+        ) from None
+    return text
 
 
 def _span(args: argparse.Namespace) -> tuple[datetime, datetime, float]:
@@ -312,18 +352,12 @@ def _span(args: argparse.Namespace) -> tuple[datetime, datetime, float]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``scaler trace``: fetch the history from Prometheus, draw the PNG, print the summary."""
-    from scaler.sources.prometheus import PrometheusClient, PrometheusQueryError
+    from scaler.sources.prometheus import PrometheusClient
 
+    if args.name is None:
+        raise cliargs.UsageError("--name NS/NAME is required: the ScaledObject whose decisions to draw")
+    namespace, _, name = args.name.partition("/")
     try:
-        namespace, _, name = args.scaledobject.partition("/")
-        if not namespace or not name:
-            raise TraceError(f"--scaledobject {args.scaledobject!r}: write it as namespace/name")
-        try:
-            ZoneInfo(args.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise TraceError(
-                f"--timezone {args.timezone!r} is not an IANA zone such as UTC or Asia/Shanghai"
-            ) from None
         start, end, step = _span(args)
         history = fetch(
             PrometheusClient(args.prometheus, timeout_s=30),
@@ -334,16 +368,13 @@ def run(args: argparse.Namespace) -> int:
             step,
             args.deployment,
         )
-        draw(history, Path(args.output), args.timezone)
+        draw(history, Path(args.out), args.timezone)
     except ModuleNotFoundError as exc:
         if not missing_extra(exc):
             raise
         print(f"scaler trace: error: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    except (TraceError, PrometheusQueryError, ValueError, OSError) as exc:
-        print(f"scaler trace: error: {exc}", file=sys.stderr)
-        return 2
     for line in history.summary():
         print(line)
-    print(f"wrote {args.output}")
+    print(f"wrote {args.out}")
     return 0

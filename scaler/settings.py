@@ -12,10 +12,14 @@ from __future__ import annotations
 import argparse
 import types
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from scaler import cliargs
+from scaler.cliargs import seconds, url_problem
+from scaler.errors import InputError
 
 ENV_PREFIX = "SCALER_"
 # Variables whose name is not SCALER_ + the field's name (kept from earlier releases).
@@ -25,12 +29,51 @@ ENV = {
     "refresh_interval_seconds": "SCALER_REFRESH_INTERVAL",
     "grace_seconds": "SCALER_GRACE",
 }
-# Flags whose name is not -- + the field's name with dashes.
+# Flags whose name is not -- + the field's name with dashes: a duration's flag has no unit in
+# its name, since its value carries one (--history 1h; bare seconds too: scaler.cliargs).
 FLAGS = {
     "prometheus_address": "--prometheus",
     "refresh_interval_seconds": "--refresh-interval",
     "grace_seconds": "--grace",
+    "prometheus_timeout_seconds": "--prometheus-timeout",
+    "history_seconds": "--history",
+    "target_idle_seconds": "--target-idle",
+    "first_decision_timeout_seconds": "--first-decision-timeout",
 }
+# The old spellings, accepted for one release with a deprecation line.
+OLD_FLAGS = {
+    "prometheus_timeout_seconds": "--prometheus-timeout-seconds",
+    "history_seconds": "--history-seconds",
+    "target_idle_seconds": "--target-idle-seconds",
+    "first_decision_timeout_seconds": "--first-decision-timeout-seconds",
+}
+
+
+# Flags checked as every command checks the same kind of value (scaler.cliargs), with its metavar.
+FLAG_TYPES: dict[str, tuple[Any, str]] = {
+    "prometheus_address": (cliargs.url, "URL"),
+    "rate_window": (cliargs.rate_window, "RATE_WINDOW"),
+    "kubeconfig": (cliargs.existing_file, "FILE"),
+    "tls_cert_file": (cliargs.existing_file, "FILE"),
+    "tls_key_file": (cliargs.existing_file, "FILE"),
+    "tls_client_ca_file": (cliargs.existing_file, "FILE"),
+}
+
+
+def _seconds(value: Any) -> Any:
+    """A duration written as text (``90s``, ``5m``; bare seconds too) in seconds, for the variables."""
+    return seconds(value, bare_seconds=True) if isinstance(value, str) else value
+
+
+def _url(value: str | None) -> str | None:
+    problem = None if value is None else url_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return None if value is None else value.rstrip("/")
+
+
+# Seconds, written as a duration (scaler.cliargs) in a flag or a variable.
+Seconds = Annotated[float, BeforeValidator(_seconds)]
 
 
 def _env(field: str) -> Any:
@@ -49,23 +92,25 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(
         8080, ge=0, le=65535, description="Prometheus /metrics port; 0 turns it off"
     )
-    refresh_interval_seconds: float = Field(
+    refresh_interval_seconds: Seconds = Field(
         15.0,
         gt=0,
         le=3600,
         validation_alias=_env("refresh_interval_seconds"),
-        description="seconds between refreshes of every target's decision",
+        description="time between refreshes of every target's decision",
     )
-    prometheus_address: str | None = Field(
+    prometheus_address: Annotated[str | None, AfterValidator(_url)] = Field(
         None,
         validation_alias=_env("prometheus_address"),
         description="default Prometheus URL for targets without prometheusAddress",
     )
-    prometheus_timeout_seconds: float = Field(5.0, gt=0, le=60, description="timeout of one Prometheus query")
+    prometheus_timeout_seconds: Seconds = Field(
+        5.0, gt=0, le=60, description="timeout of one Prometheus query"
+    )
     rate_window: str = Field(
         "1m", pattern=r"^[0-9]+(ms|s|m|h)$", description="PromQL rate() window for token rates"
     )
-    history_seconds: float = Field(
+    history_seconds: Seconds = Field(
         3600.0, ge=0, le=7 * 86400, description="history a new target warms its forecaster from"
     )
     kubernetes: bool = Field(
@@ -79,17 +124,17 @@ class Settings(BaseSettings):
     log_decisions: Literal["all", "changes"] = Field(
         "all", description="log every decision, or only those whose target changed"
     )
-    grace_seconds: float = Field(
+    grace_seconds: Seconds = Field(
         20.0,
         ge=0,
         le=600,
         validation_alias=_env("grace_seconds"),
-        description="seconds in-flight RPCs get on SIGTERM",
+        description="time in-flight RPCs get on SIGTERM",
     )
-    target_idle_seconds: float = Field(
+    target_idle_seconds: Seconds = Field(
         3600.0, gt=0, description="forget a ScaledObject KEDA has not asked about for this long"
     )
-    first_decision_timeout_seconds: float = Field(
+    first_decision_timeout_seconds: Seconds = Field(
         1.0, ge=0, le=10, description="how long a first GetMetrics waits for the target's first decision"
     )
     tls_cert_file: str | None = Field(None, description="server certificate (PEM) for TLS")
@@ -123,9 +168,16 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per field; a flag not given leaves the field to its variable or default."""
     for name, info in Settings.model_fields.items():
         default = "unset" if info.default is None else info.default
-        help_text = f"{info.description} ({env_name(name)}; default {default})"
         metavar = flag_name(name).removeprefix("--").upper().replace("-", "_")
         kind, choices = _parse(info.annotation)
+        if name.endswith("_seconds"):
+            kind = cliargs.duration(bare_seconds=True, above=False)  # Settings holds the bounds
+            metavar = "DURATION"
+            default = f"{default:g}s"
+        kind, metavar = FLAG_TYPES.get(name, (kind, metavar))
+        help_text = f"{info.description} ({env_name(name)}; default {default})"
+        if name in OLD_FLAGS:
+            cliargs.deprecated(parser, [OLD_FLAGS[name]], flag_name(name), dest=name, type=kind)
         if kind is bool:
             parser.add_argument(
                 flag_name(name), dest=name, action="store_true", default=argparse.SUPPRESS, help=help_text
@@ -152,9 +204,10 @@ def from_args(args: argparse.Namespace) -> Settings:
         for error in exc.errors():
             loc = str(error["loc"][0]) if error["loc"] else ""
             field = next((n for n in Settings.model_fields if loc in (n, ENV.get(n))), loc)
-            problems.append(f"{flag_name(field)} / {env_name(field)}: {error['msg']}")
+            rule = str(error["msg"]).removeprefix("Value error, ")
+            problems.append(f"{flag_name(field)} / {env_name(field)}: {rule}")
         raise SettingsError("invalid settings: " + "; ".join(problems)) from None
 
 
-class SettingsError(ValueError):
+class SettingsError(InputError):
     """A flag or variable of scaler serve is invalid; the message names both for each."""

@@ -295,6 +295,10 @@ def test_custom_engine_takes_its_queries_from_metadata() -> None:
         ({"engine": "custom", "queueQuery": "   "}, ["queueQuery"]),
         ({"engine": "custom", "queueQuery": "sum(x)\x00"}, ["queueQuery"]),
         ({"engine": "custom", "queueQuery": "x" * 3000}, ["queueQuery"]),
+        (
+            {"engine": "custom", "queueQuery": "sum(rate(q[1m])", "runningQuery": "sum(r))"},
+            ["queueQuery", "runningQuery"],
+        ),
     ],
     ids=[
         "custom-without-queue",
@@ -303,10 +307,26 @@ def test_custom_engine_takes_its_queries_from_metadata() -> None:
         "blank-query",
         "nul-in-query",
         "query-too-long",
+        "queries-that-do-not-parse",
     ],
 )
 def test_custom_query_rules(metadata: dict[str, str], bad_keys: list[str]) -> None:
-    """Custom queries need engine custom and a queueQuery, each non-blank, NUL-free and not too long."""
+    """Custom queries need engine custom and a queueQuery, each non-blank, NUL-free, not too long
+    and parsing as PromQL."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata(metadata)
     assert caught.value.keys == bad_keys
+
+
+def test_a_query_that_does_not_parse_names_where_it_stops() -> None:
+    """An unbalanced queueQuery is refused naming the character where the parser stops and why."""
+    with pytest.raises(MetadataError) as caught:
+        parse_metadata({"engine": "custom", "queueQuery": "sum(rate(my_queue[1m])"})
+    (problem,) = caught.value.problems
+    assert problem.rule == "does not parse at character 4 ('(rate(my_queue[1m])'): unclosed left parenthesis"
+
+
+def test_a_function_the_parser_does_not_know_is_left_to_prometheus() -> None:
+    """A function newer than the parser's Prometheus (2.45) is not refused here: Prometheus decides."""
+    policy = parse_metadata({"engine": "custom", "queueQuery": "sum(some_newer_function(my_queue))"})
+    assert policy.queue_query == "sum(some_newer_function(my_queue))"

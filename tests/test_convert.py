@@ -217,7 +217,32 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
         ),
         ('sum(nv_trt_llm_request_metrics{request_type="active"})', None),  # running, not waiting
         ("sum(rate(vllm:num_requests_waiting[1m]))", None),
-        ('max(vllm:num_requests_waiting{model_name="llama"})', None),
+        (
+            'max(vllm:num_requests_waiting{model_name="llama"})',
+            {"engine": "vllm", "labelSelector": 'model_name="llama"'},
+        ),
+        (
+            'sum(vllm:num_requests_waiting{model_name="qwen"}) by (model_name)',
+            {"engine": "vllm", "labelSelector": 'model_name="qwen"'},
+        ),
+        (
+            'sum by (model_name) (vllm:num_requests_waiting{model_name="qwen"})',
+            {"engine": "vllm", "labelSelector": 'model_name="qwen"'},
+        ),
+        (
+            'vllm:num_requests_waiting{model_name="qwen"}',
+            {"engine": "vllm", "labelSelector": 'model_name="qwen"'},
+        ),
+        ("(sum((sglang:num_queue_reqs)))", {"engine": "sglang"}),
+        (
+            '{__name__="tgi_queue_size", namespace="llm"}',
+            {"engine": "tgi", "labelSelector": 'namespace="llm"'},
+        ),
+        ("sum(vllm:num_requests_waiting) by (pod)", None),  # one series per pod: not one model
+        ('sum by (model_name) (vllm:num_requests_waiting{model_name=~"q.*"})', None),  # several models
+        ('sum without (pod) (vllm:num_requests_waiting{model_name="qwen"})', None),
+        ("sum(vllm:num_requests_waiting offset 5m)", None),
+        ('topk(1, vllm:num_requests_waiting{model_name="qwen"})', None),
         ("sum(vllm:num_requests_waiting) / 2", None),
         ("sum(my_queue_depth)", None),
         ('sum(llm_d_epp_flow_control_queue_size{inference_pool=~"a|b"})', None),  # which pool is not said
@@ -231,7 +256,17 @@ def test_scale_to_zero_becomes_a_floor_of_one_and_the_bounds_agree(
         "dynamo-frontend",
         "triton-active",
         "rate-of-queue",
-        "max-not-sum",
+        "max-kept-with-a-warning",
+        "sum-by-model-after",
+        "sum-by-model-before",
+        "bare-gauge",
+        "parenthesised",
+        "name-as-matcher",
+        "by-pod-many-series",
+        "by-model-several-models",
+        "without",
+        "offset",
+        "topk",
         "arithmetic",
         "unknown-metric",
         "epp-no-one-pool",
@@ -241,6 +276,39 @@ def test_which_queries_are_an_engine_s_queue(query: str, expected: dict[str, str
     """Only a plain sum of a preset's waiting-queue metric is recognised as its queue preset."""
     found = queue_conversion(query)
     assert (found and found.metadata) == expected
+
+
+def test_a_max_of_the_queue_is_the_preset_with_a_warning_that_it_sums() -> None:
+    """max(QUEUE) becomes the preset, which reads the sum: the report says so."""
+    triggers = QUEUE.replace("sum(vllm", "max(vllm")
+    doc, conversion = converted(scaledobject(triggers))
+    assert external(doc)["engine"] == "vllm"
+    assert conversion.warnings == [
+        "triggers[0] (prometheus): the query takes the max over the series; the vllm preset reads their"
+        " sum, the queue of every replica together: check targetQueuePerReplica"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "where"),
+    [
+        (
+            "sum(rate(my_queue[1m])",
+            "does not parse at character 4 ('(rate(my_queue[1m])'): unclosed left parenthesis",
+        ),
+        ("sum(my_queue))", "does not parse at character 14 (')'): unexpected right parenthesis ')'"),
+        ('sum(my_queue{a="b})', "does not parse at character 16 ('\"b})'): unterminated quoted string \""),
+        ("sum(my_queue) bye (a)", "does not parse at character 15 ('bye (a)'): invalid promql query"),
+    ],
+    ids=["unclosed", "unopened", "unterminated-string", "stray-word"],
+)
+def test_a_query_that_does_not_parse_is_refused_naming_where(query: str, where: str) -> None:
+    """A query Prometheus would refuse at every poll is refused by convert, with its position,
+    rather than carried as a custom queueQuery."""
+    triggers = f'- type: prometheus\n  metadata: {{query: {json.dumps(query)}, threshold: "5"}}\n'
+    with pytest.raises(ConvertError) as caught:
+        convert_text(scaledobject(triggers))
+    assert str(caught.value) == f"llm: triggers[0] (prometheus): query {query!r} {where}"
 
 
 def test_another_query_becomes_a_custom_queue_query() -> None:
@@ -333,7 +401,9 @@ def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
     assert external(yaml.safe_load(captured.out))["scalerAddress"] == "scaler.example:9090"
     lines = captured.err.splitlines()
     assert lines[0].startswith("llama-70b-published: changed triggers[0] (prometheus): became engine: vllm")
-    assert len(lines) == 9  # one per change, as the README's "From a KEDA configuration" shows
+    assert (
+        len(lines) == 11
+    )  # one per change and per field kept, as the README's "From a KEDA configuration" shows
     assert main(["convert", str(tmp_path / "missing.yaml")]) == 2
     assert "scaler convert: error:" in capsys.readouterr().err
 
@@ -344,7 +414,7 @@ def test_the_command_replays_old_and_new_side_by_side(
     """scaler convert --replay reports the old, new and clairvoyant scalers on the same trace."""
     old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
     old.write_text((ROOT / "scaler" / "examples" / "baseline.yaml").read_text())
-    assert main(["convert", str(old), "-o", str(new), "--replay", str(AZURE)]) == 0
+    assert main(["convert", str(old), "--out", str(new), "--replay", str(AZURE)]) == 0
     report = capsys.readouterr().out
     rows = {
         line.split("  ")[0]: line
@@ -764,3 +834,50 @@ def test_a_removed_vllm_name_in_the_query_is_warned_of(
         " by vLLM PR #32661 (deprecated in 0.11 by PR #24110): on a current server it returns nothing; read"
         " vllm:inter_token_latency_seconds"
     ) in err
+
+
+def test_a_misspelled_trigger_type_is_named_with_its_path_and_the_type_meant() -> None:
+    """type: promethues is named as triggers[0].type with a did-you-mean, not as a missing queue."""
+    with pytest.raises(ConvertError) as caught:
+        convert_text(scaledobject(QUEUE.replace("type: prometheus", "type: promethues")))
+    assert str(caught.value) == (
+        "llm: triggers[0].type: 'promethues' is not a type of KEDA's scalers; did you mean prometheus?"
+    )
+
+
+def test_another_type_is_kept_not_guessed() -> None:
+    """A real KEDA type unlike any the conversion reads (kafka) is kept, with the usual warning."""
+    kafka = "- type: kafka\n  metadata: {topic: t, lagThreshold: '5'}\n"
+    _, conversion = converted(scaledobject(QUEUE + kafka))
+    assert any(w.startswith("triggers[1] (kafka): kept as it is") for w in conversion.warnings)
+
+
+def test_kept_fields_say_what_they_do_here() -> None:
+    """cooldownPeriod and pollingInterval are kept, each with what it does under this scaler."""
+    _, conversion = converted(
+        scaledobject(QUEUE, "cooldownPeriod: 300\npollingInterval: 30\nmaxReplicaCount: 8\n")
+    )
+    assert conversion.kept == [
+        "spec.pollingInterval: 30: KEDA asks this scaler for its target every 30 s; the scaler decides on"
+        " its own grid (scaler serve --refresh-interval) and answers with its latest decision",
+        "spec.cooldownPeriod: 300: KEDA uses it only to scale to zero, which this scaler never does (its"
+        " floor is minReplicas): it has no effect here",
+    ]
+
+
+def test_an_unquoted_number_is_quoted_and_said() -> None:
+    """threshold: 50 and desiredReplicas: 8 unquoted are written as strings, and the report says so."""
+    cron = (
+        "- type: cron\n  metadata: {timezone: UTC, start: 0 9 * * *, end: 0 10 * * *, desiredReplicas: 4}\n"
+    )
+    doc, conversion = converted(scaledobject(QUEUE.replace('threshold: "20"', "threshold: 20") + cron))
+    assert external(doc)["targetQueuePerReplica"] == "20"
+    assert (
+        "triggers[0] (prometheus): threshold 20 became targetQueuePerReplica '20' (quoted: trigger"
+        " metadata values are strings, and KEDA refuses a number): the same waiting requests per replica"
+        " the HPA divided the query by (AverageValue)"
+    ) in conversion.changes
+    assert (
+        "triggers[1] (cron): desiredReplicas 4 written as '4' (quoted: trigger metadata values are"
+        " strings, and KEDA refuses a number)"
+    ) in conversion.changes

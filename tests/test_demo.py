@@ -126,3 +126,24 @@ def test_the_demo_s_cluster_reports_the_tolerance_its_hpa_applies() -> None:
     assert (decision.replicas, decision.clamps) == (11, ())
     clock.t += 15.0
     assert cluster.sync_hpa(served_metric(decision.replicas)).replicas == 11 == cluster.replicas
+
+
+def test_showed_says_the_burst_s_timing_decides_how_often_the_gpu_clamp_holds() -> None:
+    """When the GPU clamp held decisions, a closing line counts them and says why runs differ."""
+    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    showed = Showed()
+    for second in (0, 15, 30):
+        seen = Observation(
+            now=START + timedelta(seconds=second),
+            queue_waiting=200,
+            current_replicas=4,
+            ready_replicas=4,
+            gpu_schedulable_replicas=1,
+        )
+        showed(None, engine.decide(seen))  # type: ignore[arg-type]
+    held = showed.summary.clamps["gpu_inventory"]
+    assert held >= 1
+    assert (
+        f"# the GPU clamp held {held} of 3 decisions: how many depends on where the 15 s burst falls"
+        " against the decision grid and Prometheus' scrapes, so two runs can differ severalfold"
+    ) in showed.lines()

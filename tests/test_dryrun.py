@@ -116,3 +116,38 @@ def test_the_compact_line_says_again_only_what_changed() -> None:
     assert "lead" not in same
     assert "slots (measured: KV cache usage)" in moved  # 60 running at a quarter of the cache: the slots move
     assert max(len(same), len(moved)) < 160  # the first line says everything once
+
+
+def test_the_wide_line_shows_the_replica_counts_seen() -> None:
+    """--output wide shows current and Ready replicas (and Pending, starting when there are any)."""
+    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    seen = Observation(
+        now=NOW,
+        queue_waiting=30,
+        current_replicas=5,
+        ready_replicas=3,
+        pending_replicas=2,
+        starting_replicas=0,
+    )
+    assert "| replicas: current 5, Ready 3, Pending 2 |" in format_line(engine.decide(seen))
+    unknown = Observation(now=NOW, queue_waiting=30)
+    assert "| replicas: current ?, Ready ? |" in format_line(engine.decide(unknown))
+
+
+def test_a_p99_above_the_objective_beside_none_over_it_says_why() -> None:
+    """p99 2.12 s beside 0% over a 2 s objective (one window, two estimates inside the (1, 2.5]
+    bucket) carries a note in the JSON and a pointer in the wide line; agreeing figures carry none."""
+    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    seen = Observation(now=NOW, queue_waiting=0, ttft_p99_seconds=2.125, ttft_over_objective=0.0)
+    d = engine.decide(seen)
+    body = json.loads(format_json(d, "inference/llama", 2.0))
+    assert body["ttft_note"].startswith(
+        "TTFT p99 2.12s and 0.0% over the 2s objective come from the same rate window of the TTFT"
+        " histogram, estimated differently inside the bucket the objective falls in"
+    )
+    assert "| ttft: p99 2.12s, 0.0% over 2s (one window, two estimates" in format_line(d, objective_s=2.0)
+    agreeing = engine.decide(
+        Observation(now=NOW, queue_waiting=0, ttft_p99_seconds=2.5, ttft_over_objective=0.03)
+    )
+    assert "ttft_note" not in json.loads(format_json(agreeing, None, 2.0))
+    assert "| ttft: p99 2.50s, 3.0% over 2s |" in format_line(agreeing, objective_s=2.0)

@@ -211,6 +211,16 @@ def test_invalid_metadata_is_invalid_argument_naming_every_bad_key(server: Serve
     assert "inference/llama" in details
 
 
+def test_a_queue_query_that_does_not_parse_is_invalid_argument_naming_where(server: ServerThread) -> None:
+    """queueQuery with an unclosed parenthesis: INVALID_ARGUMENT naming the key and the position."""
+    bad = ref(engine="custom", queueQuery="sum(rate(my_queue[1m])")
+    with pytest.raises(grpc.RpcError) as caught:
+        server.stub().GetMetricSpec(bad, timeout=5)
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    details = caught.value.details() or ""
+    assert 'queueQuery="sum(rate(my_queue[1m])": does not parse at character 4' in details
+
+
 def test_missing_name_is_invalid_argument(server: ServerThread) -> None:
     """A ScaledObjectRef without a name is INVALID_ARGUMENT."""
     with pytest.raises(grpc.RpcError) as caught:

@@ -155,8 +155,175 @@ def test_doctor_says_a_missing_kubeconfig_does_not_exist(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     missing = tmp_path / "missing"
     assert error_line(capsys, ["doctor", "--kubeconfig", str(missing)]) == (
-        f"scaler doctor: error: cannot read the cluster: the kubeconfig {missing} does not exist"
+        f"scaler doctor: error: --kubeconfig {missing}: no such file"
     )
     assert error_line(capsys, ["doctor", "--kubeconfig", str(tmp_path)]) == (
-        f"scaler doctor: error: cannot read the cluster: the kubeconfig {tmp_path} is a directory, not a file"
+        f"scaler doctor: error: --kubeconfig {tmp_path}: is a folder, not a file"
+    )
+
+
+AZURE = ROOT / "benchmarks" / "traces" / "azure2023_conv.csv"
+RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.csv"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["replay", "--trace", str(RATES), "--sizes-from", str(AZURE), "--rate-scale", "-2"],
+            "scaler replay: error: --rate-scale '-2': must be a number above 0",
+        ),
+        (
+            ["replay", "--prometheus", "http://127.0.0.1:1", "--since", "-7d"],
+            "scaler replay: error: --since '-7d': must be above 0s",
+        ),
+        (
+            ["replay", "--prometheus", "prometheus:9090"],
+            "scaler replay: error: --prometheus 'prometheus:9090': must be an http:// or https:// URL,"
+            " such as http://prometheus:9090",
+        ),
+        (
+            ["replay", "--trace", "/no/such/trace.csv"],
+            "scaler replay: error: --trace /no/such/trace.csv: no such file",
+        ),
+        (
+            ["replay", "--trace", str(AZURE), "--hours", "72:0"],
+            "scaler replay: error: --hours '72:0': write A:B with 0 <= A < B, such as 0:72",
+        ),
+        (
+            ["replay", "--trace", str(AZURE), "--start", "2026-12-07T00:00:00"],
+            "scaler replay: error: --start '2026-12-07T00:00:00' needs a zone (Z or +08:00)",
+        ),
+        (
+            ["dry-run", "--prometheus", "http://127.0.0.1:1", "--interval", "-5"],
+            "scaler dry-run: error: --interval '-5': must be above 0s",
+        ),
+        (
+            ["dry-run", "--prometheus", "http://", "--once"],
+            "scaler dry-run: error: --prometheus 'http://': must name a host, such as http://prometheus:9090",
+        ),
+        (
+            ["dry-run", "--prometheus", "http://127.0.0.1:1", "--rate-window", "0m"],
+            "scaler dry-run: error: --rate-window '0m': must be a PromQL range above 0 such as 30s, 1m or 5m",
+        ),
+        (
+            ["demo", "--interval", "2x"],
+            "scaler demo: error: --interval '2x' is not a duration such as"
+            " 90s, 5m, 6h or 7d (or bare seconds)",
+        ),
+        (
+            ["trace", "--name", "llama", "--prometheus", "http://127.0.0.1:1"],
+            "scaler trace: error: --name 'llama': write it as NAMESPACE/NAME, such as inference/llama",
+        ),
+        (
+            ["trace", "--name", "a/b", "--prometheus", "http://127.0.0.1:1", "--since", "7"],
+            "scaler trace: error: --since '7' is not a duration such as 90s, 5m, 6h or 7d",
+        ),
+        (
+            ["doctor", "--max-generation", "0"],
+            "scaler doctor: error: --max-generation '0': must be above 0s",
+        ),
+        (
+            ["serve", "--prometheus", "prometheus:9090"],
+            "scaler serve: error: --prometheus 'prometheus:9090': must be an http:// or https:// URL,"
+            " such as http://prometheus:9090",
+        ),
+    ],
+    ids=[
+        "rate-scale-negative",
+        "since-negative",
+        "url-without-scheme",
+        "missing-trace",
+        "hours-backwards",
+        "start-without-zone",
+        "interval-negative",
+        "url-without-host",
+        "rate-window-zero",
+        "demo-interval-not-a-duration",
+        "trace-name-without-namespace",
+        "trace-since-bare-number",
+        "max-generation-zero",
+        "serve-url-without-scheme",
+    ],
+)
+def test_a_bad_flag_is_one_line_naming_the_flag_and_the_rule_before_any_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str], line: str
+) -> None:
+    """Every flag is checked as the command line is read: one line, the flag, its value, the rule,
+    exit status 2, and nothing on stdout (no conversion line, no summary) before it."""
+    monkeypatch.delenv("SCALER_PROMETHEUS", raising=False)
+    command, rest = argv[0], argv[1:]
+    if command in ("replay", "dry-run") and "--scaledobject" not in rest:
+        rest = [*rest, "--scaledobject", str(ROOT / "benchmarks" / "baseline-published.yaml")]
+    assert main([command, *rest]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [line]
+    assert captured.out == ""
+
+
+def test_a_missing_trace_is_named_before_a_plain_scaledobject_is_converted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """replay of a plain KEDA ScaledObject converts it first, each change on stderr: a --trace
+    that is not there is the one line, before any of them."""
+    plain = ROOT / "benchmarks" / "baseline-published.yaml"
+    assert main(["replay", "--trace", "/no/such.csv", "--scaledobject", str(plain)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "scaler replay: error: --trace /no/such.csv: no such file"
+    ]
+
+
+def test_an_unreachable_prometheus_prints_no_summary_before_its_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """dry-run against a Prometheus nobody serves: the error line alone, no "summary: 0 decisions"."""
+    code = main(["dry-run", "--scaledobject", str(EXAMPLE), "--prometheus", "http://127.0.0.1:9", "--once"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "summary" not in captured.out + captured.err
+    assert captured.err.startswith("scaler dry-run: error: prometheus http://127.0.0.1:9: ")
+
+
+def test_a_bug_exits_1_with_its_traceback_only_behind_debug(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug of ours is not called the user's mistake: exit status 1, one line saying it is a bug;
+    --debug adds the traceback."""
+    from scaler import cli
+
+    def broken(args: object) -> int:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setitem(cli.COMMANDS, "doctor", broken)
+    assert main(["doctor"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "scaler doctor: bug: ZeroDivisionError: division by zero"
+        " (--debug shows the traceback; please report it)"
+    ]
+    assert main(["doctor", "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.splitlines()[-1] == "scaler doctor: bug: ZeroDivisionError: division by zero"
+
+
+def test_an_old_spelling_works_for_one_release_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """convert -o PATH (now --out) still writes the file, with one deprecation line on stderr."""
+    new = tmp_path / "new.yaml"
+    assert main(["convert", str(ROOT / "benchmarks" / "baseline-published.yaml"), "-o", str(new)]) == 0
+    assert "type: external" in new.read_text()
+    assert capsys.readouterr().err.splitlines() == [
+        "scaler convert: deprecated: -o is now --out; the old spelling goes in the next release"
+    ]
+
+
+def test_a_bad_variable_names_its_flag_and_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scaler serve's SCALER_PROMETHEUS is checked by the same rule as --prometheus, at start."""
+    monkeypatch.setenv("SCALER_PROMETHEUS", "prometheus:9090")
+    assert error_line(capsys, ["serve"]) == (
+        "scaler serve: error: invalid settings: --prometheus / SCALER_PROMETHEUS: must be an http://"
+        " or https:// URL, such as http://prometheus:9090"
     )

@@ -55,17 +55,19 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_installs_without_the_replay_extra_and_serves(installed: Path) -> None:
     """The bare wheel lacks the replay extras, names its version, and serves health and /metrics."""
     python = str(installed / "python")
-    for module in ("numpy", "matplotlib", "tqdm"):
+    for module in ("numpy", "matplotlib", "tqdm", "ruamel.yaml"):
         probe = subprocess.run(
             [python, "-c", f"import {module}"], check=False, capture_output=True, timeout=60
         )
-        assert probe.returncode != 0, f"{module} is installed without the [replay] extra"
+        assert probe.returncode != 0, f"{module} is installed without the [replay] or [convert] extra"
     version = subprocess.run(
         [str(installed / "scaler"), "--version"], check=False, capture_output=True, text=True, timeout=60
     )
     assert version.stdout.strip() == f"scaler {scaler.__version__}"
+    example = str(ROOT / "scaler" / "examples" / "scaledobject.yaml")
+    trace = str(ROOT / "benchmarks" / "traces" / "azure2023_conv.csv")
     replay = subprocess.run(
-        [str(installed / "scaler"), "replay", "--trace", "t.csv", "--scaledobject", "so.yaml"],
+        [str(installed / "scaler"), "replay", "--trace", trace, "--scaledobject", example],
         check=False,
         capture_output=True,
         text=True,
@@ -73,6 +75,20 @@ def test_the_wheel_installs_without_the_replay_extra_and_serves(installed: Path)
     )
     assert replay.returncode == 2
     assert "pip install 'llm-gpu-scaler[replay]'" in replay.stderr
+    convert = subprocess.run(
+        [str(installed / "scaler"), "convert", str(ROOT / "benchmarks" / "baseline-published.yaml")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (convert.returncode, convert.stderr.splitlines()) == (
+        2,
+        [
+            "scaler convert: error: convert needs its extra:"
+            " pip install 'llm-gpu-scaler[convert]' (ruamel.yaml)"
+        ],
+    )
 
     grpc_port, metrics_port = free_port(), free_port()
     command = [str(installed / "scaler"), "serve", "--host", "127.0.0.1", "--port", str(grpc_port)]
@@ -103,5 +119,17 @@ def test_constraints_pin_exactly_the_runtime_dependencies() -> None:
     }
     direct = {re.split(r"[<>=!\[; ]", d)[0].lower().replace("_", "-") for d in project["dependencies"]}
     assert direct <= pins, f"not pinned: {sorted(direct - pins)} (run ./dev constraints)"
-    replay = {re.split(r"[<>=!\[; ]", d)[0].lower() for d in project["optional-dependencies"]["replay"]}
-    assert not replay & pins, "the replay's extra stays out of the server image"
+    for extra in ("replay", "convert"):
+        names = {re.split(r"[<>=!\[; ]", d)[0].lower() for d in project["optional-dependencies"][extra]}
+        assert not names & pins, f"the {extra} extra stays out of the server image"
+
+
+def test_the_build_asks_for_the_setuptools_that_reads_the_license_string() -> None:
+    """license = "Apache-2.0" (an SPDX string) needs setuptools 77; the build asks for it."""
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["project"]["license"] == "Apache-2.0"
+    assert meta["build-system"]["requires"] == ["setuptools>=77"]
+    assert "ruamel.yaml>=0.18" in meta["project"]["optional-dependencies"]["convert"]
+    assert not any(d.startswith("ruamel") for d in meta["project"]["dependencies"])

@@ -118,7 +118,7 @@ def trace(prometheus: LocalPrometheus, tmp_path: Path, name: str, *extra: str) -
     return main(
         [
             "trace",
-            "--scaledobject",
+            "--name",
             f"inference/{name}",
             "--prometheus",
             prometheus.url,
@@ -128,7 +128,7 @@ def trace(prometheus: LocalPrometheus, tmp_path: Path, name: str, *extra: str) -
             "2h",
             "--step",
             "15s",
-            "-o",
+            "--out",
             str(tmp_path / f"{name}.png"),
             *extra,
         ]

@@ -252,7 +252,7 @@ def test_measured_sizes_and_sizes_from_are_not_mixed(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("since", "until", "step", "says"),
     [
-        ("7 days", None, "1m", "'7 days' is not a duration such as 90s, 30m, 6h or 2d"),
+        ("7 days", None, "1m", "'7 days' is not a duration such as 90s, 5m, 6h or 7d"),
         ("7d", "2026-12-07", "1m", "--until '2026-12-07' needs a zone"),
         ("7d", "monday", "1m", "--until 'monday' is not an ISO 8601 time"),
         ("7d", None, "0.5s", "--step '0.5s': at least 1s"),

@@ -117,14 +117,23 @@ def test_the_replay_command_says_each_stage_on_stderr(
 def test_convert_replay_says_its_stages_and_writes_a_picture(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`scaler convert --replay TRACE` shows its stages on stderr and writes replay.png to --out, as
+    """`scaler convert --replay TRACE` shows its stages on stderr and writes replay.png to --replay-out, as
     `scaler replay` does."""
     short = tmp_path / "short.csv"
     short.write_text("\n".join(AZURE.read_text().splitlines()[:2000]) + "\n")
     old = ROOT / "scaler" / "examples" / "baseline.yaml"
     out = tmp_path / "out"
     code = main(
-        ["convert", str(old), "-o", str(tmp_path / "new.yaml"), "--replay", str(short), "--out", str(out)]
+        [
+            "convert",
+            str(old),
+            "--out",
+            str(tmp_path / "new.yaml"),
+            "--replay",
+            str(short),
+            "--replay-out",
+            str(out),
+        ]
     )
     captured = capsys.readouterr()
     assert code == 0, captured.err

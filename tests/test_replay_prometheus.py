@@ -393,7 +393,7 @@ def test_convert_replays_on_prometheus_history(
         [
             "convert",
             str(old),
-            "-o",
+            "--out",
             str(new),
             "--replay",
             "--prometheus",
@@ -477,8 +477,10 @@ def test_trace_options_are_refused_with_prometheus(
     """Options of one source given with the other are refused, by name, before anything is read."""
     so = tmp_path / "so.yaml"
     so.write_text(PLAIN)
+    (tmp_path / "x.csv").write_text("timestamp_s,prompt_tokens,output_tokens\n0,10,20\n")
+    given = [str(tmp_path / a) if a == "x.csv" else a for a in extra]  # a file that is there
     source = () if "--trace" in extra else ("--prometheus", "http://127.0.0.1:9")
-    code = main(["replay", *source, "--scaledobject", str(so), *extra])
+    code = main(["replay", *source, "--scaledobject", str(so), *given])
     assert code == 2
     assert says in capsys.readouterr().err
 
@@ -628,7 +630,5 @@ def test_a_missing_deployment_is_named_and_a_missing_kubeconfig_stops_the_replay
     )
     assert code == 2
     err = capsys.readouterr().err
-    assert (
-        err.splitlines()[-1] == f"scaler replay: error: --kubeconfig: the kubeconfig {missing} does not exist"
-    )
+    assert err.splitlines()[-1] == f"scaler replay: error: --kubeconfig {missing}: no such file"
     assert "Traceback" not in err

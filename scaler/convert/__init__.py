@@ -2,7 +2,8 @@
 
 The rewrite, trigger by trigger (``convert``; every change is reported, one line each):
 
-* ``prometheus`` on an engine's queue gauge, as ``sum(METRIC{matchers})``: the matching
+* ``prometheus`` on an engine's queue gauge (``sum(METRIC{matchers})``, with ``by`` labels
+  the matchers pin, or a bare gauge, as ``scaler.presets.promql`` parses it): the matching
   ``engine`` preset, the matchers as ``labelSelector``, the threshold as
   ``targetQueuePerReplica``, ``serverAddress`` as ``prometheusAddress``. The queue gauges
   are each preset's queue family in the registry (``scaler.presets``, every name
@@ -14,7 +15,8 @@ The rewrite, trigger by trigger (``convert``; every change is reported, one line
   from the ``inference_pool="NAME"`` matcher (a pooled router's query without one stays
   custom, with a warning), the engine of the router's name or the default one, and the
   matchers on the model label as ``labelSelector`` (others dropped, and said).
-* any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``.
+* any other ``prometheus`` query (the first one): ``engine: custom`` with ``queueQuery``; a
+  query that does not parse is refused, with where it stops.
   A query reading a name its upstream removed (``vllm:time_per_output_token_seconds``) is
   warned of, with the name to read instead.
 * ``prometheus`` on GPU utilisation (DCGM, ``nvidia_gpu_*``, ``*gpu_util*``): dropped.
@@ -51,15 +53,41 @@ per-replica capacities are not in the old object: the scaler measures them (``sc
 The modules, each one step: ``report`` (the change lines and the errors), ``keys`` (the keys
 KEDA accepts, did-you-mean for the rest), ``triggers`` (the walk over the old triggers),
 ``rewrite`` (the ScaledObject rewritten around them), ``compare`` (``--replay``) and
-``command`` (the CLI).
+``command`` (the CLI). ruamel.yaml, which keeps the user's comments and key order, is the
+``convert`` extra (``pip install 'llm-gpu-scaler[convert]'``): the server image has none, so
+this package loads the modules that need it when they are first used.
 """
 
 from __future__ import annotations
 
-from scaler.convert.command import add_parser, run
-from scaler.convert.keys import CRON_KEYS, PROMETHEUS_KEYS
-from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
-from scaler.convert.rewrite import DEFAULT_SCALER_ADDRESS, convert, convert_text, dump
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from scaler.convert.command import DEFAULT_SCALER_ADDRESS, add_parser, run
+
+if TYPE_CHECKING:  # loaded on first use: ruamel.yaml is the convert extra, not in the server image
+    from scaler.convert.keys import CRON_KEYS, PROMETHEUS_KEYS
+    from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
+    from scaler.convert.rewrite import convert, convert_text, dump
+
+_LAZY = {
+    "CRON_KEYS": "keys",
+    "PROMETHEUS_KEYS": "keys",
+    "Conversion": "report",
+    "ConvertError": "report",
+    "RefusedKeysError": "report",
+    "convert": "rewrite",
+    "convert_text": "rewrite",
+    "dump": "rewrite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The conversion's names, imported when first asked for (they need ruamel.yaml)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "CRON_KEYS",

@@ -6,11 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from scaler.convert.compare import replay
-from scaler.convert.report import ConvertError, RefusedKeysError, print_report
-from scaler.convert.rewrite import DEFAULT_SCALER_ADDRESS, convert_text
+from scaler import cliargs
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.replay.cli import DEFAULT_START, add_history_options
+
+# The address KEDA reaches the scaler at, as manifests/ installs it (Service llm-gpu-scaler).
+DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
+# convert's YAML library is its own extra (the server image has none of it).
+CONVERT_EXTRA = "ruamel"
+CONVERT_HINT = "convert needs its extra: pip install 'llm-gpu-scaler[convert]' (ruamel.yaml)"
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,8 +28,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " ScaledObject field) is an error naming the key meant, exit status 2, unless --force (README:"
         " From a KEDA configuration).",
     )
-    p.add_argument("scaledobject", help="the existing ScaledObject (YAML; other documents are kept)")
-    p.add_argument("-o", "--output", default=None, help="write the new ScaledObject here (default: stdout)")
+    p.add_argument(
+        "scaledobject",
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="the existing ScaledObject (YAML; other documents are kept)",
+    )
+    p.add_argument(
+        "--out", default=None, metavar="FILE", help="write the new ScaledObject here (default: stdout)"
+    )
+    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", metavar="FILE")
     p.add_argument(
         "--scaler-address",
         default=DEFAULT_SCALER_ADDRESS,
@@ -37,15 +49,29 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         nargs="?",
         const="",
         default=None,
+        type=_trace_or_history,
         help="also replay the old and the new ScaledObject on this trace (or, with no file, on --prometheus'"
         " history): one table, a row each, with the clairvoyant reference",
     )
     add_history_options(p, "with --replay: replay")
-    p.add_argument("--cluster", default=None, help="with --replay: the cluster model (docs/replay.md)")
-    p.add_argument("--out", default="replay-out", help="with --replay: the folder for replay.png")
+    p.add_argument(
+        "--cluster",
+        default=None,
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="with --replay: the cluster model (docs/replay.md)",
+    )
+    p.add_argument(
+        "--replay-out",
+        default="replay-out",
+        metavar="DIR",
+        help="with --replay: the folder for replay.png and summary.json",
+    )
     p.add_argument("--no-plot", action="store_true", help="with --replay: skip replay.png")
     p.add_argument(
         "--start",
+        type=cliargs.instant,
+        metavar="ISO",
         help=f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})",
     )
     p.add_argument(
@@ -56,8 +82,28 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
 
 
+def _trace_or_history(text: str) -> str:
+    """``--replay``'s value: a trace file that is there, or nothing (the --prometheus history)."""
+    return text if text == "" else cliargs.existing_file(text)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``scaler convert``: write the new ScaledObject, report each change, replay if asked."""
+    """Run ``scaler convert``: write the new ScaledObject, report each change, replay if asked;
+    without the convert extra, one line saying what to install (exit status 2)."""
+    try:
+        return _run(args)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != CONVERT_EXTRA:
+            raise
+        print(f"scaler convert: error: {CONVERT_HINT}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from scaler.convert.compare import replay
+    from scaler.convert.report import ConvertError, RefusedKeysError, print_report
+    from scaler.convert.rewrite import convert_text
+
     try:
         text = Path(args.scaledobject).read_text()
         converted, conversions = convert_text(text, args.scaler_address, args.force, args.scaledobject)
@@ -71,12 +117,12 @@ def run(args: argparse.Namespace) -> int:
     except ConvertError as exc:
         print(f"scaler convert: error: {exc}", file=sys.stderr)
         return 2
-    # The YAML goes to stdout unless -o names a file; the report goes wherever the YAML does not.
-    report = sys.stdout if args.output else sys.stderr
+    # The YAML goes to stdout unless --out names a file; the report goes wherever the YAML does not.
+    report = sys.stdout if args.out else sys.stderr
     print_report(conversions, report)
-    if args.output:
-        Path(args.output).write_text(converted)
-        print(f"wrote {args.output}", file=report)
+    if args.out:
+        Path(args.out).write_text(converted)
+        print(f"wrote {args.out}", file=report)
     else:
         sys.stdout.write(converted)
         sys.stdout.flush()

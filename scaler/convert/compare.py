@@ -16,8 +16,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from scaler.cliargs import UsageError, prometheus_over
 from scaler.config import parse_metadata
-from scaler.manifest import ManifestError, first_scaledobject
+from scaler.errors import InputError
+from scaler.manifest import first_scaledobject
 from scaler.presets import queue_read
 from scaler.replay.cli import (
     DEFAULT_START,
@@ -113,13 +115,13 @@ def _replay_source(
     from scaler.replay.trace import load_trace
 
     if bool(args.replay) == bool(args.prometheus):
-        raise ValueError("give it a TRACE.csv or --prometheus URL (one of them)")
+        raise UsageError("give it a TRACE.csv or --prometheus URL (one of them)")
     check_span_options(args)
     if not args.prometheus:
         start = datetime.fromisoformat((args.start or DEFAULT_START).replace("Z", "+00:00"))
         return load_trace(args.replay, None, 0, 1.0), start, None
     if args.start:
-        raise ValueError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
+        raise UsageError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
     measured = from_prometheus(
         upstream.read_history, args.prometheus, policy, history_span(args), upstream.find_routers, progress
     )
@@ -142,11 +144,9 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
 ) -> int:
     from pathlib import Path
 
-    from scaler.inventory import ScaledObjectError
     from scaler.replay.compare import compare, initial_ready, replayed, run_keda
     from scaler.replay.keda import scaledobject_model
     from scaler.replay.report import all_figures, figures, own_lines, scale_lines, static_line, table
-    from scaler.replay.trace import TraceError
 
     upstream = _upstream()
     try:
@@ -157,10 +157,11 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
         )
         assert new.external is not None
         policy = parse_metadata(new.external.metadata)
+        prometheus_over("scaler convert", args.prometheus, policy.prometheus_address, args.scaledobject)
         trace, start, measured = _replay_source(args, policy, upstream, progress)
         cold_start = _configured_cold_start(args)
         cluster, chosen, cold_start = fleet(args, upstream, new, policy, measured, cold_start, progress)
-    except (OSError, ManifestError, ScaledObjectError, TraceError, ValueError) as exc:
+    except (OSError, InputError) as exc:  # ManifestError, ScaledObjectError, TraceError, SpanError...
         progress.close()
         print(f"scaler convert: error: --replay: {exc}", file=sys.stderr)
         return 2
@@ -202,7 +203,7 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
             note = "no lower queue threshold lets the old object attain what the new one does"
     runs = [*results, *([] if comparison.static is None else [comparison.static])]
     rows = all_figures(runs, objective)
-    out = Path(args.out)
+    out = Path(args.replay_out)
     if not args.no_plot:
         out.mkdir(parents=True, exist_ok=True)
         progress.stage("drawing replay.png", unit="step")

@@ -12,8 +12,10 @@ from typing import IO, Any
 
 from ruamel.yaml.comments import CommentedMap
 
+from scaler.errors import InputError
 
-class ConvertError(ValueError):
+
+class ConvertError(InputError):
     """The input cannot be converted; the message says what to change."""
 
 
@@ -32,6 +34,7 @@ class Conversion:
     document: CommentedMap
     changes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # fields kept as written, with what each does here
 
 
 def where_of(index: int, trigger: Mapping[str, Any]) -> str:
@@ -46,10 +49,13 @@ def joined(keys: Sequence[str]) -> str:
 
 
 def print_report(conversions: Sequence[Conversion], out: IO[str]) -> None:
-    """Each ScaledObject's changes, then its warnings, one line each, prefixed by its name."""
+    """Each ScaledObject's changes, what it kept and what that does here, then its warnings, one
+    line each, prefixed by its name."""
     for conversion in conversions:
         name = conversion.document["metadata"].get("name", "?")
         for line in conversion.changes:
             print(f"{name}: changed {line}", file=out)
+        for line in conversion.kept:
+            print(f"{name}: kept {line}", file=out)
         for line in conversion.warnings:
             print(f"{name}: warning: {line}", file=out)

@@ -17,13 +17,12 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from scaler.config import MetadataError, parse_metadata
+from scaler.convert.command import DEFAULT_SCALER_ADDRESS
 from scaler.convert.keys import unknown_keys
 from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
 from scaler.convert.triggers import Triggers
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.manifest import yaml_problem
-
-DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 
 
 def example_document() -> CommentedMap:
@@ -100,6 +99,26 @@ def _convert(doc: CommentedMap, scaler_address: str, out: Conversion) -> None:
             "triggers", before="\n".join(textwrap.wrap(note, 86)), indent=2
         )
     _add_example_safety(so, spec, out)
+    _kept(so, spec, out)
+
+
+# The ScaledObject's fields kept as written that do something else, or nothing, under this
+# scaler: what each does here. KEDA's ScaledObject spec (keda.sh/docs/2.17/reference/scaledobject-spec).
+KEPT_FIELDS = {
+    "pollingInterval": "KEDA asks this scaler for its target every {value} s; the scaler decides on"
+    " its own grid (scaler serve --refresh-interval) and answers with its latest decision",
+    "cooldownPeriod": "KEDA uses it only to scale to zero, which this scaler never does (its floor is"
+    " minReplicas): it has no effect here",
+    "initialCooldownPeriod": "KEDA uses it only before a first scale to zero, which this scaler never"
+    " does: it has no effect here",
+}
+
+
+def _kept(so: ScaledObject, spec: CommentedMap, out: Conversion) -> None:
+    """A line for each field kept as written whose meaning changes under this scaler."""
+    for key, does in KEPT_FIELDS.items():
+        if key in spec:
+            out.kept.append(f"spec.{key}: {spec[key]}: {does.format(value=spec[key])}")
 
 
 def _replica_bounds(

@@ -7,7 +7,6 @@ is kept with a warning (module ``scaler.convert``'s docstring has the rules).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from scaler.config import FieldProblem, PrewarmWindow
 from scaler.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
 from scaler.convert.report import Conversion, ConvertError, joined, where_of
 from scaler.hpa import SEVERAL_TRIGGERS
+from scaler.manifest import closest
 from scaler.matchers import MatchOp
 from scaler.presets import (
     CUSTOM_ENGINE,
@@ -28,9 +28,17 @@ from scaler.presets import (
     ROUTERS,
     Kind,
     Select,
+    metric_names,
+    promql_problem,
     queue_read,
     removed_in,
 )
+
+# The trigger types a conversion reads or writes: a type that resembles one of them but is none
+# (promethues) is a slip, named with the type meant; any other (kafka) is kept as it is.
+TRIGGER_TYPES = ("prometheus", "cron", "external", "external-push")
+# Why an unquoted number is written quoted: KEDA refuses a metadata value that is not a string.
+UNQUOTED = "quoted: trigger metadata values are strings, and KEDA refuses a number"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +48,12 @@ class QueueConversion:
     metadata: dict[str, str]  # engine, labelSelector; router and inferencePool for a router's queue
     why: str  # the report's reason
     dropped: tuple[str, ...] = ()  # matchers on the router's own labels, which no server series has
+    aggregation: str | None = "sum"  # the query's over the series (None: a bare gauge)
 
 
 def queue_conversion(query: str) -> QueueConversion | None:
-    """What ``query`` becomes when it is ``sum(QUEUE{matchers})`` on a preset's queue, else None.
+    """What ``query`` becomes when it reads a preset's queue (``queue_read``: ``sum(QUEUE{matchers})``,
+    with ``by`` labels the matchers pin, or a bare gauge), else None.
 
     An engine's queue gives ``engine`` and the matchers as ``labelSelector``. A router's
     gives ``router`` (``inferencePool`` from its pool label, which a pooled router needs), the
@@ -61,7 +71,9 @@ def queue_conversion(query: str) -> QueueConversion | None:
         if read.matchers:
             metadata["labelSelector"] = ", ".join(str(m) for m in read.matchers)
         return QueueConversion(
-            metadata, f"the query is that engine's queue gauge, which the {preset.name} preset reads"
+            metadata,
+            f"the query is that engine's queue gauge, which the {preset.name} preset reads",
+            aggregation=read.aggregation,
         )
     family = preset.family(QUEUE_FIELD[Kind.ROUTER])
     model_label = (
@@ -88,13 +100,14 @@ def queue_conversion(query: str) -> QueueConversion | None:
         f"the query is the {preset.name} router's queue{older}, which router: {preset.name} reads beside"
         f" the servers' own queue; engine: {engine}{default}"
     )
-    return QueueConversion(metadata, why, dropped)
+    return QueueConversion(metadata, why, dropped, read.aggregation)
 
 
 def _reads_a_pooled_queue(query: str) -> bool:
     """Whether ``query`` names the queue of a router that is read per pool (llm-d's EPP)."""
+    names = metric_names(query)
     return any(
-        re.search(rf"(?<![\w:]){re.escape(selector.metric)}(?![\w:])", query)
+        selector.metric in names
         for router in ROUTERS.values()
         if router.pool_label is not None
         for family in [router.family(QUEUE_FIELD[Kind.ROUTER])]
@@ -137,6 +150,11 @@ class Triggers:
                 k in meta for k in ("engine", "labelSelector", "targetQueuePerReplica")
             ):
                 raise ConvertError(f"{where} is already this scaler's trigger: nothing to convert")
+            guess = None if kind in TRIGGER_TYPES else closest(str(kind), TRIGGER_TYPES)
+            if guess is not None:
+                raise ConvertError(
+                    f"triggers[{index}].type: {kind!r} is not a type of KEDA's scalers; did you mean {guess}?"
+                )
             if kind == "prometheus":
                 self.prometheus(where, trigger, meta)
             elif kind == "cron":
@@ -213,6 +231,9 @@ class Triggers:
                     f" scaler requires {joined(required)}"
                 )
         query = str(meta["query"])
+        refused = promql_problem(query)
+        if refused is not None:  # KEDA would send it to Prometheus, which refuses it at every poll
+            raise ConvertError(f"{where}: query {query!r} {refused}")
         conversion = queue_conversion(query)
         origin = (f"{where}: query", query)
         if conversion is not None:
@@ -220,6 +241,12 @@ class Triggers:
             self.origin |= dict.fromkeys(conversion.metadata, origin)
             written = ", ".join(f"{k}: {v}" for k, v in conversion.metadata.items())
             self.out.changes.append(f"{where}: became {written}: {conversion.why}")
+            if conversion.aggregation not in (None, "sum"):
+                self.out.warnings.append(
+                    f"{where}: the query takes the {conversion.aggregation} over the series; the"
+                    f" {conversion.metadata['engine']} preset reads their sum, the queue of every replica"
+                    " together: check targetQueuePerReplica"
+                )
             if conversion.dropped:
                 self.out.changes.append(
                     f"{where}: matcher {', '.join(conversion.dropped)} dropped: a label of the router's"
@@ -257,8 +284,9 @@ class Triggers:
             raise ConvertError(f"{where}: threshold={threshold!r} must be more than 0 waiting requests")
         self.metadata["targetQueuePerReplica"] = str(threshold)
         self.origin["targetQueuePerReplica"] = (f"{where}: threshold", threshold)
+        quoted = "" if isinstance(threshold, str) else f" {str(threshold)!r} ({UNQUOTED})"
         self.out.changes.append(
-            f"{where}: threshold {threshold} became targetQueuePerReplica: the same waiting"
+            f"{where}: threshold {threshold} became targetQueuePerReplica{quoted}: the same waiting"
             " requests per replica the HPA divided the query by (AverageValue)"
         )
 
@@ -326,6 +354,11 @@ class Triggers:
             self.origin["prewarmReplicas"] = (f"{where}: desiredReplicas", meta["desiredReplicas"])
         else:
             target = f"prewarmWindows[{len(self.windows) - 1}]"
+        if not isinstance(written["replicas"], str):
+            self.out.changes.append(
+                f"{where}: desiredReplicas {written['replicas']} written as {str(written['replicas'])!r}"
+                f" ({UNQUOTED})"
+            )
         self.out.changes.append(
             f"{where}: became a pre-warm window ({window['start']} -> {window['end']},"
             f" {window['timezone']}, {window['replicas']} replicas) as {target}: the scaler keeps it as"

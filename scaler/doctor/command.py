@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 
+from scaler import cliargs
 from scaler.doctor.diagnose import diagnose
 from scaler.doctor.objects import DEFAULT_MAX_GENERATION_S, Finding, Options
 from scaler.doctor.read import read_cluster, router_queues, scraped_pods
@@ -26,22 +27,35 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--kubeconfig",
         default=None,
+        type=cliargs.existing_file,
+        metavar="FILE",
         help="kubeconfig file (default: in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
     )
     p.add_argument("--namespace", default=None, help="only this namespace (Nodes are always read)")
-    p.add_argument("--output", choices=["text", "json"], default="text", help="a table, or one JSON array")
+    cliargs.add_output(p, ("text", "json"), "a table, or one JSON array")
     p.add_argument(
         "--prometheus",
         default=None,
+        type=cliargs.url,
+        metavar="URL",
         help="also check that Prometheus scrapes each workload, and whether a router holds requests"
-        " a ScaledObject does not read",
+        " a ScaledObject does not read; it wins over every trigger's prometheusAddress (said on stderr)",
     )
     p.add_argument(
-        "--max-generation-seconds",
-        type=float,
+        "--max-generation",
+        type=cliargs.duration(bare_seconds=True),
         default=DEFAULT_MAX_GENERATION_S,
-        help="the longest generation you serve, in seconds, for grace periods and timeouts"
-        f" (default {DEFAULT_MAX_GENERATION_S:g})",
+        dest="max_generation_seconds",
+        metavar="DURATION",
+        help="the longest generation you serve (10m; bare seconds too), for grace periods and timeouts"
+        f" (default {DEFAULT_MAX_GENERATION_S:g}s)",
+    )
+    cliargs.deprecated(
+        p,
+        ["--max-generation-seconds"],
+        "--max-generation",
+        dest="max_generation_seconds",
+        type=cliargs.duration(bare_seconds=True),
     )
 
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from scaler.cliargs import prometheus_over
 from scaler.doctor.objects import Cluster, our_trigger, policy_of, so_key
 from scaler.doctor.stacks import engine_queue_only
 from scaler.presets import RouterQueue, preset_for
@@ -105,28 +106,21 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
             continue
         matchers = policy.series_matchers  # the labelSelector's and, with a role, the role's
         by = tuple(sorted({m.name for m in matchers}))
-        address = policy.prometheus_address
-        client_ = PrometheusClient(address) if address else prom
-        samples = client_.instant(family.render(by, "1m"))
+        # --prometheus wins over the trigger's prometheusAddress (scaler.cliargs, every command's rule).
+        prometheus_over("scaler doctor", prometheus, policy.prometheus_address, so_key(so))
+        samples = prom.instant(family.render(by, "1m"))
         out[so_key(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
     return out
 
 
 def router_queues(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[RouterQueue, ...]]:
-    """Per ScaledObject that reads only its servers' queue: the routers' queue series at its
-    Prometheus (one query per router and Prometheus address), when ``prometheus`` is given."""
+    """Per ScaledObject that reads only its servers' queue: the routers' queue series in
+    ``prometheus`` (one query per router), when it is given; it wins over each trigger's
+    prometheusAddress, as in ``scraped_pods``."""
     from scaler.sources.prometheus import router_queues as read_router_queues
 
-    if prometheus is None:
+    reading = [so_key(so) for so in cluster.scaledobjects if engine_queue_only(so) is not None]
+    if prometheus is None or not reading:
         return {}
-    found: dict[str, tuple[RouterQueue, ...]] = {}
-    out = {}
-    for so in cluster.scaledobjects:
-        read = engine_queue_only(so)
-        if read is None:
-            continue
-        address = read.address or prometheus
-        if address not in found:
-            found[address] = tuple(read_router_queues(address))
-        out[so_key(so)] = found[address]
-    return out
+    queues = tuple(read_router_queues(prometheus))
+    return dict.fromkeys(reading, queues)

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from scaler.errors import InputError
 from scaler.hpa import Behavior, BehaviorError
 from scaler.inventory.fields import _freeze, _items, _obj, _str
 
@@ -68,7 +69,7 @@ FALLBACK_BEHAVIORS = (
 HPA_CONFIG = "advanced.horizontalPodAutoscalerConfig"
 
 
-class ScaledObjectError(ValueError):
+class ScaledObjectError(InputError):
     """A ScaledObject that breaks KEDA's rules, or that a reader cannot use; the message says what."""
 
 

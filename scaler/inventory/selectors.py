@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from scaler.errors import InputError
 from scaler.inventory.fields import _freeze, _items, _labels, _str, _strings
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
     return any(t.tolerates(taint) for t in tolerations)
 
 
-class SelectorError(ValueError):
+class SelectorError(InputError):
     """A selector this module cannot evaluate (unknown operator, malformed values)."""
 
 

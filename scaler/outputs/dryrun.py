@@ -3,7 +3,8 @@
 A wide line (``--output wide``) reads left to right as the decision was made::
 
     2026-12-07T01:00:00Z (09:00:00 Asia/Shanghai) target=6 binding=prewarm [floor=2 prewarm=6* ...]
-        clamps: none | lead 180s (default) | capacity: ... | load off: ...
+        clamps: none | replicas: current 2, Ready 2 | ttft: p99 0.84s, 0.2% over 2s | lead 180s
+        (default) | capacity: ... | load off: ...
 
 The local time is shown when the ScaledObject's ``timezone`` is not UTC (pre-warm windows are
 written in it); ``load off`` says why the load signal did not propose. The default text line
@@ -17,6 +18,14 @@ A capacity is said again when a figure moved by 5% or more or its source changed
 their kinds change. ``manifest_warnings``
 lists what KEDA would refuse or read otherwise than the scaler does, before any decision;
 ``Summary`` ends the run with one line: decisions per binding signal and the clamps that acted.
+
+TTFT p99 and the share over the objective come from the same rate window of the same TTFT
+histogram, but are estimated differently inside the bucket the objective falls in: the p99
+linearly, as Prometheus' ``histogram_quantile`` does, the share log-linearly
+(``scaler.histogram.share_above``). Where they disagree (a p99 above the objective beside 1% or
+less over it, or the reverse), the wide line and the JSON say so (``ttft_note``).
+*Example*: vLLM's buckets around a 2 s objective are (1, 2.5]; with 4% of first tokens above
+1 s and none above 2.5 s, the p99 interpolates to 2.12 s while the share over 2 s is 0%.
 """
 
 from __future__ import annotations
@@ -32,8 +41,11 @@ from scaler.inventory import ScaledObject
 from scaler.model import Capacity, Decision, Signal
 
 
-def format_line(decision: Decision, name: str | None = None, timezone: str = "UTC") -> str:
-    """One decision as the dry-run's text line (module docstring), local time shown when not UTC."""
+def format_line(
+    decision: Decision, name: str | None = None, timezone: str = "UTC", objective_s: float | None = None
+) -> str:
+    """One decision as the dry-run's wide line (module docstring), local time shown when not UTC;
+    with ``objective_s`` (ttftObjectiveSeconds) the TTFT share is said against it."""
     when = decision.now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if timezone != "UTC":
         when += f" ({decision.now.astimezone(ZoneInfo(timezone)).strftime('%H:%M:%S')} {timezone})"
@@ -46,6 +58,10 @@ def format_line(decision: Decision, name: str | None = None, timezone: str = "UT
     clamps = "; ".join(f"{c.kind.value} {c.before}->{c.after}: {c.reason}" for c in changed) or "none"
     head = f"{when} " + (f"{name} " if name else "")
     line = f"{head}target={decision.replicas} binding={decision.binding.value} [{proposals}] clamps: {clamps}"
+    line += f" | replicas: {_replicas(decision)}"
+    ttft = _ttft(decision, objective_s)
+    if ttft is not None:
+        line += f" | ttft: {ttft}"
     if decision.lead is not None:
         line += f" | lead {decision.lead.seconds:.0f}s ({decision.lead.source})"
     if decision.capacity is not None:
@@ -56,6 +72,52 @@ def format_line(decision: Decision, name: str | None = None, timezone: str = "UT
     if decision.notes:
         line += " | " + "; ".join(decision.notes)
     return line
+
+
+# The share over the objective that a p99 above it means (100% - 99%).
+P99_SHARE = 0.01
+
+
+def ttft_note(decision: Decision, objective_s: float | None) -> str | None:
+    """Why TTFT p99 and the share over the objective seem to disagree, when they do (module
+    docstring); None when they agree or either is unknown."""
+    seen = decision.observation
+    p99, over = seen.ttft_p99_seconds, seen.ttft_over_objective
+    if objective_s is None or p99 is None or over is None or (p99 > objective_s) == (over > P99_SHARE):
+        return None
+    return (
+        f"TTFT p99 {p99:.2f}s and {100 * over:.1f}% over the {objective_s:g}s objective come from the same"
+        " rate window of the TTFT histogram, estimated differently inside the bucket the objective"
+        " falls in: the p99 linearly (as histogram_quantile does), the share log-linearly"
+    )
+
+
+def _ttft(decision: Decision, objective_s: float | None) -> str | None:
+    """``p99 2.27s, 0.0% over 2s`` (with the note when they disagree), or None without TTFT."""
+    seen = decision.observation
+    if seen.ttft_p99_seconds is None:
+        return None
+    said = f"p99 {seen.ttft_p99_seconds:.2f}s"
+    if seen.ttft_over_objective is not None and objective_s is not None:
+        said += f", {100 * seen.ttft_over_objective:.1f}% over {objective_s:g}s"
+    if ttft_note(decision, objective_s) is not None:
+        said += " (one window, two estimates inside the bucket: see the JSON's ttft_note)"
+    return said
+
+
+def _replicas(decision: Decision) -> str:
+    """The replica counts the decision saw: current and Ready, with Pending and starting when
+    known (``?`` for a count not read). *Example*: ``current 4, Ready 3, Pending 1``."""
+    seen = decision.observation
+
+    def count(value: int | None) -> str:
+        return "?" if value is None else str(value)
+
+    said = f"current {count(seen.current_replicas)}, Ready {count(seen.ready_replicas)}"
+    for label, value in (("Pending", seen.pending_replicas), ("starting", seen.starting_replicas)):
+        if value:
+            said += f", {label} {value}"
+    return said
 
 
 class CompactLines:
@@ -138,11 +200,15 @@ def _capacity_key(capacity: Capacity) -> str:
     )
 
 
-def format_json(decision: Decision, name: str | None = None) -> str:
-    """One decision as a compact JSON line, the ScaledObject's name first when given."""
+def format_json(decision: Decision, name: str | None = None, objective_s: float | None = None) -> str:
+    """One decision as a compact JSON line, the ScaledObject's name first when given, and a
+    ``ttft_note`` when its TTFT p99 and share over ``objective_s`` seem to disagree."""
     body = decision.to_json()
     if name:
         body = {"scaledobject": name, **body}
+    note = ttft_note(decision, objective_s)
+    if note is not None:
+        body["ttft_note"] = note
     return json.dumps(body, sort_keys=False, separators=(",", ":"))
 
 

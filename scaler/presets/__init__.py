@@ -18,6 +18,8 @@ query reads: a preset's queue, a removed name).
 from __future__ import annotations
 
 from scaler.presets import engines, routers
+from scaler.presets.promql import PromQLError, metric_names, one_selector
+from scaler.presets.promql import problem as promql_problem
 from scaler.presets.queries import (
     GPU_UTILISATION,
     QueueRead,
@@ -67,6 +69,7 @@ __all__ = [
     "Kind",
     "Preset",
     "PresetError",
+    "PromQLError",
     "QueueRead",
     "Registry",
     "Removal",
@@ -76,7 +79,10 @@ __all__ = [
     "choices",
     "engines",
     "holds_for",
+    "metric_names",
+    "one_selector",
     "preset_for",
+    "promql_problem",
     "queue_read",
     "register",
     "registered",

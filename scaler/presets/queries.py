@@ -13,12 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scaler.matchers import LabelMatcher, SelectorError, parse_selector
+from scaler.matchers import LabelMatcher
+from scaler.presets.promql import one_selector
 from scaler.presets.registry import QUEUE_FIELD, REGISTRY, ROUTERS, Preset, Removal, Select
-
-_SUM_OF_ONE_SELECTOR = re.compile(
-    r"^\s*sum\s*\(\s*(?P<metric>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*\)\s*$"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +25,7 @@ class QueueRead:
     preset: Preset
     metric: str
     matchers: tuple[LabelMatcher, ...]  # those the query adds to the preset's own
+    aggregation: str | None = "sum"  # over the series (promql.AGGREGATIONS), None for a bare gauge
 
     @property
     def older(self) -> bool:
@@ -37,25 +35,24 @@ class QueueRead:
 
 
 def queue_read(query: str) -> QueueRead | None:
-    """The preset whose queue ``query`` reads, when it is ``sum(QUEUE{matchers})``; else None.
+    """The preset whose queue ``query`` reads, when it is that queue's selector under an
+    aggregation that keeps one series (``promql.one_selector``: ``sum(Q{m})``, ``sum(Q{m}) by
+    (model_name)`` with ``model_name`` pinned, ``sum by (...) (...)``, a bare ``Q{m}``); else None.
 
     The matchers the preset writes itself (Triton's ``request_type="waiting"``) must be
     there and are left out. *Example*: ``sum(llm_d_epp_flow_control_queue_size{inference_pool="p"})``
     is the llm-d router's queue, with the matcher ``inference_pool="p"``.
     """
-    match = _SUM_OF_ONE_SELECTOR.match(query)
-    if match is None:
+    read = one_selector(query)
+    if read is None:
         return None
-    try:
-        written = parse_selector(match["matchers"] or "")
-    except SelectorError:
-        return None
+    written = read.matchers
     for preset in REGISTRY.all():
         family = preset.family(QUEUE_FIELD[preset.kind])
         for selector in family.selectors() if family is not None else ():
-            if selector.metric == match["metric"] and set(selector.matchers) <= set(written):
+            if selector.metric == read.metric and set(selector.matchers) <= set(written):
                 rest = tuple(m for m in written if m not in selector.matchers)
-                return QueueRead(preset, selector.metric, rest)
+                return QueueRead(preset, selector.metric, rest, read.aggregation)
     return None
 
 

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scaler import cliargs
 from scaler.replay import INSTALL_HINT, missing_extra
 
 if TYPE_CHECKING:
@@ -68,16 +69,28 @@ def add_history_options(p: argparse.ArgumentParser, command: str, source: Any = 
     (source or p).add_argument(
         "--prometheus",
         default=None,
+        type=cliargs.url,
         metavar="URL",
         help=f"{command} the history in this Prometheus (the ScaledObject's engine preset and labelSelector)"
         " instead of a trace file; it wins over the trigger's prometheusAddress",
     )
     p.add_argument(
-        "--since", help="with --prometheus: how far back from --until (90s, 30m, 6h, 7d; default 7d)"
+        "--since",
+        type=cliargs.duration(as_text=True),
+        metavar="DURATION",
+        help="with --prometheus: how far back from --until (90s, 30m, 6h, 7d; default 7d)",
     )
-    p.add_argument("--until", help="with --prometheus: end of the span, ISO 8601 with a zone (default: now)")
     p.add_argument(
-        "--step", help="with --prometheus: one window of the trace, at least two scrapes (default 1m)"
+        "--until",
+        type=cliargs.instant,
+        metavar="ISO",
+        help="with --prometheus: end of the span, ISO 8601 with a zone (default: now)",
+    )
+    p.add_argument(
+        "--step",
+        type=cliargs.duration(minimum_s=1, above=False, as_text=True),
+        metavar="DURATION",
+        help="with --prometheus: one window of the trace, at least two scrapes (default 1m)",
     )
 
 
@@ -85,7 +98,9 @@ def check_span_options(args: argparse.Namespace) -> None:
     """ValueError when ``--since``, ``--until`` or ``--step`` is given without ``--prometheus``."""
     given = [f"--{name}" for name in ("since", "until", "step") if getattr(args, name) is not None]
     if given and not args.prometheus:
-        raise ValueError(f"{', '.join(given)}: only with --prometheus (they choose the history it reads)")
+        raise cliargs.UsageError(
+            f"{', '.join(given)}: only with --prometheus (they choose the history it reads)"
+        )
 
 
 def history_span(args: argparse.Namespace) -> Span:
@@ -117,6 +132,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--trace",
+        type=cliargs.existing_file,
+        metavar="FILE",
         help="timestamp_s,prompt_tokens,output_tokens or window_start_s,req_per_s"
         "[,prompt_tokens_per_req,output_tokens_per_req]",
     )
@@ -124,11 +141,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--scaledobject",
         required=True,
+        type=cliargs.existing_file,
+        metavar="FILE",
         help="ScaledObject with this scaler's external trigger, or a plain KEDA one to convert",
     )
     p.add_argument(
         "--baseline",
         default=None,
+        type=cliargs.existing_file,
+        metavar="FILE",
         help="ScaledObject with plain KEDA triggers (default: --scaledobject when it is a plain one, else"
         " the example)",
     )
@@ -139,41 +160,91 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="with --prometheus: also write the trace read (window_start_s,req_per_s,"
         "prompt_tokens_per_req,output_tokens_per_req), to replay later with --trace",
     )
-    p.add_argument("--cluster", default=None, help="cluster model (YAML); defaults in docs/replay.md")
+    p.add_argument(
+        "--cluster",
+        default=None,
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="cluster model (YAML); defaults in docs/replay.md",
+    )
     p.add_argument(
         "--kubeconfig",
         default=None,
+        type=cliargs.existing_file,
+        metavar="FILE",
         help="measure the cold start from the pods of the ScaledObject's Deployment through this"
         " kubeconfig (the median from scheduled to Ready; cold_start_s in --cluster wins; default:"
         " not measured, 180s)",
     )
-    p.add_argument("--out", default="replay-out", help="folder for summary.json and replay.png")
-    p.add_argument("--seed", type=int, default=0, help="seed for expanding rate traces into requests")
-    p.add_argument("--sizes-from", default=None, help="request trace whose token sizes a rate trace borrows")
-    p.add_argument("--rate-scale", type=float, default=1.0, help="multiply a rate trace's rates by this")
-    p.add_argument("--hours", default=None, help="replay only hours A:B of the trace, e.g. 0:72")
+    p.add_argument(
+        "--out", default="replay-out", metavar="DIR", help="folder for summary.json and replay.png"
+    )
+    p.add_argument(
+        "--seed",
+        type=cliargs.whole(0),
+        default=0,
+        metavar="N",
+        help="seed for expanding rate traces into requests",
+    )
+    p.add_argument(
+        "--sizes-from",
+        default=None,
+        type=cliargs.existing_file,
+        metavar="FILE",
+        help="request trace whose token sizes a rate trace borrows",
+    )
+    p.add_argument(
+        "--rate-scale",
+        type=cliargs.number(0),
+        default=1.0,
+        metavar="X",
+        help="multiply a rate trace's rates by this",
+    )
+    p.add_argument(
+        "--hours",
+        default=None,
+        type=hours,
+        metavar="A:B",
+        help="replay only hours A:B of the trace, e.g. 0:72",
+    )
     p.add_argument(
         "--start",
         default=None,
+        type=cliargs.instant,
+        metavar="ISO",
         help=f"wall time of a --trace's second 0 (default {DEFAULT_START}; --prometheus: --until - --since)",
     )
     p.add_argument(
-        "--objective", type=float, default=None, help="TTFT objective, s (default: ttftObjectiveSeconds)"
+        "--objective",
+        type=cliargs.duration(bare_seconds=True),
+        default=None,
+        metavar="DURATION",
+        help="TTFT objective (2s; bare seconds too; default: ttftObjectiveSeconds)",
     )
     p.add_argument("--no-plot", action="store_true", help="skip replay.png")
 
 
+def hours(text: str) -> str:
+    """An argparse ``type``: ``A:B``, hours from A to B of the trace, A below B."""
+    a, colon, b = text.partition(":")
+    try:
+        low, high = float(a), float(b)
+    except ValueError:
+        low = high = -1.0
+    if not colon or not 0 <= low < high:
+        raise argparse.ArgumentTypeError(f"{text!r}: write A:B with 0 <= A < B, such as 0:72")
+    return text
+
+
 def run(args: argparse.Namespace, upstream: Upstream | None = None) -> int:
-    """Run ``scaler replay``; exit status 2 on an input error or without the replay extra."""
+    """Run ``scaler replay``; exit status 2 without the replay extra. An input error
+    (``scaler.errors``) goes up to ``scaler.cli.main``, which says it in one line."""
     try:
         return _run(args, upstream)
     except ModuleNotFoundError as exc:
         if not missing_extra(exc):
             raise
         print(f"scaler replay: error: {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError) as exc:  # every input error of the replay is a ValueError
-        print(f"scaler replay: error: {exc}", file=sys.stderr)
         return 2
 
 
@@ -186,13 +257,15 @@ def _refuse_mixed(args: argparse.Namespace) -> None:
             ("--start", args.start),
         ):
             if value:
-                raise ValueError(
+                raise cliargs.UsageError(
                     f"{option} is for --trace; with --prometheus the sizes are measured and the span is"
                     " --since/--until"
                 )
     else:
         if args.export:
-            raise ValueError("--export writes the trace read with --prometheus; a --trace is already a file")
+            raise cliargs.UsageError(
+                "--export writes the trace read with --prometheus; a --trace is already a file"
+            )
         check_span_options(args)
 
 
@@ -400,6 +473,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     cold_start = _cold_start(args, upstream, scaler_so, cluster)
     assert scaler_so.external is not None
     policy = parse_metadata(scaler_so.external.metadata)
+    cliargs.prometheus_over("scaler replay", args.prometheus, policy.prometheus_address, args.scaledobject)
     objective = args.objective or policy.ttft_objective_seconds
     measured: Measured | None = None
     if args.prometheus:

@@ -68,6 +68,7 @@ from typing import Any, Literal
 
 import yaml
 
+from scaler.errors import InputError
 from scaler.pods import Pod, PodLifecycle, PodState
 
 Physics = Literal["shared", "separate"]
@@ -80,7 +81,7 @@ Waiting = Literal["slot", "prefill"]
 WAITING: tuple[Waiting, ...] = ("slot", "prefill")
 
 
-class ClusterError(ValueError):
+class ClusterError(InputError):
     """A cluster model that cannot be read or is invalid; the message says why."""
 
     pass

@@ -8,24 +8,24 @@ in), down to a whole step. *Example*: ``--since 7d --until 2026-12-07T00:00:00Z 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+from scaler.cliargs import seconds
+from scaler.errors import InputError
 
 
-class SpanError(ValueError):
+class SpanError(InputError):
     """A duration or a time that cannot be used; the message names the option and the value."""
 
 
 def duration_s(text: str) -> float:
-    """Seconds in a duration such as ``90s``, ``30m``, ``6h`` or ``2d``; SpanError otherwise."""
-    match = _DURATION.match(text.strip())
-    if match is None:
-        raise SpanError(f"{text!r} is not a duration such as 90s, 30m, 6h or 2d")
-    return float(match[1]) * _UNIT_S[match[2]]
+    """Seconds in a duration such as ``90s``, ``30m``, ``6h`` or ``2d`` (``scaler.cliargs.seconds``,
+    the one reader of durations); SpanError otherwise."""
+    try:
+        return seconds(text)
+    except ValueError as exc:
+        raise SpanError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,14 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from scaler.errors import InputError
+
 REQUEST_COLUMNS = ("timestamp_s", "prompt_tokens", "output_tokens")
 RATE_COLUMNS = ("window_start_s", "req_per_s")
 SIZE_COLUMNS = ("prompt_tokens_per_req", "output_tokens_per_req")  # a measured rate trace's
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A trace that cannot be read or used; the message says why."""
 
     pass

@@ -24,13 +24,15 @@ from typing import Any
 
 import yaml
 
+from scaler.errors import UnreachableError
+
 # promtool turns a week of a fleet's series (about 420,000 lines) into blocks in 15-20 s alone on
 # 2 cores, several times that when other test workers share them: the bound is for a stuck
 # promtool, not a slow one.
 PROMTOOL_TIMEOUT_S = 600
 
 
-class PrometheusNotInstalledError(RuntimeError):
+class PrometheusNotInstalledError(UnreachableError):
     """The Prometheus or promtool binary is not installed; the message says where it looked."""
 
     pass

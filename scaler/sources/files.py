@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from scaler.errors import InputError
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.manifest import ManifestError, first_scaledobject
 from scaler.model import HpaStatus, Observation
@@ -15,7 +16,7 @@ from scaler.model import HpaStatus, Observation
 OBSERVATION_FIELDS = set(Observation.__dataclass_fields__) - {"now", "missing"}
 
 
-class InputFileError(ValueError):
+class InputFileError(InputError):
     """An input file or entry that cannot be used; the message says why."""
 
     pass

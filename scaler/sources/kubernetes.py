@@ -35,6 +35,7 @@ from kubernetes import config as _config
 
 from scaler.coldstart import WINDOW as COLD_START_WINDOW
 from scaler.coldstart import PodTimes
+from scaler.errors import UnreachableError
 from scaler.hpa import hpa_from_json
 from scaler.inventory import (
     DEFAULT_GPU_RESOURCE,
@@ -107,7 +108,7 @@ DRA_MISSING = "resource.k8s.io/v1 is served from Kubernetes 1.34"
 KUEUE_MISSING = "Kueue is not installed"
 
 
-class KubernetesConfigError(RuntimeError):
+class KubernetesConfigError(UnreachableError):
     """No usable Kubernetes client configuration (in-cluster or kubeconfig)."""
 
 

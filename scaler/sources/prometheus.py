@@ -31,6 +31,7 @@ from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from scaler.config import TargetPolicy
+from scaler.errors import UnreachableError
 from scaler.inputs import Input, Key, Reading
 from scaler.matchers import LabelMatcher, matches_all
 from scaler.model import INPUTS
@@ -62,7 +63,7 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, f"***@{host}", parts.path, "", ""))
 
 
-class PrometheusQueryError(RuntimeError):
+class PrometheusQueryError(UnreachableError):
     """A failed Prometheus query: the address (redacted in the message), the query and why."""
 
     def __init__(self, address: str, query: str, reason: str) -> None:
