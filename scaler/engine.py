@@ -100,12 +100,14 @@ class Engine:
         for obs in routed:  # the inputs that exist: a running process has seen them (``_missing``)
             self._seen.update(name for name in DEMAND_INPUTS if getattr(obs, name) is not None)
         complete = [i for i, obs in enumerate(routed) if not self._missing(obs)]
+        served = self._landing, self._inert  # what was served is watched on; the history's decision is not
+        self._landing, self._inert = LandingMonitor(), InertMonitor()
         for i, obs in enumerate(points):
             if complete and i == complete[-1]:
                 self.decide(obs)  # learns it too; sets the last complete demand and when it was
             else:
                 self._learn(routed[i])
-        self._landing, self._inert = LandingMonitor(), InertMonitor()  # nothing of it was served
+        self._landing, self._inert = served
         return len(points)
 
     def lead(self, obs: Observation) -> tuple[float, str]:

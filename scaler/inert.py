@@ -272,11 +272,12 @@ class _Collect:
         self.fields: dict[InertReason, list[str]] = {}
         self.unknown: dict[str, str] = {}
 
-    def add(self, reason: InertReason, text: str, fields: Sequence[str] = ()) -> None:
+    def add(self, reason: InertReason, text: str, fields: Sequence[str] = (), why: str | None = None) -> None:
+        """Say ``text`` under ``reason``; ``fields`` are unknown for it, each for ``why`` (else the text)."""
         self.texts.setdefault(reason, []).append(text)
         self.fields.setdefault(reason, []).extend(fields)
         for name in fields:
-            self.unknown.setdefault(name, f"{reason.value}: {text}")
+            self.unknown.setdefault(name, f"{reason.value}: {why or text}")
 
     def found(self) -> Found:
         reasons = tuple(
@@ -314,8 +315,11 @@ def _freshness(layout: Layout, preset: PresetSeries, now: float, out: _Collect) 
         if age <= limit:
             continue
         down = _down(layout, chosen)
+        renamed = _renamed(layout, family, chosen, now)
         if down:
             cause = (InertReason.NOT_SCRAPED, f"up == 0 for {_named(down)}, the last sample {_ago(age)} ago")
+        elif renamed:
+            cause = (InertReason.NO_SERIES, _renamed_text(family, chosen, renamed, age))
         else:
             cause = (
                 InertReason.STALE,
@@ -323,8 +327,55 @@ def _freshness(layout: Layout, preset: PresetSeries, now: float, out: _Collect) 
             )
         by_cause.setdefault(cause, []).append(family.field)
     for (reason, text), fields in by_cause.items():
-        metrics = sorted({m for f in preset.families if f.field in fields for m in f.metrics[:1]})
-        out.add(reason, f"{', '.join(metrics)}: {text}", fields)
+        metrics = [f.metrics[0] for f in preset.families if f.field in fields and f.metrics]
+        shown = ", ".join(metrics[:VALUES_SHOWN]) + (
+            f" and {len(metrics) - VALUES_SHOWN} more" if len(metrics) > VALUES_SHOWN else ""
+        )
+        out.add(reason, f"{preset.kind} {preset.preset} series ({shown}): {text}", fields, why=text)
+
+
+def _source(labels: Mapping[str, str]) -> tuple[str, str, str]:
+    """Where a series came from: its scrape target and pod."""
+    return labels.get("job", ""), labels.get("instance", ""), labels.get("pod", "")
+
+
+def _renamed(
+    layout: Layout, family: FamilySeries, chosen: Sequence[SeriesGroup], now: float
+) -> list[SeriesGroup]:
+    """Fresh series of the family the selector does not pick, from the targets and pods its stale
+    ones came from: the servers renamed a label (a served model name changed), so they are no_series."""
+    sources = {_source(g.labels) for g in chosen}
+    return [
+        g
+        for g in family.groups
+        if _source(g.labels) in sources
+        and not matches_all(family.matchers, g.labels)
+        and now - g.last_sample <= stale_after(_interval(layout, (g,)))
+    ]
+
+
+def _renamed_text(
+    family: FamilySeries, chosen: Sequence[SeriesGroup], renamed: Sequence[SeriesGroup], age: float
+) -> str:
+    """What changed: the selector, the values the same pods write now, a did-you-mean, since when."""
+    written = ", ".join(sorted(str(m) for m in family.matchers))
+    parts = []
+    for matcher in sorted(family.matchers, key=lambda m: m.name):
+        now_have = sorted({g.labels[matcher.name] for g in renamed if matcher.name in g.labels})
+        before = {g.labels.get(matcher.name) for g in chosen}
+        if not now_have or set(now_have) == before:
+            continue
+        guess = _suggest(matcher, now_have)
+        parts.append(
+            f"{matcher.name}={', '.join(now_have[:VALUES_SHOWN])}"
+            + (f' (did you mean {matcher.name}="{guess}"?)' if guess else "")
+        )
+    pods = sorted({g.labels.get("pod") or g.labels.get("instance", "?") for g in chosen})
+    return (
+        f"{written} matches no fresh series: the pods it read ({', '.join(pods[:VALUES_SHOWN])}) now write "
+        + ("; ".join(parts) or "other labels")
+        + f"; its series stopped {_ago(age)} ago"
+    )
 
 
 def _seen_pods(preset: PresetSeries, now: float, layout: Layout, namespace: str | None) -> set[str] | None:
@@ -364,15 +415,16 @@ def _unscraped_pods(layout: Layout, preset: PresetSeries, now: float, pods: Pods
     if down:
         parts.append(f"up == 0 for Ready pods {', '.join(down)}{_errors([by_pod[p] for p in down])}")
     if absent:
+        # Only where Kubernetes discovery labels the targets with their pods can a pod's target be looked for.
+        named = any("pod" in t.labels for t in targets)
         parts.append(
             f"no fresh series of {preset.kind} {preset.preset} from Ready pods {', '.join(absent)}"
-            + (" and no scrape target for them" if layout.targets is not None else "")
+            + (" and no scrape target for them" if named else "")
         )
-    everything = len(missing) == len(pods.ready)
+    # No input is unknown for it: what the selector picks was read fresh (from other pods, then).
     out.add(
         InertReason.NOT_SCRAPED,
         f"{len(missing)} of {len(pods.ready)} Ready pods not scraped: " + "; ".join(parts),
-        _fields(preset.families) if everything else (),
     )
 
 
@@ -420,16 +472,23 @@ def _stranded(layout: Layout, now: float, pods: Pods | None, namespace: str, out
     )
 
 
-def layout_reasons(layout: Layout, now: float, pods: Pods | None, namespace: str) -> Found:
+def layout_reasons(
+    layout: Layout, now: float, pods: Pods | None, namespace: str, present: Iterable[str] = ()
+) -> Found:
     """The reasons Prometheus' series give for one target at ``now`` (Unix seconds), and the families
-    (by field) they leave unknown (module docstring). ``pods``: what Kubernetes lists (None without it)."""
+    (by field) they leave unknown (module docstring). ``pods``: what Kubernetes lists (None without it);
+    ``present``: the families the instant reads found series of (a selector that picks nothing there
+    and here is the only no_series: the reads win over the probe)."""
     out = _Collect()
+    read = set(present)
     for preset in layout.presets:
         chosen = [g for f in preset.families for g in f.groups if matches_all(f.matchers, g.labels)]
         if chosen:
             _freshness(layout, preset, now, out)
         elif pods is not None and not pods.ready:
             continue  # no Ready pod: nothing exports yet, and the floor holds
+        elif any(f.field in read for f in preset.families):
+            continue  # the reads found series the probe did not (a Prometheus without timestamp())
         elif not any(f.groups for f in preset.families):
             within = _ago(layout.lookback_s)
             text = f"Prometheus holds no series of {preset.kind} {preset.preset} at all (within {within})"

@@ -100,6 +100,23 @@ def test_a_renamed_model_label_names_the_values_that_exist_and_a_guess() -> None
     assert found.unknown[Input.QUEUE_WAITING].startswith("no_series: ")
 
 
+def test_a_label_the_same_pods_now_write_otherwise_is_no_series_not_stale() -> None:
+    """The selector's series stopped 40 s ago and the same pods write a new model name since: no_series."""
+    old = every(age_s=40)
+    renamed = every(model_name="Llama-3-8B")
+    known = layout(engine_series(*old, *renamed), intervals={("vllm", "10.0.0.1:8000"): 15.0})
+    (reason,) = layout_reasons(known, NOW, PODS, "inference").reasons
+    assert reason.reason is InertReason.NO_SERIES
+    assert (
+        'model_name="llama-3-8b" matches no fresh series: the pods it read (llama-7f9-a) now write'
+        in reason.text
+    )
+    assert (
+        'model_name=Llama-3-8B (did you mean model_name="Llama-3-8B"?); its series stopped 40s ago'
+        in reason.text
+    )
+
+
 def test_no_series_without_ready_pods_is_nothing_to_say() -> None:
     """No Ready pod exports anything yet: the floor holds, the target is not inert."""
     empty = Pods("inference", "llama-7f9", (), frozenset())

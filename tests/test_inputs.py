@@ -21,7 +21,7 @@ from scaler.sources.prometheus import CUSTOM_FIELDS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
-NOT_INPUTS = {"now", "missing", "hpa", "hpa_read", "scaledobject_fallback"}  # the time, notes, landing state
+NOT_INPUTS = {"now", "missing", "hpa", "hpa_read", "scaledobject_fallback", "inert"}  # time, notes, landing
 
 
 def test_every_observation_value_is_a_row_of_the_table() -> None:

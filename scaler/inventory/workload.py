@@ -60,6 +60,11 @@ class WorkloadState:
     hpa: HpaStatus | None = None  # the HPA KEDA created for the ScaledObject, when found
     hpa_read: bool = False  # the HPAs were read: hpa None then means there is none
     scaledobject_fallback: bool = False
+    # What scaler.inert joins Prometheus' series against: the Deployment, its Ready pods' names,
+    # and every live pod of the namespace (the endpoints a router may name).
+    deployment: str = ""
+    ready_pods: tuple[str, ...] = ()
+    namespace_pods: frozenset[str] = frozenset()
 
 
 def workload_state(
@@ -104,7 +109,8 @@ def workload_state(
             times[p.name] = PodTimes(p.name, p.created_at, p.scheduled_at, p.ready_at)
     measured = tuple(times.values())
     cold_start = measure_cold_start(measured)
-    ready = sum(1 for p in live if p.ready)
+    ready_pods = tuple(sorted(p.name for p in live if p.ready))
+    ready = len(ready_pods)
     starting = sum(1 for p in live if p.bound and not p.ready)
     unbound = sum(1 for p in live if not p.bound and not p.ready)
     missing = max(0, deployment.replicas - len(live))
@@ -144,6 +150,11 @@ def workload_state(
         hpa=hpa,
         hpa_read=hpa_read,
         scaledobject_fallback=scaledobject.fallback_active,
+        deployment=deployment.name,
+        ready_pods=ready_pods,
+        namespace_pods=frozenset(
+            p.name for p in pods if p.namespace == deployment.namespace and not p.terminal
+        ),
     )
     if not requirement.gpus:
         return unassessed

@@ -129,6 +129,14 @@ class PrometheusClient:
                 raise PrometheusQueryError(self.address, query, "malformed sample in result") from None
         return out
 
+    def targets(self) -> list[dict[str, Any]]:
+        """The active scrape targets (``/api/v1/targets``: labels, scrapeInterval, health, lastError);
+        PrometheusQueryError when it fails or this Prometheus has no such API (Thanos, Mimir)."""
+        return self._call(
+            "/api/v1/targets",
+            lambda _: list(self._api.get_targets(state="active").get("activeTargets") or []),
+        )
+
     def range(
         self, query: str, start: datetime, end: datetime, step_s: float
     ) -> list[tuple[Labels, list[tuple[float, float]]]]:
