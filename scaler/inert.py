@@ -461,11 +461,13 @@ def _stranded(layout: Layout, now: float, pods: Pods | None, namespace: str, out
         return
     endpoints = sorted({e.endpoint for e in stranded})
     metrics = sorted({e.metric for e in stranded})
-    where = "live pods" if pods is not None else "pods with fresh series"
+    where = "live pod" if pods is not None else "pod with fresh series"
+    several = len(endpoints) != 1
     out.add(
         InertReason.STRANDED,
-        f"{', '.join(metrics)} still hold series for {len(endpoints)} endpoints that are no {where} of"
-        f" namespace {namespace} ({', '.join(endpoints[:VALUES_SHOWN])}"
+        f"{', '.join(metrics)} still {'hold' if len(metrics) != 1 else 'holds'} series for"
+        f" {len(endpoints)} endpoint{'s' if several else ''} that {'are' if several else 'is'} no {where}"
+        f" of namespace {namespace} ({', '.join(endpoints[:VALUES_SHOWN])}"
         + (f" and {len(endpoints) - VALUES_SHOWN} more" if len(endpoints) > VALUES_SHOWN else "")
         + "): the router does not delete them when a pod goes, so what reads them sees demand that is"
         " gone; this scaler does not count them",

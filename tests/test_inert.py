@@ -185,7 +185,7 @@ def test_a_router_series_on_pods_that_are_gone_is_stranded() -> None:
     ).reasons
     assert reason.reason is InertReason.STRANDED
     assert "llm_d_epp_inflight_requests, llm_d_epp_inflight_tokens" in reason.text
-    assert "1 endpoints that are no live pods of namespace inference (llama-7f9-gone)" in reason.text
+    assert "1 endpoint that is no live pod of namespace inference (llama-7f9-gone)" in reason.text
     assert reason.inputs == ()
     fixed = (endpoints[2],)
     assert (
@@ -199,7 +199,7 @@ def test_without_kubernetes_stranded_joins_the_pods_with_fresh_series() -> None:
     (reason,) = layout_reasons(
         layout(engine_series(*every()), endpoints=endpoints), NOW, None, "inference"
     ).reasons
-    assert "no pods with fresh series of namespace inference" in reason.text
+    assert "no pod with fresh series of namespace inference" in reason.text
 
 
 # ---- held and not_landed -----------------------------------------------------------------

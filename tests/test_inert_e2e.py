@@ -229,7 +229,7 @@ def test_a_router_gauge_stranded_on_a_deleted_pod_is_named_never_counted_and_cle
     )
     (reason,) = seen.inert
     assert reason.reason is InertReason.STRANDED
-    assert "1 endpoints that are no live pods of namespace inference (llama-5d8f-gone)" in reason.text
+    assert "1 endpoint that is no live pod of namespace inference (llama-5d8f-gone)" in reason.text
     assert "llm_d_epp_inflight_requests, llm_d_epp_inflight_tokens" in reason.text
     assert reason.inputs == ()
     assert seen.queue_waiting == 6  # the servers' queue: nothing of the stranded tokens

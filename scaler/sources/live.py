@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from scaler.inert import Pods, layout_reasons
+from scaler.inert import Found, Pods, layout_reasons
 from scaler.inputs import Input, InputSource, Reading
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import Observation
@@ -87,6 +87,7 @@ class LiveSource:
         self.history.forget(now)
         read: dict[Any, Readings] = self.prometheus.read(queries, now) if queries else {}
         layouts = self.probe.layouts(queries, now) if queries else {}
+        made: dict[tuple[int, Pods | None, str, frozenset[str]], Found] = {}  # targets alike, made once
         out: dict[TargetKey, Observation] = {}
         for t in targets:
             got = read.get(t.key) or Readings()
@@ -95,8 +96,11 @@ class LiveSource:
             state, pods = self._workload(t, got)
             layout = layouts.get(t.key)
             if layout is not None:
-                present = {*got.values, *got.histograms}
-                found = layout_reasons(layout, now.timestamp(), pods, t.key.namespace, present)
+                present = frozenset({*got.values, *got.histograms})
+                alike = (id(layout), pods, t.key.namespace, present)
+                if alike not in made:
+                    made[alike] = layout_reasons(layout, now.timestamp(), pods, t.key.namespace, present)
+                found = made[alike]
                 for name, why in found.unknown.items():  # the probe's cause, not "no series match"
                     got.values.pop(name, None)
                     got.histograms.pop(name, None)

@@ -158,31 +158,54 @@ class SeriesProbe:
             a: self._intervals(self.reader.client(a), at, any(s.value != 1 for s in up[a] or ()))
             for a in addresses
         }
+        scraped: dict[str, tuple[ScrapeTarget, ...] | None] = {}
+        for a in addresses:
+            answer = up[a]
+            scraped[a] = (
+                None
+                if answer is None
+                else tuple(
+                    ScrapeTarget(s.labels, s.value == 1, intervals[a].errors.get(_key(s.labels), ""))
+                    for s in answer
+                )
+            )
+        # Targets that pick the same series share one Layout (a thousand ScaledObjects of ten models
+        # make ten), so what is made of it (scaler.inert) can be made once for them too.
+        shared: dict[tuple[Any, ...], Layout | None] = {}
         out: dict[Any, Layout] = {}
         for t in targets:
-            presets = []
-            for preset in _presets(t):
-                series = read[(t.address, preset.kind, preset.name)]
-                if series is None:
-                    continue  # its query failed: the instant reads say why
-                presets.append(_preset_series(preset, t, series))
-            if not presets:
-                continue
-            scrapes = intervals[t.address]
-            targets_up = up[t.address]
-            out[t.key] = Layout(
-                tuple(presets),
-                self.lookback_s,
-                None
-                if targets_up is None
-                else tuple(
-                    ScrapeTarget(s.labels, s.value == 1, scrapes.errors.get(_key(s.labels), ""))
-                    for s in targets_up
-                ),
-                scrapes.intervals,
-                endpoints[t.address],
+            picks = tuple(
+                (preset.kind, preset.name, tuple(selector_for(t.policy, f) for f in preset.families))
+                for preset in _presets(t)
             )
+            alike = (t.address, picks)
+            if alike not in shared:
+                shared[alike] = self._layout(
+                    t, read, scraped[t.address], intervals[t.address], endpoints[t.address]
+                )
+            layout = shared[alike]
+            if layout is not None:
+                out[t.key] = layout
         return out
+
+    def _layout(
+        self,
+        t: TargetQuery,
+        read: Mapping[tuple[str, str, str], Mapping[str, tuple[SeriesGroup, ...]] | None],
+        scraped: tuple[ScrapeTarget, ...] | None,
+        scrapes: _Scrapes,
+        endpoints: tuple[EndpointSeries, ...] | None,
+    ) -> Layout | None:
+        """``t``'s Layout from the group's reads; None when none of its presets could be read."""
+        presets = []
+        for preset in _presets(t):
+            series = read[(t.address, preset.kind, preset.name)]
+            if series is None:
+                continue  # its query failed: the instant reads say why
+            presets.append(_preset_series(preset, t, series))
+        if not presets:
+            return None
+        return Layout(tuple(presets), self.lookback_s, scraped, scrapes.intervals, endpoints)
 
     def _series(
         self, client: PrometheusClient, preset: Preset, members: Sequence[TargetQuery], at: datetime
