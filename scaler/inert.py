@@ -18,6 +18,7 @@ every poll) and do nothing. Each refresh looks for these, for every target:
                  offered demand moved beyond the HPA's tolerance since the hold began
 ``not_landed``   the landing monitor's gap has a reason the HPA's own rules do not explain
                  (``scaler.landing.ALERTING``) and has lasted longer than one cold start
+                 (``scaler.landing.inert``)
 ===============  ===================================================================================
 
 The first four come from what Prometheus holds (``Layout``, read at the edge by
@@ -54,7 +55,7 @@ from dataclasses import dataclass, field, replace
 
 from scaler.hpa import tolerances, within_hpa_tolerance
 from scaler.inputs import Input, Reading
-from scaler.landing import ALERTING
+from scaler.landing import inert as landing_inert
 from scaler.matchers import LabelMatcher, MatchOp, matches_all
 from scaler.model import Decision, Inert, InertReason, Signal
 from scaler.readings import ITL_INPUTS, TTFT_INPUTS
@@ -525,9 +526,10 @@ def _demand(decision: Decision) -> tuple[float, str] | None:
 
 
 def not_landed(decision: Decision) -> Inert | None:
-    """not_landed: a landing gap the HPA's rules do not explain, lasting longer than one cold start."""
+    """not_landed: a landing gap the HPA's rules do not explain, lasting longer than one cold start
+    (the landing monitor's rule, ``scaler.landing.inert``)."""
     landing, lead = decision.landing, decision.lead
-    if landing is None or lead is None or landing.reason not in ALERTING or landing.since_s <= lead.seconds:
+    if landing is None or lead is None or not landing_inert(landing, lead.seconds):
         return None
     return Inert(
         InertReason.NOT_LANDED,

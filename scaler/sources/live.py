@@ -113,8 +113,8 @@ class LiveSource:
         """The workload's reads into ``got``; returns the Observation's fields that are not inputs, and
         the pods the inert reasons join the series against (None without Kubernetes)."""
         state, workload = self._workload_state(target, got)
-        if workload is None:
-            return state, None
+        if workload is None or not workload.deployment:
+            return state, None  # a provider that names no pods (the demo's pool): nothing to join
         pods = Pods(target.key.namespace, workload.deployment, workload.ready_pods, workload.namespace_pods)
         return state, pods
 
