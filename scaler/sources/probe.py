@@ -26,7 +26,8 @@ Beside the instant reads (``scaler.sources.prometheus``), each refresh asks, at 
   that API (Thanos, Mimir) gives no intervals: the default of ``scaler.inert`` applies.
 
 A query that fails leaves its part out (no reason is made up from it): the instant reads carry the
-error into the inputs' reasons already.
+error into the inputs' reasons already. A Prometheus whose reads failed at ``at`` is not probed at
+all (``PrometheusReader.failed_at``): a slow one would hold the refresh for every timeout again.
 """
 
 from __future__ import annotations
@@ -141,7 +142,12 @@ class SeriesProbe:
         self._scrapes: dict[str, _Scrapes] = {}
 
     def layouts(self, targets: Sequence[TargetQuery], at: datetime) -> dict[Any, Layout]:
-        """Each target's Layout at ``at`` (targets of ``engine: custom`` have none: no preset to read)."""
+        """Each target's Layout at ``at`` (targets of ``engine: custom`` have none: no preset to read).
+
+        A Prometheus whose reads failed at ``at`` is not asked more: the reads' errors already say
+        why its inputs are unknown, and a slow one would hold the refresh for every timeout again.
+        """
+        targets = [t for t in targets if not self.reader.failed_at(t.address, at)]
         by_group: dict[tuple[str, str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             for preset in _presets(t):

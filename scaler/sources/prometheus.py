@@ -195,6 +195,9 @@ class PrometheusReader:
         # Reads run in worker threads (the refresh and new targets' first decisions at once): one
         # read of a family at a time, so a second waits for the first's answer instead of asking too.
         self._locks: dict[tuple[str, str], threading.Lock] = {}
+        # Per address, the refresh time (Unix s) a query to it last failed at: the series probe asks
+        # no more of a Prometheus that failed this refresh's reads (``failed_at``).
+        self._failed: dict[str, float] = {}
 
     @property
     def queries(self) -> int:
@@ -206,6 +209,10 @@ class PrometheusReader:
         if address not in self._clients:
             self._clients[address] = PrometheusClient(address, self.timeout_s)
         return self._clients[address]
+
+    def failed_at(self, address: str, at: datetime) -> bool:
+        """Whether a read of ``address`` at the refresh time ``at`` failed (timed out, refused, HTTP 5xx)."""
+        return self._failed.get(address) == at.timestamp()
 
     def address_for(self, policy: TargetPolicy) -> str | None:
         """The Prometheus address for ``policy``: its own, else the default; None when neither is set."""
@@ -272,6 +279,8 @@ class PrometheusReader:
             try:
                 samples = self._instant(client, family, group_labels(selectors.values()), at)
             except PrometheusQueryError as exc:
+                if at is not None:
+                    self._failed[address] = at.timestamp()
                 for t in members:
                     out[t.key].missing[family.field] = str(exc)
                 continue
