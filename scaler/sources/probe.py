@@ -19,8 +19,9 @@ Beside the instant reads (``scaler.sources.prometheus``), each refresh asks, at 
 
       label_replace(max by (<labels>) (max_over_time(timestamp(<metric>)[3600s:60s])), ...) or ...
 
-* per address: ``max by (job, instance, namespace, pod) (up)``; the routers' per-endpoint series
-  (``Preset.endpoint_series``, llm-d's in-flight gauges) by namespace and endpoint; and every
+* per address, in one query: ``max by (job, instance, namespace, pod) (up)`` and the routers'
+  per-endpoint series (``Preset.endpoint_series``, llm-d's in-flight gauges) by namespace and
+  endpoint, each tagged with its metric as above; and every
   ``intervals_keep_s`` (5 minutes), or at once while a target is down, the targets API
   (``/api/v1/targets``) for each target's scrape interval and last error. A Prometheus without
   that API (Thanos, Mimir) gives no intervals: the default of ``scaler.inert`` applies.
@@ -59,6 +60,9 @@ RESOLUTION_S = (
     60.0  # the lookback subquery's step, s: within Prometheus' 5-minute lookback, so no sample is missed
 )
 INTERVALS_KEEP_S = 300.0  # how long the targets API's scrape intervals are kept, s (targets change seldom)
+EMPTY_KEEP_S = (
+    10.0  # how long an empty answer of it is kept, s: a Prometheus just started lists its targets soon
+)
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -96,11 +100,6 @@ def timestamps(metrics: Iterable[str], by: Sequence[str], window: str | None = N
         grouped = f"max by ({', '.join(by)}) ({inner})"
         parts.append(f'label_replace({grouped}, "{METRIC_LABEL}", "{metric}", "__name__", ".*")')
     return " or ".join(parts)
-
-
-def _selector(metrics: Iterable[str]) -> str:
-    names = "|".join(sorted(set(metrics)))
-    return f'label_replace({{__name__=~"{names}"}}, "{METRIC_LABEL}", "$1", "__name__", "(.+)")'
 
 
 def _groups(samples: Iterable[Sample]) -> dict[str, dict[frozenset[tuple[str, str]], SeriesGroup]]:
@@ -157,8 +156,9 @@ class SeriesProbe:
             preset = next(p for p in _presets(members[0]) if (p.kind, p.name) == key[1:])
             read[key] = self._series(self.reader.client(key[0]), preset, members, at)
         addresses = {t.address for t in targets}
-        up = {a: self._up(self.reader.client(a), at) for a in addresses}
-        endpoints = {a: self._endpoints(self.reader.client(a), at) for a in addresses}
+        scrape_state = {a: self._scrape_state(self.reader.client(a), at) for a in addresses}
+        up = {a: state[0] for a, state in scrape_state.items()}
+        endpoints = {a: state[1] for a, state in scrape_state.items()}
         # A target down: ask the targets API again for its error (the kept answer is from before).
         intervals = {
             a: self._intervals(self.reader.client(a), at, any(s.value != 1 for s in up[a] or ()))
@@ -247,30 +247,39 @@ class SeriesProbe:
                         fresh[metric][key] = group
         return {metric: tuple(groups.values()) for metric, groups in fresh.items()}
 
-    def _up(self, client: PrometheusClient, at: datetime) -> list[Sample] | None:
-        try:
-            return client.instant(f"max by ({', '.join(TARGET_LABELS)}) (up)", at)
-        except PrometheusQueryError:
-            return None
-
-    def _endpoints(self, client: PrometheusClient, at: datetime) -> tuple[EndpointSeries, ...] | None:
-        """The routers' per-endpoint series at ``at``, by namespace and endpoint."""
-        out: list[EndpointSeries] = []
+    def _scrape_state(
+        self, client: PrometheusClient, at: datetime
+    ) -> tuple[list[Sample] | None, tuple[EndpointSeries, ...] | None]:
+        """In one query: ``up`` by scrape target and pod, and the routers' per-endpoint series by
+        namespace and endpoint (each tagged with its metric); (None, None) when it fails."""
+        up_grouped = f"max by ({', '.join(TARGET_LABELS)}) (up)"
+        parts = [f'label_replace({up_grouped}, "{METRIC_LABEL}", "up", "__name__", ".*")']
+        labels: dict[str, str] = {}
         for router in ROUTERS.values():
-            if not router.endpoint_series:
-                continue
-            label = router.endpoint_label
-            query = f"max by ({METRIC_LABEL}, namespace, {label}) ({_selector(router.endpoint_series)})"
-            try:
-                samples = client.instant(query, at)
-            except PrometheusQueryError:
-                return None
-            out += [
-                EndpointSeries(s.labels.get(METRIC_LABEL, ""), s.labels.get("namespace", ""), s.labels[label])
-                for s in samples
-                if s.labels.get(label)
-            ]
-        return tuple(out)
+            for metric in router.endpoint_series:
+                if _METRIC_NAME.fullmatch(metric):
+                    labels[metric] = router.endpoint_label
+                    grouped = f"max by (namespace, {router.endpoint_label}) ({metric})"
+                    parts.append(f'label_replace({grouped}, "{METRIC_LABEL}", "{metric}", "__name__", ".*")')
+        try:
+            samples = client.instant(" or ".join(parts), at)
+        except PrometheusQueryError:
+            return None, None
+        up = [
+            Sample({k: v for k, v in s.labels.items() if k != METRIC_LABEL}, s.value)
+            for s in samples
+            if s.labels.get(METRIC_LABEL) == "up"
+        ]
+        endpoints = tuple(
+            EndpointSeries(
+                s.labels[METRIC_LABEL],
+                s.labels.get("namespace", ""),
+                s.labels[labels[s.labels[METRIC_LABEL]]],
+            )
+            for s in samples
+            if s.labels.get(METRIC_LABEL) in labels and s.labels.get(labels[s.labels[METRIC_LABEL]])
+        )
+        return up, endpoints
 
     def _intervals(self, client: PrometheusClient, at: datetime, again: bool = False) -> _Scrapes:
         """The address's scrape intervals and last errors, from the targets API, kept a while (asked
@@ -285,8 +294,8 @@ class SeriesProbe:
         except PrometheusQueryError:
             listed = []  # no targets API here: the default interval applies until it is asked again
         else:
-            if not listed:
-                return scrapes  # none discovered yet (a Prometheus just started): asked again next time
+            if not listed:  # none discovered yet (a Prometheus just started): asked again soon
+                scrapes.read_at = now - self.intervals_keep_s + EMPTY_KEEP_S
         for target in listed:
             labels = target.get("labels") or {}
             key = _key(labels)
