@@ -116,7 +116,9 @@ def test_a_prometheus_that_failed_the_reads_is_not_probed_for_inert_reasons(
     probe = SeriesProbe(reader)
     at = datetime(2026, 12, 1, tzinfo=UTC)
     reader.read([target], at)
-    assert probe.layouts([target], at)  # answered: the probe ran
+    before = reader.queries
+    probe.layouts([target], at)
+    assert reader.queries > before  # answered: the probe asked
     scripted.respond.mode = "error"
     later = datetime(2026, 12, 1, 0, 0, 15, tzinfo=UTC)
     got = reader.read([target], later)["t"]

@@ -106,8 +106,10 @@ def _groups(samples: Iterable[Sample]) -> dict[str, dict[frozenset[tuple[str, st
     """Per metric, each group's newest sample (the value is a Unix time)."""
     out: dict[str, dict[frozenset[tuple[str, str]], SeriesGroup]] = defaultdict(dict)
     for s in samples:
+        metric = s.labels.get(METRIC_LABEL)
+        if metric is None:
+            continue  # not an answer to the probe's query as Prometheus gives it
         labels = {k: v for k, v in s.labels.items() if k != METRIC_LABEL}
-        metric = s.labels.get(METRIC_LABEL, "")
         key = frozenset(labels.items())
         kept = out[metric].get(key)
         if kept is None or s.value > kept.last_sample:
@@ -155,7 +157,8 @@ class SeriesProbe:
         for key, members in by_group.items():
             preset = next(p for p in _presets(members[0]) if (p.kind, p.name) == key[1:])
             read[key] = self._series(self.reader.client(key[0]), preset, members, at)
-        addresses = {t.address for t in targets}
+        # Only where some preset's series were read: a Prometheus that answered none needs no more.
+        addresses = {key[0] for key, series in read.items() if series is not None}
         scrape_state = {a: self._scrape_state(self.reader.client(a), at) for a in addresses}
         up = {a: state[0] for a, state in scrape_state.items()}
         endpoints = {a: state[1] for a, state in scrape_state.items()}
@@ -180,6 +183,8 @@ class SeriesProbe:
         shared: dict[tuple[Any, ...], Layout | None] = {}
         out: dict[Any, Layout] = {}
         for t in targets:
+            if t.address not in addresses:
+                continue  # none of its presets' series could be read
             picks = tuple(
                 (preset.kind, preset.name, tuple(selector_for(t.policy, f) for f in preset.families))
                 for preset in _presets(t)
@@ -224,9 +229,12 @@ class SeriesProbe:
         matchers = [selector_for(t.policy, f) for t in members for f in preset.families]
         by = sorted(set(group_labels(matchers)) | set(TARGET_LABELS))
         try:
-            fresh = _groups(client.instant(timestamps(metrics, by), at))
+            answer = client.instant(timestamps(metrics, by), at)
         except PrometheusQueryError:
             return None
+        fresh = _groups(answer)
+        if answer and not fresh:
+            return None  # series, but none tagged as asked: a query API that is not Prometheus' own
         lacking: set[str] = set()
         picks = {(f.field, selector_for(t.policy, f)): f for t in members for f in preset.families}
         for (_, picked), family in picks.items():
