@@ -252,7 +252,8 @@ def _no_series_text(preset: PresetSeries, pods: Pods | None) -> str:
     ready = (
         " while Kubernetes has no view of its pods"
         if pods is None
-        else f" while Deployment {pods.namespace}/{pods.deployment} has {len(pods.ready)} Ready pods"
+        else f" while Deployment {pods.namespace}/{pods.deployment} has {len(pods.ready)} Ready"
+        f" pod{'s' if len(pods.ready) != 1 else ''}"
     )
     return f"{written} matches no series of {preset.kind} {preset.preset}{ready}; " + "; ".join(parts)
 

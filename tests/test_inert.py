@@ -93,7 +93,7 @@ def test_a_renamed_model_label_names_the_values_that_exist_and_a_guess() -> None
     (reason,) = found.reasons
     assert reason.reason is InertReason.NO_SERIES
     assert 'model_name="llama-3-8b" matches no series of engine vllm' in reason.text
-    assert "1 Ready pods" in reason.text
+    assert "while Deployment inference/llama-7f9 has 1 Ready pod;" in reason.text
     assert 'did you mean model_name="meta-llama/Llama-3-8B"?' in reason.text
     assert {Input.QUEUE_WAITING, Input.PROMPT_TOKENS_PER_S, Input.TTFT_P99_SECONDS} <= set(reason.inputs)
     assert set(found.unknown) == {Input.QUEUE_WAITING, Input.PROMPT_TOKENS_PER_S, Reading.TTFT}
