@@ -30,6 +30,7 @@ from scaler.capacity import CapacityModel
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.demand import Demand, DemandReader, with_router_queue
 from scaler.forecast import Forecast, Forecaster
+from scaler.inert import InertMonitor
 from scaler.inputs import Input
 from scaler.landing import LandingMonitor
 from scaler.model import Capacity, Decision, Lead, Note, NoteKind, Observation, Signal
@@ -71,6 +72,7 @@ class Engine:
         self._modelled_late = 0.0
         self._bias_t: float | None = None
         self._landing = LandingMonitor()
+        self._inert = InertMonitor()  # why the target cannot act, put on each decision (scaler.inert)
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, str], params: DeciderParams = DEFAULT) -> Engine:
@@ -91,13 +93,24 @@ class Engine:
         """Feed past observations (oldest first) so a new process holds what a running one learned.
 
         Each goes through the same learning a decision does (demand, capacity, forecasts),
-        without deciding.
+        without deciding, but for the last one whose demand inputs were complete: decided on, so
+        that the inputs the history holds count as expected and a restart holds the last complete
+        demand (last_known) while one of them is missing, as a running process does.
         """
-        count = 0
-        for obs in history:
-            self._learn(with_router_queue(obs))
-            count += 1
-        return count
+        points = list(history)
+        routed = [with_router_queue(obs) for obs in points]
+        for obs in routed:  # the inputs that exist: a running process has seen them (``_missing``)
+            self._seen.update(name for name in DEMAND_INPUTS if getattr(obs, name) is not None)
+        complete = [i for i, obs in enumerate(routed) if not self._missing(obs)]
+        served = self._landing, self._inert  # what was served is watched on; the history's decision is not
+        self._landing, self._inert = LandingMonitor(), InertMonitor()
+        for i, obs in enumerate(points):
+            if complete and i == complete[-1]:
+                self.decide(obs)  # learns it too; sets the last complete demand and when it was
+            else:
+                self._learn(routed[i])
+        self._landing, self._inert = served
+        return len(points)
 
     def lead(self, obs: Observation) -> tuple[float, str]:
         """The cold start this observation's decision orders ahead by, and where it came from."""
@@ -258,6 +271,7 @@ class Engine:
             inputs_complete_at=self._last_fresh,
         )
         self._landing.remember(decision.replicas)
+        decision = self._inert.judge(decision)
         demand_asks = [
             p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None
         ]

@@ -40,8 +40,17 @@ from scaler.model import Landing, Observation
 
 IN_FLIGHT_S = 45.0  # a KEDA poll (15 s), an HPA sync (15 s), and a refresh of margin
 # Reasons the HPA's own rules do not explain: a gap with one of these that lasts longer than
-# one cold start is the LLMScalerDecisionNotLanded alert (manifests/monitoring/).
+# one cold start is the LLMScalerDecisionNotLanded alert (manifests/monitoring/), and leaves the
+# target inert (``inert``, scaler.inert's not_landed).
 ALERTING = frozenset({"hpa_unknown", "no_hpa", "metric_missing", "fallback", "max", "min", "unexplained"})
+
+
+def inert(landing: Landing | None, lead_s: float | None) -> bool:
+    """Whether a gap leaves the target inert: a reason the HPA's rules do not explain (``ALERTING``)
+    that has lasted longer than one cold start (``lead_s``), the LLMScalerDecisionNotLanded rule."""
+    return (
+        landing is not None and lead_s is not None and landing.reason in ALERTING and landing.since_s > lead_s
+    )
 
 
 def _reason(target: int, landed: int, obs: Observation) -> str:  # noqa: PLR0911 - one return per cause, in order

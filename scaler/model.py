@@ -69,6 +69,50 @@ class Note(str):
         return (Note, (self.kind, str(self)))
 
 
+class InertReason(StrEnum):
+    """Why a target's autoscaler cannot act though it looks healthy (``scaler.inert``), in the order
+    they are looked for."""
+
+    NO_SERIES = "no_series"  # the selector matches no series while the Deployment has Ready pods
+    STALE = "stale"  # the series exist, their last sample older than two scrape intervals
+    NOT_SCRAPED = "not_scraped"  # the engine's pods are not scraped: up == 0, or no target for them
+    STRANDED = "stranded"  # a router series stranded on pods that no longer exist
+    HELD = "held"  # the target held at the current replicas while the demand it reads moved
+    NOT_LANDED = "not_landed"  # the HPA does not land what was asked (scaler.landing)
+
+
+@dataclass(frozen=True, slots=True)
+class Inert:
+    """One reason a target cannot act: its kind, the cause in words, and the inputs it leaves unknown.
+
+    *Example*: ``Inert(InertReason.STALE, "last sample 480s ago, over two scrape intervals (120s)",
+    ("queue_waiting", "prompt_tokens_per_s"))``.
+    """
+
+    reason: InertReason
+    text: str
+    inputs: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        named = f" ({', '.join(self.inputs)})" if self.inputs else ""
+        return f"{self.reason.value}{named}: {self.text}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The reason as a JSON object (``from_json`` reads it back)."""
+        return {"reason": self.reason.value, "text": self.text, "inputs": list(self.inputs)}
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> Inert:
+        """The inverse of to_json (an observation log read back); ValueError on a wrong shape."""
+        try:
+            return cls(
+                InertReason(row["reason"]), str(row["text"]), tuple(str(i) for i in row.get("inputs") or ())
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            kinds = ", ".join(InertReason)
+            raise ValueError(f"inert: {row!r} is not a reason ({kinds}) with a text") from None
+
+
 CapacitySource = Literal["configured", "measured", "unknown"]
 
 
@@ -263,6 +307,9 @@ class Observation:
     hpa_read: bool = False  # the HPAs were read (a synced watch): hpa None then means there is none
     scaledobject_fallback: bool | None = None  # the ScaledObject's Fallback condition is True
     missing: Mapping[str, str] = field(default_factory=dict)
+    # Why the sources found the target inert (its series absent, stale or unscraped; a router's
+    # series stranded on pods that are gone): scaler.inert, from what Prometheus holds.
+    inert: tuple[Inert, ...] = ()
 
     def __post_init__(self) -> None:
         if self.now.tzinfo is None or self.now.utcoffset() is None:
@@ -277,6 +324,7 @@ class Observation:
             elif not math.isfinite(value) or value < 0:
                 raise ValueError(f"Observation.{name} must be a finite number >= 0, got {value!r}")
         object.__setattr__(self, "missing", _frozen(self.missing))
+        object.__setattr__(self, "inert", tuple(self.inert))
 
     @property
     def timestamp(self) -> float:
@@ -287,7 +335,7 @@ class Observation:
         """The fields that are set, as a JSON object (``now`` in ISO 8601)."""
         out: dict[str, Any] = {"now": self.now.isoformat()}
         for name in self.__dataclass_fields__:
-            if name in ("now", "missing", "hpa"):
+            if name in ("now", "missing", "hpa", "inert"):
                 continue
             value = getattr(self, name)
             if value is not None:
@@ -296,6 +344,8 @@ class Observation:
             out["hpa"] = self.hpa.to_json()
         if self.missing:
             out["missing"] = dict(self.missing)
+        if self.inert:
+            out["inert"] = [i.to_json() for i in self.inert]
         return out
 
 
@@ -365,6 +415,7 @@ class Decision:
     landing: Landing | None = None  # whether the previous target landed (scaler.landing)
     # Unix seconds when every demand input was last present, as of this decision (None: never).
     inputs_complete_at: float | None = None
+    inert: tuple[Inert, ...] = ()  # why the target cannot act, if it cannot (scaler.inert)
 
     def __post_init__(self) -> None:
         if self.replicas < 1:
@@ -372,6 +423,7 @@ class Decision:
         object.__setattr__(self, "proposals", _frozen(self.proposals))
         object.__setattr__(self, "signal_reasons", _frozen(self.signal_reasons))
         object.__setattr__(self, "forecast", _frozen(self.forecast))
+        object.__setattr__(self, "inert", tuple(self.inert))
 
     @property
     def limited_by(self) -> ClampKind | None:
@@ -417,6 +469,7 @@ class Decision:
             "capacity": None if self.capacity is None else self.capacity.to_json(),
             "lead": None if self.lead is None else {"seconds": self.lead.seconds, "source": self.lead.source},
             "landing": None if self.landing is None else self.landing.to_json(),
+            "inert": [i.to_json() for i in self.inert],
             "reason": self.reason,
             "inputs": self.observation.to_json(),
         }

@@ -122,7 +122,9 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = Field("json", description="log lines as JSON or for a console")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
     log_decisions: Literal["all", "changes"] = Field(
-        "all", description="log every decision, or only those whose target changed"
+        "all",
+        description="log every decision, or only those whose target, binding, landing or inert reasons"
+        " changed",
     )
     grace_seconds: Seconds = Field(
         20.0,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from scaler.model import Inert, InertReason
 from scaler.outputs.trace import SERIES_BY_NAME
 from scaler.registry import TargetKey
 from scaler.sim.prometheus import LocalPrometheus
@@ -131,6 +132,7 @@ def test_the_dashboard_covers_what_it_must_show() -> None:
         "llm_scaler_forecast_concurrency",
         "llm_scaler_capacity_slots",
         "llm_scaler_prewarm_active",
+        "llm_scaler_inert",
     ):
         assert series in exprs, f"no panel shows {series}"
     for name in set(re.findall(r"llm_scaler_[a-z0-9_]+", exprs)):
@@ -236,3 +238,27 @@ def test_decision_series_follow_a_change_in_load(stand: Stand) -> None:
     # The gpu_inventory clamp is gone from the scrape, so Prometheus marks its series stale.
     assert wait_until(lambda: value(f'llm_scaler_clamp_active{{{selector}, kind="gpu_inventory"}}') is None)
     assert value(f'llm_scaler_clamp_active{{{selector}, kind="max"}}') == 1
+
+
+def test_the_inert_panel_shows_a_reason_while_it_holds(stand: Stand) -> None:
+    """A stale input makes qwen inert: its panel's series for stale goes to 1, the others stay 0,
+    and back to 0 once the inputs are fresh; llama's never moves."""
+    (panel,) = [p for p in load_dashboard()["panels"] if p["title"] == "Inert: why the scaler cannot act"]
+    expr = substitute(panel["targets"][0]["expr"], QWEN.namespace, QWEN.name)
+
+    def shown() -> dict[str, float]:
+        return {s["metric"]["reason"]: float(s["value"][1]) for s in stand.prometheus.query(expr)}
+
+    assert set(shown()) == {r.value for r in InertReason}
+    stale = Inert(InertReason.STALE, "the last sample is 8m old", ("queue_waiting",))
+    stand.source.per_target[QWEN]["inert"] = (stale,)
+    try:
+        assert wait_until(lambda: shown().get("stale") == 1.0)
+        assert {r: v for r, v in shown().items() if r != "stale"} == dict.fromkeys(
+            {r.value for r in InertReason} - {"stale"}, 0.0
+        )
+        llama = substitute(panel["targets"][0]["expr"], LLAMA.namespace, LLAMA.name)
+        assert all(float(s["value"][1]) == 0.0 for s in stand.prometheus.query(llama))
+    finally:
+        del stand.source.per_target[QWEN]["inert"]
+    assert wait_until(lambda: shown().get("stale") == 0.0)

@@ -11,12 +11,20 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from scaler.cli import main
+from scaler.engine import Engine
+from scaler.model import Inert, InertReason, Observation
+from scaler.outputs.collector import DecisionTrace
+from scaler.registry import Target, TargetKey
+from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from tests import k8s_double as k8s
@@ -369,16 +377,62 @@ def test_an_unreachable_cluster_is_an_error_not_a_clean_bill(
     assert "scaler doctor: error: cannot read the cluster" in capsys.readouterr().err
 
 
+def with_pods(objs: list[dict[str, Any]], *names: str) -> list[dict[str, Any]]:
+    """``objs`` with Ready pods of the Deployment vllm-llama, named as the simulated fleet's."""
+    pods = [k8s.pod(n, NS, labels={"app": "vllm-llama"}, node="gpu-a", ready=True) for n in names]
+    return [*objs, *pods]
+
+
 @pytest.mark.prometheus
 def test_pods_prometheus_does_not_scrape(
     fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With --prometheus, a selector no scraped pod matches is a not-scraped error; a matched one is fine."""
+    """With --prometheus, a selector that matches no series of Ready pods is one inert-no-series error
+    naming the values that exist (what the not-scraped check said, with the cause); a matched one is fine."""
     assert prometheus.wait_for("count(vllm:num_requests_running) >= 2", timeout_s=30)
-    objs = healthy()
+    objs = with_pods(healthy(), "vllm-0", "vllm-1")
     _, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
-    assert "not-scraped" not in {f["check"] for f in findings}  # the fleet's pods carry the model_name
+    assert findings == []  # the fleet's pods carry the model_name, and are the Deployment's
     kind(objs, "ScaledObject")["spec"]["triggers"][0]["metadata"]["labelSelector"] = 'model_name="not-served"'
     code, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
-    assert [(f["severity"], f["check"]) for f in findings] == [("error", "not-scraped")]
+    assert [(f["severity"], f["check"]) for f in findings] == [("error", "inert-no-series")]
+    assert 'model_name="not-served" matches no series of engine vllm' in findings[0]["problem"]
+    assert "Deployment inference/vllm-llama has 2 Ready pods" in findings[0]["problem"]
+    assert "model_name has meta-llama/Llama-3.1-8B-Instruct" in findings[0]["problem"]
     assert code == 1
+
+
+@pytest.mark.prometheus
+def test_a_stranded_router_gauge_a_pod_not_scraped_and_what_the_scaler_reports(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """llm-d's in-flight gauge for a pod that is gone (inert-stranded), a third Ready pod without
+    series (inert-not-scraped), and a running scaler's llm_scaler_inert{reason="held"} (inert-held)."""
+    router = MetricsServer(
+        lambda: (
+            "# TYPE llm_d_epp_inflight_tokens gauge\n"
+            'llm_d_epp_inflight_tokens{endpoint_name="vllm-llama-gone",namespace="inference"} 5000\n'
+        )
+    )
+    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "8"})
+    decided = engine.decide(Observation(now=datetime(2026, 12, 1, tzinfo=UTC), current_replicas=2))
+    held = Inert(InertReason.HELD, "the target has equalled the current 2 replicas for 20 refreshes")
+    target = Target(TargetKey(NS, "llama"), "", engine, 0.0, 0.0, replace(decided, inert=(held,)))
+    registry = CollectorRegistry()
+    registry.register(DecisionTrace(lambda: [target], lambda: 0.0, 15.0))
+    scaler = MetricsServer(lambda: generate_latest(registry).decode())
+    try:
+        prometheus.set_targets([fleet.address, router.start(), scaler.start()])
+        assert prometheus.wait_for("llm_d_epp_inflight_tokens and on() llm_scaler_inert", timeout_s=30)
+        objs = with_pods(healthy(), "vllm-0", "vllm-1", "vllm-llama-c")
+        _, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
+    finally:
+        router.stop()
+        scaler.stop()
+    found = {f["check"]: f for f in findings}
+    assert set(found) == {"inert-stranded", "inert-not-scraped", "inert-held"}
+    assert found["inert-stranded"]["severity"] == "warning"
+    assert "(vllm-llama-gone)" in found["inert-stranded"]["problem"]
+    assert "1 of 3 Ready pods not scraped" in found["inert-not-scraped"]["problem"]
+    assert "vllm-llama-c" in found["inert-not-scraped"]["problem"]
+    assert found["inert-held"]["problem"].startswith("the running scaler reports it inert: held")

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 
 import grpc
 import pytest
 
+from scaler.config import parse_metadata
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource
-from scaler.sources.prometheus import PrometheusReader
+from scaler.sources.probe import SeriesProbe
+from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.fake_prometheus import Answer, FakePrometheus, query_of, vector
 from tests.helpers import ServerThread, ref
 
@@ -67,8 +69,10 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
 ) -> None:
     """Slow or broken Prometheus answers hold the target fast, go UNAVAILABLE when stale, then heal."""
     source = LiveSource(PrometheusReader(scripted.url, timeout_s=1.0))
+    # The five faults last 2.5 s; stale after 5 s, so a refresh slowed by a loaded machine (the last
+    # complete inputs are those of the refresh before the first fault) does not end the hold early.
     request = pb.GetMetricsRequest(
-        scaledObjectRef=ref(minReplicas="2", targetQueuePerReplica="10", maxStalenessSeconds="3")
+        scaledObjectRef=ref(minReplicas="2", targetQueuePerReplica="10", maxStalenessSeconds="5")
     )
     with ServerThread(source=source, refresh_interval_s=0.25) as server:
         stub = server.stub()  # one pooled connection, as KEDA keeps
@@ -89,7 +93,7 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
         # The slow Prometheus answers after 3 s and the reader gives up after 1 s: an RPC well
         # under that did not wait for it (a speed figure is the benchmarks' business).
         assert max(latencies) < 0.5, f"slowest RPC {max(latencies) * 1000:.0f} ms"
-        until = time.monotonic() + 5
+        until = time.monotonic() + 7
         while timed_metrics(stub, request)[1] != grpc.StatusCode.UNAVAILABLE:
             assert time.monotonic() < until, "never turned UNAVAILABLE after maxStalenessSeconds"
             time.sleep(0.1)
@@ -102,6 +106,28 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
         decision = server.runtime.registry.targets()[0].latest
         assert decision is not None
         assert not [note for note in decision.notes if "inputs missing" in note]
+
+
+def test_a_prometheus_that_failed_the_reads_is_not_probed_for_inert_reasons(
+    scripted: FakePrometheus[FaultScript],
+) -> None:
+    """A refresh whose reads got HTTP 500 sends the series probe nothing: the reads' errors say why
+    every input is unknown, and a slow Prometheus would hold the refresh for each query again."""
+    reader = PrometheusReader(scripted.url, timeout_s=1.0)
+    target = TargetQuery("t", parse_metadata({"minReplicas": "2"}), scripted.url)
+    probe = SeriesProbe(reader)
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    reader.read([target], at)
+    before = reader.queries
+    probe.layouts([target], at)
+    assert reader.queries > before  # answered: the probe asked
+    scripted.respond.mode = "error"
+    later = datetime(2026, 12, 1, 0, 0, 15, tzinfo=UTC)
+    got = reader.read([target], later)["t"]
+    assert "500" in got.missing["queue_waiting"]
+    before = reader.queries
+    assert probe.layouts([target], later) == {}
+    assert reader.queries == before
 
 
 def test_prometheus_down_from_the_start_ends_in_unavailable() -> None:

@@ -28,7 +28,8 @@ NOT_INPUTS = {
     "hpa_read",
     "scaledobject_fallback",
     "kueue_quota_reason",
-}  # the time, notes, landing state, a clamp's words
+    "inert",
+}  # the time, notes, landing state, a clamp's words, inert reasons
 
 
 def test_every_observation_value_is_a_row_of_the_table() -> None:

@@ -476,6 +476,7 @@ def test_alerts_cover_what_they_must_and_query_real_series(monitoring: list[dict
         "LLMScalerDecisionsStale",
         "LLMScalerGPUSuppressionSustained",
         "LLMScalerTTFTAboveObjective",
+        "LLMScalerInert",
     } <= alerts
     for rule in rules:
         for name in re.findall(r"llm_scaler_[a-z0-9_]+", rule["expr"]):

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
@@ -400,6 +400,37 @@ def test_decision_log_of_changes_only_skips_repeats() -> None:
     assert len(every.events) == 3
     assert len(changes.events) == 1
     assert changes.events[0]["replicas"] == target.latest.replicas
+    assert changes.events[0]["inert"] == []
+
+
+def test_a_decision_that_becomes_inert_is_logged_with_why_even_when_only_changes_are() -> None:
+    """The same target and binding, now stale: a changes-only log writes it, its inert field the reason."""
+    from dataclasses import replace
+
+    from scaler.engine import Engine
+    from scaler.model import Inert, InertReason, Observation
+    from scaler.outputs.logs import DecisionLogger
+    from scaler.registry import Target
+
+    class Capture:
+        def __init__(self) -> None:
+            self.events: list[dict[str, object]] = []
+
+        def info(self, event: str, **fields: object) -> None:
+            self.events.append({"event": event, **fields})
+
+    engine = Engine.from_metadata({"minReplicas": "2"})
+    decided = engine.decide(Observation(now=datetime(2026, 12, 1, tzinfo=UTC), current_replicas=2))
+    stale = Inert(InertReason.STALE, "the last sample is 8m old", ("queue_waiting",))
+    target = Target(LLAMA, "", engine, 0.0, 0.0)
+    log = Capture()
+    sink = DecisionLogger(log, only_changes=True)
+    for decision in (decided, decided, replace(decided, inert=(stale,)), replace(decided, inert=(stale,))):
+        sink(target, decision)
+    assert [e["inert"] for e in log.events] == [
+        [],
+        [{"reason": "stale", "text": "the last sample is 8m old", "inputs": ["queue_waiting"]}],
+    ]
 
 
 @pytest.mark.e2e

@@ -1,12 +1,13 @@
 """``scaler doctor``: read a cluster and name the pitfalls that make LLM latency bad.
 
-Read-only: it lists Nodes, Deployments, ScaledObjects, HorizontalPodAutoscalers and
+Read-only: it lists Nodes, Pods, Deployments, ScaledObjects, HorizontalPodAutoscalers and
 Ingresses (``get``/``list``, the scaler's ClusterRole plus ``ingresses`` in
 ``networking.k8s.io``), DRA's ResourceSlices, DeviceClasses and ResourceClaimTemplates and
 Kueue's ClusterQueues and LocalQueues where served, and reads ``/version``; with
-``--prometheus`` it also runs one instant query per ScaledObject of this scaler, and one per
-router of the registry and Prometheus address for the ScaledObjects that read only their
-servers' queue. Each finding
+``--prometheus`` it also runs one instant query per ScaledObject of this scaler, one per router
+of the registry and Prometheus address for the ScaledObjects that read only their servers'
+queue, the probe of the series the inert reasons come from (``scaler.sources.probe``), and one
+query for the reasons a running scaler exports (``llm_scaler_inert``). Each finding
 is a row: severity, object, what is wrong, the fix. ``error`` findings make the exit
 status 1.
 
@@ -41,7 +42,17 @@ hpa-tolerance             warning   Kubernetes 1.35+ (per-HPA tolerance on by de
                                     ``scaleUp.tolerance``: the HPA's 10 % swallows a step
                                     of one replica
 not-scraped               error     Prometheus has no series of the ScaledObject's engine
-                                    for its ``labelSelector`` (info when not checked)
+                                    for its ``labelSelector`` (info when not checked; where
+                                    the series were probed, the inert-* checks say why)
+inert-no-series           error     the labelSelector matches no series while the Deployment
+                                    has Ready pods: the values that exist, a did-you-mean
+inert-stale               error     its series exist, the last sample older than two scrape
+                                    intervals
+inert-not-scraped         error     ``up == 0`` for its series' target, or Ready pods with
+                                    no series (``scaler.doctor.inert``)
+inert-stranded            warning   a router's per-endpoint series (llm-d's in-flight gauges)
+                                    for pods that are gone
+inert-held, -not-landed   warning   what a running scaler reports (``llm_scaler_inert``)
 router-queue-unread       error     a router's queue series exist for the model (llm-d's
                                     EPP with flow control on) and the ScaledObject reads
                                     only the servers' queue (``--prometheus``)
@@ -64,7 +75,7 @@ the preset registry (``scaler.presets``: vLLM, SGLang, TGI, Triton or TensorRT-L
 or is scaled by this scaler.
 
 The modules: ``objects`` (what the checks read and give), ``scaling``, ``workloads``,
-``stacks`` and ``gpus`` (the checks), ``diagnose`` (the table of checks), ``read`` (the
+``stacks``, ``gpus`` and ``inert`` (the checks), ``diagnose`` (the table of checks), ``read`` (the
 cluster and Prometheus) and ``command`` (the CLI).
 """
 

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from scaler import cliargs
 from scaler.doctor.diagnose import diagnose
 from scaler.doctor.objects import DEFAULT_MAX_GENERATION_S, Finding, Options
-from scaler.doctor.read import read_cluster, router_queues, scraped_pods
+from scaler.doctor.read import inert_reasons, inert_reported, read_cluster, router_queues, scraped_pods
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,8 +38,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         type=cliargs.url,
         metavar="URL",
-        help="also check that Prometheus scrapes each workload, and whether a router holds requests"
-        " a ScaledObject does not read; it wins over every trigger's prometheusAddress (said on stderr)",
+        help="also check that Prometheus scrapes each workload, whether its series are there, fresh and"
+        " picked by the labelSelector (and what a running scaler reports inert), and whether a router"
+        " holds requests a ScaledObject does not read; it wins over every trigger's prometheusAddress"
+        " (said on stderr)",
     )
     p.add_argument(
         "--max-generation",
@@ -78,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         cluster = read_cluster(args.kubeconfig, args.namespace)
         scraped = scraped_pods(cluster, args.prometheus)
         queues = router_queues(cluster, args.prometheus)
+        inert, reported = inert_reasons(cluster, args.prometheus), inert_reported(args.prometheus)
     except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say what failed
         from scaler.sources.kubernetes import KubernetesConfigError
 
@@ -85,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
         what = str(exc) if isinstance(exc, KubernetesConfigError) else f"{type(exc).__name__}: {exc}"
         print(f"scaler doctor: error: cannot read the cluster: {what}", file=sys.stderr)
         return 2
-    cluster = dataclasses.replace(cluster, scraped=scraped, router_queues=queues)
+    cluster = dataclasses.replace(
+        cluster, scraped=scraped, router_queues=queues, inert=inert, inert_reported=reported
+    )
     findings = diagnose(cluster, Options(max_generation_s=args.max_generation_seconds))
     if args.output == "json":
         print(json.dumps([asdict(f) for f in findings], indent=2))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from scaler.doctor.gpus import check_gpu_counted, check_kueue_quota
+from scaler.doctor.inert import check_inert
 from scaler.doctor.objects import Cluster, Finding, Options
 from scaler.doctor.scaling import check_bounds, check_hpas, check_scraped, check_tolerance, check_triggers
 from scaler.doctor.stacks import check_pd_roles, check_removed_metrics, check_router_queue
@@ -19,6 +20,7 @@ CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_ingresses,
     check_tolerance,
     check_scraped,
+    check_inert,
     check_router_queue,
     check_pd_roles,
     check_removed_metrics,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from scaler.config import ALIASES, FROM_ENV_SUFFIX, KEDA_KEYS, MetadataError, TargetPolicy, parse_metadata
 from scaler.inventory import ScaledObject, Trigger, deployment_from_json
+from scaler.model import Inert
 from scaler.presets import PRESETS, RouterQueue
 
 Severity = Literal["error", "warning", "info"]
@@ -35,6 +36,7 @@ class Cluster:
 
     nodes: Sequence[Mapping[str, Any]] = ()
     deployments: Sequence[Mapping[str, Any]] = ()
+    pods: Sequence[Mapping[str, Any]] = ()
     scaledobjects: Sequence[ScaledObject] = ()  # parsed once into the one model
     hpas: Sequence[Mapping[str, Any]] = ()
     ingresses: Sequence[Mapping[str, Any]] = ()
@@ -53,6 +55,11 @@ class Cluster:
     localqueues: Sequence[Mapping[str, Any]] = ()
     # Resources that could not be listed (plural -> why: "HTTP 404 ..." when not served, 403 for RBAC)
     unread: Mapping[str, str] = field(default_factory=dict)
+    # Per ScaledObject of this scaler with an engine preset ("ns/name"): why it is inert, from its
+    # series in Prometheus and its pods (scaler.inert); absent when Prometheus was not asked.
+    inert: Mapping[str, tuple[Inert, ...]] = field(default_factory=dict)
+    # Per ScaledObject: the reasons a running scaler exports as llm_scaler_inert == 1 at that Prometheus.
+    inert_reported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

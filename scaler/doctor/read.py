@@ -1,10 +1,12 @@
 """The I/O: the cluster through the real Kubernetes client, and Prometheus for the pods it scrapes.
 
-Read-only: ``get``/``list`` of Nodes, Deployments, ScaledObjects, HPAs and Ingresses, and
+Read-only: ``get``/``list`` of Nodes, Pods, Deployments, ScaledObjects, HPAs and Ingresses, and
 ``/version``; DRA's ResourceSlices, DeviceClasses and ResourceClaimTemplates and Kueue's
 ClusterQueues and LocalQueues where the cluster serves them (a 404 or 403 is noted, not
 fatal); with ``--prometheus``, one instant query per ScaledObject of this scaler (the pods
-scraped) and one per router and Prometheus address (the routers' queue series).
+scraped), one per router and Prometheus address (the routers' queue series), the series probe
+of the inert reasons (``scaler.sources.probe``: a few queries per Prometheus address and
+engine, at Prometheus' own time) and the reasons a running scaler exports (``llm_scaler_inert``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 from scaler.cliargs import prometheus_over
 from scaler.doctor.objects import Cluster, our_trigger, policy_of, so_key
 from scaler.doctor.stacks import engine_queue_only
+from scaler.inert import Pods, layout_reasons
+from scaler.inventory import ScaledObject, Unknown, deployment_from_json, pod_from_json, workload_state
+from scaler.model import Inert
 from scaler.presets import RouterQueue, preset_for
 
 
@@ -64,6 +69,7 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
     return Cluster(
         nodes=list(raw(core.list_node).get("items") or []),
         deployments=items(apps.list_namespaced_deployment, apps.list_deployment_for_all_namespaces),
+        pods=items(core.list_namespaced_pod, core.list_pod_for_all_namespaces),
         scaledobjects=[
             scaledobject_from_json(so)
             for so in items(
@@ -124,3 +130,69 @@ def router_queues(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[R
         return {}
     queues = tuple(read_router_queues(prometheus))
     return dict.fromkeys(reading, queues)
+
+
+def _pods(cluster: Cluster, so: ScaledObject) -> Pods | None:
+    """The pods of the Deployment ``so`` scales, as the scaler's inventory counts them."""
+    deployment = next(
+        (
+            deployment_from_json(d)
+            for d in cluster.deployments
+            if (d.get("metadata") or {}).get("namespace") == so.namespace
+            and (d.get("metadata") or {}).get("name") == so.target_name
+        ),
+        None,
+    )
+    if deployment is None or so.unsupported_target() is not None:
+        return None
+    pods = [
+        pod_from_json(p) for p in cluster.pods if (p.get("metadata") or {}).get("namespace") == so.namespace
+    ]
+    state = workload_state(so, deployment, pods, (), ())
+    if isinstance(state, Unknown):
+        return None
+    return Pods(so.namespace, state.deployment, state.ready_pods, state.namespace_pods)
+
+
+def inert_reasons(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[Inert, ...]]:
+    """Per ScaledObject of this scaler with an engine preset: why it is inert, from what its
+    Prometheus holds of its series (``scaler.sources.probe``) and its pods, at Prometheus' own time."""
+    from datetime import UTC, datetime
+
+    from scaler.sources.probe import SeriesProbe
+    from scaler.sources.prometheus import PrometheusReader, TargetQuery
+
+    if prometheus is None:
+        return {}
+    reader = PrometheusReader(prometheus)
+    queries, pods = [], {}
+    for so in cluster.scaledobjects:
+        ours = our_trigger(so)
+        policy = policy_of(ours[1]) if ours is not None else None
+        if policy is None or preset_for(policy.engine) is None:
+            continue  # engine: custom (or invalid metadata): no preset's series to look for
+        address = prometheus.rstrip("/")  # --prometheus wins over prometheusAddress, as above
+        queries.append(TargetQuery(so_key(so), policy, address))
+        pods[so_key(so)] = _pods(cluster, so)
+    if not queries:
+        return {}
+    (now,) = reader.client(reader.default_address or prometheus).instant("vector(time())")
+    at = datetime.fromtimestamp(now.value, tz=UTC)
+    return {
+        key: layout_reasons(layout, now.value, pods[key], key.split("/", 1)[0]).reasons
+        for key, layout in SeriesProbe(reader).layouts(queries, at).items()
+    }
+
+
+def inert_reported(prometheus: str | None) -> dict[str, tuple[str, ...]]:
+    """Per ScaledObject: the reasons a running scaler exports as ``llm_scaler_inert == 1``."""
+    from scaler.sources.prometheus import PrometheusClient
+
+    if prometheus is None:
+        return {}
+    out: dict[str, list[str]] = {}
+    query = "max by (namespace, scaledobject, reason) (llm_scaler_inert == 1)"
+    for sample in PrometheusClient(prometheus).instant(query):
+        key = f"{sample.labels.get('namespace', '')}/{sample.labels.get('scaledobject', '')}"
+        out.setdefault(key, []).append(sample.labels.get("reason", ""))
+    return {key: tuple(sorted(reasons)) for key, reasons in out.items()}

@@ -152,7 +152,7 @@ def check_scraped(cluster: Cluster, options: Options) -> Iterable[Finding]:
                 "not checked: whether Prometheus scrapes its pods",
                 "run scaler doctor --prometheus URL",
             )
-        elif count == 0:
+        elif count == 0 and key not in cluster.inert:  # where the series were probed, inert-* says more
             yield Finding(
                 "error",
                 "not-scraped",

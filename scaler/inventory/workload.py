@@ -68,6 +68,11 @@ class WorkloadState:
     kueue_managed: bool = False  # Kueue admits the pods (a queue-name label, or gated pods)
     kueue_quota_replicas: int | None = None  # replicas the queue admits; None: not managed, or unknown
     kueue_explanation: str = ""  # how that was counted, or why it is unknown
+    # What scaler.inert joins Prometheus' series against: the Deployment, its Ready pods' names,
+    # and every live pod of the namespace (the endpoints a router may name).
+    deployment: str = ""
+    ready_pods: tuple[str, ...] = ()
+    namespace_pods: frozenset[str] = frozenset()
 
 
 def _resolve_claims(
@@ -136,7 +141,8 @@ def workload_state(
             times[p.name] = PodTimes(p.name, p.created_at, p.scheduled_at, p.ready_at)
     measured = tuple(times.values())
     cold_start = measure_cold_start(measured)
-    ready = sum(1 for p in live if p.ready)
+    ready_pods = tuple(sorted(p.name for p in live if p.ready))
+    ready = len(ready_pods)
     starting = sum(1 for p in live if p.bound and not p.ready)
     unbound = sum(1 for p in live if not p.bound and not p.ready)
     gated = sum(1 for p in live if not p.bound and p.gated_by_kueue)
@@ -193,6 +199,11 @@ def workload_state(
         kueue_managed=queue.managed,
         kueue_quota_replicas=queue.replicas,
         kueue_explanation=queue.explanation,
+        deployment=deployment.name,
+        ready_pods=ready_pods,
+        namespace_pods=frozenset(
+            p.name for p in pods if p.namespace == deployment.namespace and not p.terminal
+        ),
     )
     if claim_note:
         return replace(unassessed, explanation=f"{counts}; GPU room unknown: {claim_note}")

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 
 from scaler.hpa import tolerances, within_hpa_tolerance
-from scaler.model import Decision, Signal
+from scaler.model import Decision, InertReason, Signal
 from scaler.outputs.series import CAPACITY_SERIES, FORECAST_SERIES, INPUT_SERIES, REPLICA_STATE_SERIES, SERIES
 from scaler.registry import Target
 from scaler.runtime import Runtime
@@ -146,6 +146,9 @@ def _decision_rows(
         else 0,
     )
     put("llm_scaler_prewarm_active", labels, 1 if Signal.PREWARM in decision.proposals else 0)
+    inert = {i.reason for i in decision.inert}
+    for reason in InertReason:  # every reason, 0 or 1: an alert compares, a panel shows which
+        put("llm_scaler_inert", [*labels, reason.value], 1 if reason in inert else 0)
 
     obs = decision.observation
     for field, (name, _) in INPUT_SERIES.items():

@@ -15,7 +15,15 @@ and of the rest only what changed since the line before::
     2026-12-07T01:01:00Z target=8 queue [floor=2 prewarm=6 queue=9* load=5] gpu_inventory 9->8
 
 A capacity is said again when a figure moved by 5% or more or its source changed; notes when
-their kinds change. ``manifest_warnings``
+their kinds change. Every input that is missing is named, grouped by why (``missing_inputs``), and
+a target that cannot act says so on every line, ``inert=`` with its reasons (``scaler.inert``), their
+causes when they change::
+
+    2026-11-30T12:08:00Z target=3 last_known [floor=1 last_known=3*] inert=stale | ... | missing 13
+        inputs: queue_waiting, ... (stale: the last sample is 8m old, over 2 scrape intervals (120s));
+        ... | inert: stale: engine vllm series (...): the last sample is 8m old, ...
+
+``manifest_warnings``
 lists what KEDA would refuse or read otherwise than the scaler does, before any decision;
 ``Summary`` ends the run with one line: decisions per binding signal and the clamps that acted.
 
@@ -38,7 +46,32 @@ from zoneinfo import ZoneInfo
 
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory import ScaledObject
-from scaler.model import Capacity, Decision, Signal
+from scaler.model import Capacity, Decision, NoteKind, Signal
+
+
+def missing_inputs(decision: Decision) -> str:
+    """Every input the decision's observation misses, grouped by why: ``missing 3 inputs: a, b (why);
+    c (other why)``; empty when none is missing."""
+    missing = decision.observation.missing
+    if not missing:
+        return ""
+    by_why: dict[str, list[str]] = {}
+    for name, why in missing.items():
+        by_why.setdefault(why, []).append(name)
+    groups = "; ".join(f"{', '.join(names)} ({why})" for why, names in by_why.items())
+    return f"missing {len(missing)} input{'s' if len(missing) != 1 else ''}: {groups}"
+
+
+def inert_reasons(decision: Decision) -> str:
+    """Why the target cannot act, each reason with its cause; empty when it can."""
+    return (
+        "inert: " + "; ".join(f"{i.reason.value}: {i.text}" for i in decision.inert) if decision.inert else ""
+    )
+
+
+def _notes(decision: Decision) -> list[str]:
+    """The notes but the one listing missing demand inputs: ``missing_inputs`` names them all."""
+    return [str(n) for n in decision.notes if n.kind is not NoteKind.INPUTS_MISSING]
 
 
 def format_line(
@@ -58,6 +91,8 @@ def format_line(
     clamps = "; ".join(f"{c.kind.value} {c.before}->{c.after}: {c.reason}" for c in changed) or "none"
     head = f"{when} " + (f"{name} " if name else "")
     line = f"{head}target={decision.replicas} binding={decision.binding.value} [{proposals}] clamps: {clamps}"
+    if decision.inert:
+        line += " inert=" + ",".join(i.reason.value for i in decision.inert)
     line += f" | replicas: {_replicas(decision)}"
     ttft = _ttft(decision, objective_s)
     if ttft is not None:
@@ -69,8 +104,9 @@ def format_line(
     if Signal.LOAD not in decision.proposals:
         why = decision.signal_reasons.get(Signal.LOAD, "no reason given")
         line += f" | load off: {why}"
-    if decision.notes:
-        line += " | " + "; ".join(decision.notes)
+    for part in (missing_inputs(decision), "; ".join(_notes(decision)), inert_reasons(decision)):
+        if part:
+            line += f" | {part}"
     return line
 
 
@@ -142,6 +178,9 @@ class CompactLines:
         steps = [f"{c.kind.value} {c.before}->{c.after}" for c in decision.clamps if c.before != c.after]
         if steps:
             line += " " + ", ".join(steps)
+        if decision.inert:  # on every line: a target that cannot act is never quiet about it
+            line += " inert=" + ",".join(i.reason.value for i in decision.inert)
+        missing = decision.observation.missing
         capacity = decision.capacity
         parts = {  # what the line may add: (the text, what must change for it to be said again)
             "lead": (f"lead {decision.lead.seconds:.0f}s ({decision.lead.source})" if decision.lead else "",)
@@ -151,7 +190,13 @@ class CompactLines:
                 _capacity_key(capacity) if capacity else "",
             ),
             "load": ("", "") if Signal.LOAD in decision.proposals else (_load_off(decision),) * 2,
-            "notes": ("; ".join(decision.notes), " ".join(str(n.kind) for n in decision.notes)),
+            # The missing inputs again when which ones, or the kind of why, change (not their ages).
+            "missing": (
+                missing_inputs(decision),
+                " ".join(f"{k}={v.split(':')[0]}" for k, v in missing.items()),
+            ),
+            "notes": ("; ".join(_notes(decision)), " ".join(str(n.kind) for n in decision.notes)),
+            "inert": (inert_reasons(decision), " ".join(i.reason.value for i in decision.inert)),
         }
         changed = [text for key, (text, seen) in parts.items() if text and self._said.get(key) != seen]
         self._said = {key: seen for key, (_, seen) in parts.items()}

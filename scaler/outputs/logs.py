@@ -126,6 +126,7 @@ def decision_fields(decision: Decision) -> dict[str, Any]:
         "lead": body["lead"],
         "capacity": body["capacity"],
         "landing": body["landing"],
+        "inert": body["inert"],
         "inputs": body["inputs"],
         "reason": body["reason"],
         "decided_at": body["time"],
@@ -134,18 +135,19 @@ def decision_fields(decision: Decision) -> dict[str, Any]:
 
 class DecisionLogger:
     """A decision sink: logs each decision bound to namespace and scaledobject, or only changes
-    (of the target, the binding signal, or whether the previous target landed)."""
+    (of the target, the binding signal, whether the previous target landed, or why it is inert)."""
 
     def __init__(self, log: Any, only_changes: bool = False) -> None:
         self.log = log
         self.only_changes = only_changes
-        self._last: dict[tuple[str, str], tuple[int, str, str | None]] = {}
+        self._last: dict[tuple[str, str], tuple[int, str, str | None, tuple[str, ...]]] = {}
 
     def __call__(self, target: Target, decision: Decision) -> None:
         """Log the decision, unless only changes are logged and it matches the target's last one."""
         key = (target.key.namespace, target.key.name)
         landed = None if decision.landing is None else decision.landing.reason
-        state = (decision.replicas, decision.binding.value, landed)
+        inert = tuple(i.reason.value for i in decision.inert)
+        state = (decision.replicas, decision.binding.value, landed, inert)
         if self.only_changes and self._last.get(key) == state:
             return
         self._last[key] = state

@@ -187,6 +187,13 @@ SERIES: tuple[SeriesSpec, ...] = (
         "llm_scaler_landing_gap_seconds",
         "How long the Deployment has differed from the scaler's target without moving toward it.",
     ),
+    # Whether the target can act at all (scaler.inert)
+    _gauge(
+        "llm_scaler_inert",
+        "1 for each reason the target cannot act though it looks healthy, 0 for the others"
+        " (scaler.inert: no_series, stale, not_scraped, stranded, held, not_landed).",
+        "reason",
+    ),
     # What one replica holds, as the load signal used it, and where that came from
     *(_gauge(name, help_) for name, help_ in CAPACITY_SERIES.values()),
     SeriesSpec(

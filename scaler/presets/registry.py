@@ -194,6 +194,11 @@ class Preset:
     role_label: str | None = None
     # Older names the upstream no longer writes at all, each with when and what replaced it.
     removed: Mapping[str, Removal] = field(default_factory=dict)
+    # Gauges a router writes per endpoint and does not delete when the endpoint goes: never read
+    # as demand, only joined against the live pods to say a target is inert (scaler.inert,
+    # stranded). ``endpoint_label`` names the endpoint (a pod, or "<pod>-rank-<n>").
+    endpoint_series: tuple[str, ...] = ()
+    endpoint_label: str = "endpoint_name"
 
     def family(self, field: str) -> Family | None:
         """The family that gives ``field``, or None when the preset has none."""

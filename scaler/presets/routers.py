@@ -60,6 +60,11 @@ LLM_D = register(
         kind=Kind.ROUTER,
         both_generations=True,
         pool_label="inference_pool",
+        # pkg/epp/framework/plugins/requestcontrol/dataproducer/inflightload/metrics.go: gauges
+        # llm_d_epp_inflight_requests, llm_d_epp_inflight_tokens (labels endpoint_name, namespace,
+        # producer_name, fairness_id, priority; only with the in-flight-load producer plugin). Their
+        # series stay after a pod goes, so a fleet scaled on them scales up and never down.
+        endpoint_series=("llm_d_epp_inflight_requests", "llm_d_epp_inflight_tokens"),
     )
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 from scaler.errors import InputError
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.manifest import ManifestError, first_scaledobject
-from scaler.model import HpaStatus, Observation
+from scaler.model import HpaStatus, Inert, Observation
 
 OBSERVATION_FIELDS = set(Observation.__dataclass_fields__) - {"now", "missing"}
 
@@ -76,6 +76,8 @@ def observation_from_dict(row: Mapping[str, Any]) -> Observation:
     try:
         if isinstance(values.get("hpa"), Mapping):
             values["hpa"] = HpaStatus.from_json(values["hpa"])
+        if "inert" in values:
+            values["inert"] = tuple(Inert.from_json(i) for i in values["inert"] or ())
         return Observation(now=parse_time(when), missing=row.get("missing") or {}, **values)
     except (TypeError, ValueError) as exc:
         raise InputFileError(str(exc)) from None

@@ -2,7 +2,10 @@
 
 ``observe`` runs the batched Prometheus reads in a worker thread (RPCs never wait on
 it) and looks each target's workload up in the Kubernetes inventory's local cache.
-Every unknown field carries its reason into ``Observation.missing``.
+Every unknown field carries its reason into ``Observation.missing``. What Prometheus holds of
+each target's series (``scaler.sources.probe``) and the pods Kubernetes lists give the reasons a
+target is inert (``scaler.inert``): in ``Observation.inert``, and as the reason of each input they
+leave unknown (a stale input is unknown, never read as current).
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from scaler.inert import Found, Pods, layout_reasons
 from scaler.inputs import Input, InputSource, Reading
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import Observation
 from scaler.readings import Readings
 from scaler.registry import Target, TargetKey
 from scaler.sources.history import History
+from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 
 # The inputs Prometheus answers (from the input table): unknown together when it cannot.
@@ -45,9 +50,11 @@ class LiveSource:
         workloads: WorkloadProvider | None = None,
         log: Any = None,
         history: History | None = None,
+        probe: SeriesProbe | None = None,
     ) -> None:
         self.prometheus = prometheus
         self.history = history or History(prometheus)
+        self.probe = probe or SeriesProbe(prometheus)
         self.workloads = workloads
         self.log = log
         self.last_errors: dict[str, str] = {}
@@ -79,28 +86,51 @@ class LiveSource:
         queries, unaddressed = self._queries(targets)
         self.history.forget(now)
         read: dict[Any, Readings] = self.prometheus.read(queries, now) if queries else {}
+        layouts = self.probe.layouts(queries, now) if queries else {}
+        made: dict[tuple[int, Pods | None, str, frozenset[str]], Found] = {}  # targets alike, made once
         out: dict[TargetKey, Observation] = {}
         for t in targets:
             got = read.get(t.key) or Readings()
             if t.key in unaddressed:
                 got.missing.update(dict.fromkeys(PROMETHEUS_FIELDS, unaddressed[t.key]))
-            state = self._workload(t, got)
+            state, pods = self._workload(t, got)
+            layout = layouts.get(t.key)
+            if layout is not None:
+                present = frozenset({*got.values, *got.histograms})
+                alike = (id(layout), pods, t.key.namespace, present)
+                if alike not in made:
+                    made[alike] = layout_reasons(layout, now.timestamp(), pods, t.key.namespace, present)
+                found = made[alike]
+                for name, why in found.unknown.items():  # the probe's cause, not "no series match"
+                    got.values.pop(name, None)
+                    got.histograms.pop(name, None)
+                    got.missing[name] = why
+                state["inert"] = found.reasons
             out[t.key] = got.observation(now, t.policy, **state)
         return out
 
-    def _workload(self, target: Target, got: Readings) -> dict[str, Any]:
-        """The workload's reads into ``got``; returns the Observation's fields that are not inputs."""
+    def _workload(self, target: Target, got: Readings) -> tuple[dict[str, Any], Pods | None]:
+        """The workload's reads into ``got``; returns the Observation's fields that are not inputs, and
+        the pods the inert reasons join the series against (None without Kubernetes)."""
+        state, workload = self._workload_state(target, got)
+        if workload is None or not workload.deployment:
+            return state, None  # a provider that names no pods (the demo's pool): nothing to join
+        pods = Pods(target.key.namespace, workload.deployment, workload.ready_pods, workload.namespace_pods)
+        return state, pods
+
+    def _workload_state(self, target: Target, got: Readings) -> tuple[dict[str, Any], WorkloadState | None]:
+        """The workload's reads into ``got``: the Observation's fields that are not inputs, and the state."""
         if self.workloads is None:
             # Pods exporting metrics are up and serving: the best count without the API.
             got.missing[Input.GPU_SCHEDULABLE_REPLICAS] = NO_KUBERNETES
             if got.values.get(Reading.REPLICAS_REPORTING) is None:
                 got.missing.update(dict.fromkeys(WORKLOAD_FIELDS[:2], NO_KUBERNETES))
-            return {}
+            return {}, None
         got.values.pop(Reading.REPLICAS_REPORTING, None)  # Kubernetes counts the replicas
         state = self.workloads.workload(target.key.namespace, target.key.name, target.policy.gpus_per_replica)
         if isinstance(state, Unknown):
             got.missing.update(dict.fromkeys(WORKLOAD_FIELDS, f"kubernetes: {state.reason}"))
-            return {}
+            return {}, None
         cold = state.cold_start
         got.values.update(
             {
@@ -130,7 +160,7 @@ class LiveSource:
             "hpa_read": state.hpa_read,
             "scaledobject_fallback": state.scaledobject_fallback,
             "kueue_quota_reason": state.kueue_explanation or None,
-        }
+        }, state
 
     async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
         """Warm the targets' engines from Prometheus history up to ``now``, every ``step_s``."""

@@ -131,6 +131,14 @@ class PrometheusClient:
                 raise PrometheusQueryError(self.address, query, "malformed sample in result") from None
         return out
 
+    def targets(self) -> list[dict[str, Any]]:
+        """The active scrape targets (``/api/v1/targets``: labels, scrapeInterval, health, lastError);
+        PrometheusQueryError when it fails or this Prometheus has no such API (Thanos, Mimir)."""
+        return self._call(
+            "/api/v1/targets",
+            lambda _: list(self._api.get_targets(state="active").get("activeTargets") or []),
+        )
+
     def range(
         self, query: str, start: datetime, end: datetime, step_s: float
     ) -> list[tuple[Labels, list[tuple[float, float]]]]:
@@ -202,6 +210,9 @@ class PrometheusReader:
         # Reads run in worker threads (the refresh and new targets' first decisions at once): one
         # read of a family at a time, so a second waits for the first's answer instead of asking too.
         self._locks: dict[tuple[str, str], threading.Lock] = {}
+        # Per address, the refresh time (Unix s) a query to it last failed at: the series probe asks
+        # no more of a Prometheus that failed this refresh's reads (``failed_at``).
+        self._failed: dict[str, float] = {}
 
     @property
     def queries(self) -> int:
@@ -213,6 +224,10 @@ class PrometheusReader:
         if address not in self._clients:
             self._clients[address] = PrometheusClient(address, self.timeout_s)
         return self._clients[address]
+
+    def failed_at(self, address: str, at: datetime) -> bool:
+        """Whether a read of ``address`` at the refresh time ``at`` failed (timed out, refused, HTTP 5xx)."""
+        return self._failed.get(address) == at.timestamp()
 
     def address_for(self, policy: TargetPolicy) -> str | None:
         """The Prometheus address for ``policy``: its own, else the default; None when neither is set."""
@@ -279,6 +294,8 @@ class PrometheusReader:
             try:
                 samples = self._instant(client, family, group_labels(selectors.values()), at)
             except PrometheusQueryError as exc:
+                if at is not None:
+                    self._failed[address] = at.timestamp()
                 for t in members:
                     out[t.key].missing[family.field] = str(exc)
                 continue
