@@ -432,6 +432,7 @@ class Reading(StrEnum):
     QUEUE_TIME_COUNT = "queue_time_count"  # the rate of its _count: over it, the mean queue time
     PREFILL_TIME_SUM = "prefill_time_sum"  # the rate of the prefill-time histogram's _sum
     PREFILL_TIME_COUNT = "prefill_time_count"  # the rate of its _count: over it, the mean prefill time
+    PREFILL_TIME_SUM_MAX = "prefill_time_sum_max"  # its _sum's rate on the busiest pod: prefill_busy_max
     REPLICAS_REPORTING = "replicas_reporting"  # pods exporting metrics: the replicas, without Kubernetes
     ROUTER_STALE_ENDPOINTS = "router_stale_endpoints"  # llm-d: endpoints whose saturation reads 1 stale
     ROUTER_TTFT = "router_ttft"  # the router's TTFT histogram (its queue included): the TTFT users see

@@ -14,7 +14,8 @@ it into the ``Observation``, deriving:
   ``itl_tail_seconds`` (at the objective's percentile) and ``itl_over_objective``;
 * from an engine's phase-time histograms (vLLM's queue and prefill times, SGLang's queue time),
   the rate of each ``_sum`` over its ``_count``: ``queue_time_mean_seconds``,
-  ``prefill_time_mean_seconds`` (``phase_mean``);
+  ``prefill_time_mean_seconds`` (``phase_mean``), and the busiest pod's prefill-time ``_sum`` rate
+  as ``prefill_busy_max`` (the requests in prefill there on average, Little's law);
 * from a router (llm-d, Dynamo): its TTFT histogram, which counts the time in its queue, as the
   TTFT the objective is checked against (p95, p99, the share over it); its pool saturation only
   while no endpoint is stale (stale endpoints read as saturated);
@@ -134,6 +135,9 @@ class Readings:
             mean = phase_mean(self.values.get(total_key), self.values.get(count_key))
             if mean is not None:
                 values[name] = mean
+        busiest = self.values.get(Reading.PREFILL_TIME_SUM_MAX)  # the busiest pod's prefill (Little)
+        if busiest is not None:
+            values[Input.PREFILL_BUSY_MAX] = busiest
         self._router(policy, values, missing)
         reporting = self.values.get(Reading.REPLICAS_REPORTING)
         if reporting is not None:

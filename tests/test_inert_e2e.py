@@ -310,7 +310,6 @@ def test_eight_minutes_after_the_last_sample_every_input_is_named_stale_and_last
         "generation_tokens_per_s",
         "kv_cache_usage",
         "kv_cache_usage_max",
-        "prefill_busy_max",
         "ttft_p95_seconds",
         "ttft_p99_seconds",
         "ttft_over_objective",

@@ -71,7 +71,7 @@ VLLM = register(
             # vllm/v1/metrics/loggers.py: histogram vllm:request_prefill_time_seconds (_sum), the
             # busiest pod's rate: the requests in prefill there on average
             Family(
-                Input.PREFILL_BUSY_MAX,
+                Reading.PREFILL_TIME_SUM_MAX,
                 "max by ({by}) (rate(vllm:request_prefill_time_seconds_sum[{window}]))",
                 Combine.MAX,
             ),

@@ -169,7 +169,7 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
             Input.KV_CACHE_USAGE_MAX: cfg.kv_cache_usage(most),
         }
         if phases:
-            out[Input.PREFILL_BUSY_MAX] = max(pod_prefill_rate(p, t) for p in serving)
+            out[Reading.PREFILL_TIME_SUM_MAX] = max(pod_prefill_rate(p, t) for p in serving)
         return out
 
     def phase_rates(first_bin: int, end_bin: int) -> dict[str, float]:

@@ -251,7 +251,7 @@ class SimulatedFleet:
             Reading.QUEUE_TIME_COUNT: Simulated(state.queue_time_sum, state.requests_total),
             Reading.PREFILL_TIME_SUM: Simulated(state.prefill_time_sum, state.requests_total),
             Reading.PREFILL_TIME_COUNT: Simulated(state.prefill_time_sum, state.requests_total),
-            Input.PREFILL_BUSY_MAX: Simulated(state.prefill_time_sum, state.requests_total),
+            Reading.PREFILL_TIME_SUM_MAX: Simulated(state.prefill_time_sum, state.requests_total),
         }
 
     def _fleet(self, pods: list[dict[str, Simulated]]) -> dict[str, Simulated]:

@@ -66,7 +66,7 @@ WARM_FAMILIES: tuple[Key, ...] = (
     Reading.PREFILL_TIME_COUNT,
     Input.REQUESTS_RUNNING_MAX,
     Input.KV_CACHE_USAGE_MAX,
-    Input.PREFILL_BUSY_MAX,
+    Reading.PREFILL_TIME_SUM_MAX,
     Reading.REPLICAS_REPORTING,
 )
 # The token rates: a point is made of them, so their failure fails the warm-up; any other family's
