@@ -438,8 +438,8 @@ def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
         policy = KedaPolicy(label, so)
         _ablate(spec.ablation)
         if spec.ablation in SWITCHES:
-            assert policy.engine is not None
-            policy.engine = Engine(policy.engine.policy, DeciderParams(**SWITCHES[spec.ablation]))
+            assert policy.target_policy is not None
+            policy.engine = Engine(policy.target_policy.spec, DeciderParams(**SWITCHES[spec.ablation]))
         result = run_policy(policy, trace, spec.cluster, START, spec.initial)  # with its own hours held
         row = dataclasses.asdict(figures(result, objective_s, spec.references))
         first = policy.decided_at[0] if policy.decided_at else 0.0

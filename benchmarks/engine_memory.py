@@ -21,7 +21,8 @@ import tracemalloc
 from datetime import UTC, datetime, timedelta
 
 from benchmarks.harness import ROOT
-from scaler.engine import Engine, Observation
+from scaler.config import engine_for
+from scaler.engine import Observation
 from scaler.model import Decision
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -45,7 +46,7 @@ def main() -> int:
     marks = {int(600 / STEP_S): "10 min", int(3600 / STEP_S): "1 h", steps: f"{args.hours:g} h"}
 
     tracemalloc.start()
-    engines = [Engine.from_metadata(metadata) for _ in range(args.scaledobjects)]
+    engines = [engine_for(metadata) for _ in range(args.scaledobjects)]
     last: list[Decision | None] = [None] * len(engines)  # the registry keeps each last decision
     gc.collect()
     base = tracemalloc.get_traced_memory()[0]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler.engine import Engine
+from scaler.config import engine_for
 from scaler.inventory import ScaledObject
 from scaler.model import Decision, Observation
 from scaler.outputs.dryrun import CompactLines, Summary, format_json, format_line
@@ -185,7 +185,7 @@ async def serve(settings: Settings, log: Any, ready: Callable[[int], None] | Non
 
 def dry_run_offline(metadata: dict[str, str], observations: Iterable[Observation]) -> Iterator[Decision]:
     """Decide for each observation in order, as the server would on each refresh."""
-    engine = Engine.from_metadata(metadata)
+    engine = engine_for(metadata)
     for obs in observations:
         yield engine.decide(obs)
 

@@ -29,9 +29,12 @@ from pydantic import (
     field_validator,
 )
 
+from scaler.decider.spec import DeciderSpec, Window
+from scaler.engine import Engine
 from scaler.errors import InputError
 from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
+from scaler.params import DEFAULT, DeciderParams
 from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices, promql_problem
 from scaler.roles import Role, parse_role_label, role_matcher, role_problems
 
@@ -47,6 +50,9 @@ MAX_WINDOWS = 16
 MAX_REPLICAS_LIMIT = 10_000
 MAX_COLD_START_SECONDS = 3600.0
 MAX_QUERY_LENGTH = 2048
+# The router whose endpoint picker gates dispatch on the pool's saturation (llm-d's flow control,
+# scaler.flowcontrol): the decider reads its servers' running count as held below their slots.
+FLOW_CONTROL_ROUTER = "llm-d"
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +339,27 @@ class TargetPolicy(BaseModel):
             out.append(window if window.timezone else window.model_copy(update={"timezone": self.timezone}))
         return tuple(out)
 
+    @cached_property
+    def spec(self) -> DeciderSpec:
+        """What the decider reads of this policy (``scaler.decider.spec``), built once."""
+        return DeciderSpec(
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            ttft_objective_seconds=self.ttft_objective_seconds,
+            ttft_objective_percentile=self.ttft_objective_percentile,
+            itl_objective_seconds=self.itl_objective_seconds,
+            prompt_tokens_per_second_per_replica=self.prompt_tokens_per_second_per_replica,
+            generation_tokens_per_second_per_replica=self.generation_tokens_per_second_per_replica,
+            cold_start_seconds=self.cold_start_seconds,
+            target_queue_per_replica=self.target_queue_per_replica,
+            role=self.role,
+            flow_control=self.router == FLOW_CONTROL_ROUTER,
+            windows=tuple(Window(w.start, w.end, w.replicas, w.timezone) for w in self.windows),
+            gpu_check=self.gpu_check,
+            gpu_check_failure=self.gpu_check_failure,
+            max_pending_replicas=self.max_pending_replicas,
+        )
+
     @property
     def token_capacity_known(self) -> bool:
         """Whether a prompt or generation token capacity per replica is configured."""
@@ -498,3 +525,9 @@ def parse_metadata(metadata: Mapping[str, str]) -> TargetPolicy:
     if problems:
         raise MetadataError(problems)
     return policy
+
+
+def engine_for(metadata: Mapping[str, str], params: DeciderParams = DEFAULT) -> Engine:
+    """The decider for ScaledObject trigger metadata: ``Engine(parse_metadata(metadata).spec)``;
+    raises MetadataError naming every bad key."""
+    return Engine(parse_metadata(metadata).spec, params)

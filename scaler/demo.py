@@ -254,9 +254,9 @@ def ending(decision: Decision) -> str:
         return f"the {decision.binding.value} signal: {decision.signal_reasons[decision.binding]}"
     reason = decision.signal_reasons[Signal.LOAD]
     resource = {"slots": "batch slots", "prefill": "prefill"}.get(reason.split(" binds")[0], "capacity")
-    planned = decision.forecast.get("busy_replicas_at_horizon", 0.0)
+    planned = decision.forecast.busy_replicas_at_horizon or 0.0
     lead = decision.lead.seconds if decision.lead else 0.0
-    late = 100 * decision.forecast.get("late_expected", 0.0)
+    late = 100 * (decision.forecast.late_expected or 0.0)
     return (
         f"the demand planned within the last cold start ({lead:.0f} s) fills {planned:.1f} replicas'"
         f" {resource}, and with the room its forecast has missed by, {decision.replicas} keep the"

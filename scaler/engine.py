@@ -1,7 +1,7 @@
 """The decision engine: one target's state, and the pipeline from an observation to a decision.
 
-    from scaler.engine import Engine, Observation
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "16"})
+    from scaler.config import engine_for
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "16"})  # Engine(parse_metadata(...).spec)
     decision = engine.decide(Observation(now=..., queue_waiting=40, ...))
 
 ``decide`` is a short pipeline of named steps, each a pure module:
@@ -22,18 +22,18 @@ replicas answer alike and a restarted one rebuild its state from Prometheus hist
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import replace
 
 from scaler import coldstart
 from scaler.capacity import CapacityModel
-from scaler.config import TargetPolicy, parse_metadata
+from scaler.decider.held import InertMonitor
+from scaler.decider.spec import DeciderSpec
 from scaler.demand import Demand, DemandReader, with_router_queue
 from scaler.forecast import Forecast, Forecaster
-from scaler.inert import InertMonitor
 from scaler.inputs import Input
 from scaler.landing import LandingMonitor
-from scaler.model import Capacity, Decision, Lead, Note, NoteKind, Observation, Signal
+from scaler.model import Capacity, Decision, ForecastRecord, Lead, Note, NoteKind, Observation, Signal
 from scaler.params import DEFAULT, DeciderParams
 from scaler.policy import combine
 from scaler.signals import load as load_signal
@@ -55,11 +55,11 @@ DEMAND_INPUTS = (Input.QUEUE_WAITING, Input.PROMPT_TOKENS_PER_S, Input.REQUESTS_
 class Engine:
     """One target's decision state: demand reader, capacity model, two forecasters, landing monitor."""
 
-    def __init__(self, policy: TargetPolicy, params: DeciderParams = DEFAULT) -> None:
+    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT) -> None:
         self.params = params
-        self._policy = policy
+        self._spec = spec
         self._demand = DemandReader(params.rate_window_s, params.offered_demand)
-        self.capacity = CapacityModel(policy, params)
+        self.capacity = CapacityModel(spec, params)
         self._prompt = Forecaster(params)  # offered prompt tokens per second (scaler.demand)
         self._concurrency = Forecaster(params)  # offered sequences in service
         self._seen: set[str] = {Input.QUEUE_WAITING}
@@ -72,22 +72,17 @@ class Engine:
         self._modelled_late = 0.0
         self._bias_t: float | None = None
         self._landing = LandingMonitor()
-        self._inert = InertMonitor()  # why the target cannot act, put on each decision (scaler.inert)
-
-    @classmethod
-    def from_metadata(cls, metadata: Mapping[str, str], params: DeciderParams = DEFAULT) -> Engine:
-        """Build from ScaledObject trigger metadata; raises scaler.config.MetadataError."""
-        return cls(parse_metadata(metadata), params)
+        self._inert = InertMonitor()  # why the target cannot act, put on each decision (scaler.decider.held)
 
     @property
-    def policy(self) -> TargetPolicy:
-        """The policy decisions are made under (the latest ``update_policy``)."""
-        return self._policy
+    def spec(self) -> DeciderSpec:
+        """The spec decisions are made under (the latest ``update_spec``)."""
+        return self._spec
 
-    def update_policy(self, policy: TargetPolicy) -> None:
-        """Apply changed metadata, keeping what was learned about the traffic."""
-        self._policy = policy
-        self.capacity.configure(policy)
+    def update_spec(self, spec: DeciderSpec) -> None:
+        """Apply a changed spec (changed metadata), keeping what was learned about the traffic."""
+        self._spec = spec
+        self.capacity.configure(spec)
 
     def warm(self, history: Iterable[Observation]) -> int:
         """Feed past observations (oldest first) so a new process holds what a running one learned.
@@ -115,11 +110,11 @@ class Engine:
     def lead(self, obs: Observation) -> tuple[float, str]:
         """The cold start this observation's decision orders ahead by, and where it came from."""
         measured = coldstart.ColdStart(obs.cold_start_samples, obs.cold_start_seconds, None, None)
-        return coldstart.lead(self._policy.cold_start_seconds, measured)
+        return coldstart.lead(self._spec.cold_start_seconds, measured)
 
     def forecast_quantile(self) -> float:
         """The quantile of the forecast's errors a decision shows as its margin: the percentile."""
-        return self._policy.ttft_objective_percentile / 100.0
+        return self._spec.ttft_objective_percentile / 100.0
 
     def _missing(self, obs: Observation) -> list[str]:
         """The demand inputs this target depends on that are missing now (``DEMAND_INPUTS``)."""
@@ -127,9 +122,9 @@ class Engine:
             if getattr(obs, name) is not None:
                 self._seen.add(name)
         expected = set(self._seen)
-        if self._policy.prompt_tokens_per_second_per_replica is not None:
+        if self._spec.prompt_tokens_per_second_per_replica is not None:
             expected.add(Input.PROMPT_TOKENS_PER_S)
-        if self._policy.generation_tokens_per_second_per_replica is not None:
+        if self._spec.generation_tokens_per_second_per_replica is not None:
             expected.add(Input.REQUESTS_RUNNING)
         return [name for name in DEMAND_INPUTS if name in expected and getattr(obs, name) is None]
 
@@ -161,12 +156,12 @@ class Engine:
         t, measured, ready = obs.timestamp, obs.ttft_over_objective, obs.ready_replicas
         last, self._bias_t = self._bias_t, t
         if measured is not None and ready and last is not None and self.capacity.steady:
-            modelled = load_signal.late_now(self._policy, capacity, demand, prompt, concurrency, ready, obs)
+            modelled = load_signal.late_now(self._spec, capacity, demand, prompt, concurrency, ready, obs)
             if modelled is not None:
                 weight = min(1.0, (t - last) / self.params.learning_time_constant_s)
                 self._measured_late += weight * (measured - self._measured_late)
                 self._modelled_late += weight * (modelled - self._modelled_late)
-        floor = (1.0 - self._policy.ttft_objective_percentile / 100.0) * self.params.bias_floor
+        floor = (1.0 - self._spec.ttft_objective_percentile / 100.0) * self.params.bias_floor
         # An optimistic model is corrected in full. A pessimistic one is loosened only as far as
         # bias_least: a window's measured share is mostly zero on a fleet that meets its objective,
         # and following that all the way would walk the fleet to the edge where one more request
@@ -177,7 +172,7 @@ class Engine:
     def _forecasts(self, quantile: float, capacity: Capacity) -> tuple[Forecast | None, Forecast | None]:
         """The prompt and concurrency forecasts, each miss counted against the larger of its plan
         and what the floor's replicas hold (``scaler.forecast``)."""
-        floor = self._policy.min_replicas if self.params.errors_against_floor else 0
+        floor = self._spec.min_replicas if self.params.errors_against_floor else 0
         prompt = self._prompt.forecast(quantile, floor * (capacity.prefill_tokens_per_s or 0.0))
         concurrency = self._concurrency.forecast(quantile, floor * math.floor(capacity.slots or 0.0))
         return prompt, concurrency
@@ -185,15 +180,15 @@ class Engine:
     def _backlog_alarm(self, obs: Observation, demand: Demand) -> str | None:
         """Why the backlog outran the Ready replicas at this refresh and the previous one, arming the
         queue signal's safety net (``scaler.signals.queue``), or None."""
-        policy = self._policy
-        budget = 1.0 - policy.ttft_objective_percentile / 100.0
-        alarm = queue_signal.backlog_alarm(obs, demand, policy.ttft_objective_seconds, budget)
+        spec = self._spec
+        budget = 1.0 - spec.ttft_objective_percentile / 100.0
+        alarm = queue_signal.backlog_alarm(obs, demand, spec.ttft_objective_seconds, budget)
         before, self._alarmed = self._alarmed, alarm is not None
         return alarm if before and self.params.backlog_net else None
 
     def decide(self, observed: Observation) -> Decision:
         """observe -> demand -> capacity -> forecast -> need -> combine -> clamp (module docstring)."""
-        policy = self._policy
+        spec = self._spec
         obs = with_router_queue(observed)  # the decision records what was observed
         t = obs.timestamp
         previous_waiting = self._previous_waiting
@@ -213,7 +208,7 @@ class Engine:
         if not any(m != Input.QUEUE_WAITING for m in missing):
             bias = self._learn_bias(obs, capacity, demand, prompt_f, concurrency_f)
             load = load_signal.need(
-                policy,
+                spec,
                 capacity,
                 demand,
                 prompt_f,
@@ -227,7 +222,7 @@ class Engine:
             if load is not None and load.binding is not None:
                 self._last_load = load.replicas
         inputs = SignalInputs(
-            policy=policy,
+            spec=spec,
             observation=obs,
             horizon_s=horizon,
             demand=demand,
@@ -247,26 +242,25 @@ class Engine:
         if self._last_fresh is not None and missing:
             notes.append(Note(NoteKind.INPUTS_AGE, f"inputs last complete {t - self._last_fresh:.0f}s ago"))
 
-        forecast: dict[str, float] = {}
-        if demand.arrivals_per_s is not None:
-            forecast["arrivals_per_s"] = demand.arrivals_per_s
-        for key, f in ((Input.PROMPT_TOKENS_PER_S, prompt_f), ("concurrency", concurrency_f)):
-            if f is not None:
-                forecast[key] = f.planned
-                forecast[f"{key}_margin"] = f.margin
-        if load is not None and load.needs:
-            forecast["busy_replicas_now"] = load.busy_now
-            forecast["busy_replicas_at_horizon"] = load.busy_planned
-            forecast["late_expected"] = load.late
-        if bias is not None:
-            forecast["model_bias"] = bias
+        sized = load is not None and bool(load.needs)
+        forecast = ForecastRecord(
+            arrivals_per_s=demand.arrivals_per_s,
+            prompt_tokens_per_s=None if prompt_f is None else prompt_f.planned,
+            prompt_tokens_per_s_margin=None if prompt_f is None else prompt_f.margin,
+            concurrency=None if concurrency_f is None else concurrency_f.planned,
+            concurrency_margin=None if concurrency_f is None else concurrency_f.margin,
+            busy_replicas_now=load.busy_now if load is not None and sized else None,
+            busy_replicas_at_horizon=load.busy_planned if load is not None and sized else None,
+            late_expected=load.late if load is not None and sized else None,
+            model_bias=bias,
+        )
 
         landing = self._landing.observe(observed)
         if landing is not None and landing.reason not in ("landed", "in_flight"):
             notes.append(Note(NoteKind.NOT_LANDED, f"not landed: {landing.explanation}"))
         decision = replace(
             combine(
-                proposals, observed, policy, notes, forecast, capacity, Lead(horizon, lead_source), landing
+                proposals, observed, spec, notes, forecast, capacity, Lead(horizon, lead_source), landing
             ),
             inputs_complete_at=self._last_fresh,
         )

@@ -187,6 +187,29 @@ class Capacity:
 
 
 @dataclass(frozen=True, slots=True)
+class ForecastRecord:
+    """What a decision forecast and sized on, each None where it was not computed: the offered
+    requests/s (``scaler.demand``); the prompt tokens/s and sequences in service planned one cold
+    start ahead and their margins, the errors at the objective's percentile (0.2: 20%,
+    ``scaler.forecast``); the replicas busy now and at the horizon and the late share expected
+    (``scaler.signals.load``); the model's bias (measured over modelled late share, ``scaler.engine``)."""
+
+    arrivals_per_s: float | None = None
+    prompt_tokens_per_s: float | None = None
+    prompt_tokens_per_s_margin: float | None = None
+    concurrency: float | None = None
+    concurrency_margin: float | None = None
+    busy_replicas_now: float | None = None
+    busy_replicas_at_horizon: float | None = None
+    late_expected: float | None = None
+    model_bias: float | None = None
+
+    def to_json(self) -> dict[str, float]:
+        """The figures computed (None left out), by field name."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+
+@dataclass(frozen=True, slots=True)
 class Lead:
     """How far ahead a decision orders replicas (the cold start) and where that came from:
     ``configured``, ``measured p90 over N pods`` or ``default`` (scaler.coldstart)."""
@@ -415,7 +438,7 @@ class Decision:
     notes: tuple[Note, ...]
     reason: str
     observation: Observation
-    forecast: Mapping[str, float] = field(default_factory=dict)
+    forecast: ForecastRecord = ForecastRecord()
     capacity: Capacity | None = None  # what one replica holds, as the load signal used it (scaler.capacity)
     lead: Lead | None = None  # the cold start it ordered ahead by (scaler.coldstart)
     landing: Landing | None = None  # whether the previous target landed (scaler.landing)
@@ -428,7 +451,6 @@ class Decision:
             raise ValueError("a decision never targets fewer than one replica")
         object.__setattr__(self, "proposals", _frozen(self.proposals))
         object.__setattr__(self, "signal_reasons", _frozen(self.signal_reasons))
-        object.__setattr__(self, "forecast", _frozen(self.forecast))
         object.__setattr__(self, "inert", tuple(self.inert))
 
     @property
@@ -471,7 +493,7 @@ class Decision:
                 for c in self.clamps
             ],
             "notes": list(self.notes),
-            "forecast": dict(self.forecast),
+            "forecast": self.forecast.to_json(),
             "capacity": None if self.capacity is None else self.capacity.to_json(),
             "lead": None if self.lead is None else {"seconds": self.lead.seconds, "source": self.lead.source},
             "landing": None if self.landing is None else self.landing.to_json(),

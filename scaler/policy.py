@@ -30,13 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaler.config import TargetPolicy
+from scaler.decider.spec import DeciderSpec
 from scaler.hpa import landing_step_up, tolerances, within_hpa_tolerance
 from scaler.model import (
     Capacity,
     Clamp,
     ClampKind,
     Decision,
+    ForecastRecord,
     Landing,
     Lead,
     Note,
@@ -53,9 +54,9 @@ _ORDER = {signal: index for index, signal in enumerate(Signal)}
 def combine(
     proposals: Sequence[Proposal],
     obs: Observation,
-    policy: TargetPolicy,
+    spec: DeciderSpec,
     notes: Sequence[Note] = (),
-    forecast: dict[str, float] | None = None,
+    forecast: ForecastRecord | None = None,
     token_capacity: Capacity | None = None,
     lead: Lead | None = None,
     landing: Landing | None = None,
@@ -70,16 +71,16 @@ def combine(
     clamps: list[Clamp] = []
     all_notes = list(notes)
 
-    if target > policy.max_replicas:
-        clamps.append(Clamp(ClampKind.MAX, target, policy.max_replicas, f"maxReplicas={policy.max_replicas}"))
-        target = policy.max_replicas
+    if target > spec.max_replicas:
+        clamps.append(Clamp(ClampKind.MAX, target, spec.max_replicas, f"maxReplicas={spec.max_replicas}"))
+        target = spec.max_replicas
 
     fits: int | None = None  # what the GPU inventory fits, when it was checked and known
-    if policy.gpu_check:
-        gpu = capacity(obs, policy)
+    if spec.gpu_check:
+        gpu = capacity(obs, spec)
         fits = gpu.replicas
         if gpu.replicas is None:
-            if policy.gpu_check_failure == "closed" and obs.current_replicas is not None:
+            if spec.gpu_check_failure == "closed" and obs.current_replicas is not None:
                 if target > obs.current_replicas:
                     clamps.append(
                         Clamp(
@@ -94,7 +95,7 @@ def combine(
                 all_notes.append(
                     Note(
                         NoteKind.GPU_CHECK_SKIPPED,
-                        f"{gpu.reason}: GPU check not applied (gpuCheckFailure={policy.gpu_check_failure})",
+                        f"{gpu.reason}: GPU check not applied (gpuCheckFailure={spec.gpu_check_failure})",
                     )
                 )
         elif target > gpu.replicas:
@@ -113,20 +114,20 @@ def combine(
     else:
         all_notes.append(Note(NoteKind.GPU_CHECK_OFF, "GPU check off (gpuCheck=false)"))
 
-    if target < policy.min_replicas:
+    if target < spec.min_replicas:
         over = "the Kueue quota" if clamps and clamps[-1].kind is ClampKind.KUEUE_QUOTA else "GPU capacity"
         clamps.append(
             Clamp(
                 ClampKind.FLOOR_OVER_GPU,
                 target,
-                policy.min_replicas,
-                f"minReplicas={policy.min_replicas} wins over {over} {target};"
-                f" {policy.min_replicas - target} replica(s) may stay Pending",
+                spec.min_replicas,
+                f"minReplicas={spec.min_replicas} wins over {over} {target};"
+                f" {spec.min_replicas - target} replica(s) may stay Pending",
             )
         )
-        target = policy.min_replicas
+        target = spec.min_replicas
 
-    target = _through_tolerance(target, obs, policy, fits, clamps, all_notes)
+    target = _through_tolerance(target, obs, spec, fits, clamps, all_notes)
 
     return Decision(
         now=obs.now,
@@ -138,7 +139,7 @@ def combine(
         notes=tuple(all_notes),
         reason=_sentence(target, winner, clamps),
         observation=obs,
-        forecast=forecast or {},
+        forecast=forecast or ForecastRecord(),
         capacity=token_capacity,
         lead=lead,
         landing=landing,
@@ -172,7 +173,7 @@ def _through_queue(
 def _through_tolerance(
     target: int,
     obs: Observation,
-    policy: TargetPolicy,
+    spec: DeciderSpec,
     fits: int | None,
     clamps: list[Clamp],
     notes: list[Note],
@@ -182,7 +183,7 @@ def _through_tolerance(
     tolerance = tolerances(obs.hpa)
     if current is None or not within_hpa_tolerance(target, current, tolerance):
         return target
-    room = policy.max_replicas if fits is None else min(policy.max_replicas, fits)
+    room = spec.max_replicas if fits is None else min(spec.max_replicas, fits)
     if target < current:
         # Never hold above maxReplicas or the free GPUs: a scale-down those asked for is theirs.
         held = min(current, room)

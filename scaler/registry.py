@@ -36,20 +36,17 @@ class TargetKey(NamedTuple):
 
 @dataclass
 class Target:
-    """One registered ScaledObject: its engine, metadata, poll times and latest decision."""
+    """One registered ScaledObject: its policy (the metadata parsed), its engine, poll times and
+    latest decision."""
 
     key: TargetKey
     fingerprint: str
+    policy: TargetPolicy
     engine: Engine
     registered_at: float
     last_polled: float
     latest: Decision | None = None
     metadata: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def policy(self) -> TargetPolicy:
-        """The policy the target's engine decides under."""
-        return self.engine.policy
 
 
 class ObservationSource(Protocol):
@@ -142,7 +139,8 @@ class TargetRegistry:
             target = Target(
                 key,
                 fp,
-                Engine(policy, self.params),
+                policy,
+                Engine(policy.spec, self.params),
                 registered_at=now,
                 last_polled=now,
                 metadata=dict(metadata),
@@ -151,7 +149,8 @@ class TargetRegistry:
             return target, True
         target.last_polled = now
         if target.fingerprint != fp:
-            target.engine.update_policy(policy)
+            target.engine.update_spec(policy.spec)
+            target.policy = policy
             target.fingerprint = fp
         target.metadata = dict(metadata)
         return target, False

@@ -12,14 +12,31 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
-from scaler.model import Observation
+from scaler.config import parse_metadata
+from scaler.engine import Engine
+from scaler.model import Decision, Observation
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
+from scaler.params import DEFAULT, DeciderParams
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.registry import ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import OfflineSource, Runtime
 
 T = TypeVar("T")
+
+
+def target_of(
+    key: TargetKey,
+    metadata: Mapping[str, str],
+    fingerprint: str = "",
+    latest: Decision | None = None,
+    params: DeciderParams = DEFAULT,
+) -> Target:
+    """A target as the registry registers one for ``metadata`` (at time 0), its engine fresh."""
+    policy = parse_metadata(metadata)
+    return Target(
+        key, fingerprint, policy, Engine(policy.spec, params), 0.0, 0.0, latest, metadata=dict(metadata)
+    )
 
 
 def eventually(

@@ -51,7 +51,7 @@ def steady(
 
 def test_slots_from_the_kv_cache_usage() -> None:
     """48 running on 4 replicas at half the KV cache: 24 slots each, measured on the first reading."""
-    model = CapacityModel(parse_metadata({}))
+    model = CapacityModel(parse_metadata({}).spec)
     run(model, [steady(i) for i in range(3)])
     capacity = model.capacity()
     assert capacity.slots == pytest.approx(24.0)
@@ -65,10 +65,10 @@ def test_where_max_num_seqs_binds_first_the_cap_is_measured_at_slot_bound_refres
     is measured, and every later reading, at any load, says 24. A batch seen running more raises
     the cap at once."""
     fast: Any = {"prefill_time_mean_seconds": 0.2}  # busy = 4 served/s x 0.2 s / 4 replicas = 0.2
-    model = CapacityModel(parse_metadata({}))
+    model = CapacityModel(parse_metadata({}).spec)
     run(model, [steady(i, running=96.0, kv=0.6, waiting=12.0, **fast) for i in range(3)])
     assert model.capacity().slots == pytest.approx(40.0)  # 30 s after the last change: not settled
-    learned = CapacityModel(parse_metadata({}))
+    learned = CapacityModel(parse_metadata({}).spec)
     run(
         learned,
         [steady(i, running=96.0, kv=0.6, waiting=12.0, **fast) for i in range(6)]  # settled from 60 s
@@ -77,7 +77,7 @@ def test_where_max_num_seqs_binds_first_the_cap_is_measured_at_slot_bound_refres
     capacity = learned.capacity()
     assert capacity.slots == pytest.approx(24.0, rel=0.01)
     assert capacity.slots_method == "running while every slot was busy"
-    raised = CapacityModel(parse_metadata({}))
+    raised = CapacityModel(parse_metadata({}).spec)
     run(
         raised,
         [steady(i, running=96.0, kv=0.6, waiting=12.0, **fast) for i in range(6)]
@@ -92,13 +92,13 @@ def test_prompts_queued_behind_prefill_with_slots_free_teach_the_slots_nothing()
     prefill starts): 48 running on 4 replicas of a 64-slot cache, 40 waiting, the prefill busy all
     the time (4 served/s of 1 s prefills on 4 replicas). They wait for prefill: the slots stay what
     the cache says (12 / 0.1875 = 64), not the 12 a replica they were running."""
-    model = CapacityModel(parse_metadata({}))
+    model = CapacityModel(parse_metadata({}).spec)
     queued: Any = {"prefill_time_mean_seconds": 1.0}
     run(model, [steady(i, running=48.0, kv=0.1875, waiting=40.0, **queued) for i in range(40)])
     capacity = model.capacity()
     assert capacity.saturation == "prefill"
     assert capacity.slots is None  # the cache below a quarter used: nothing read from it either
-    half = CapacityModel(parse_metadata({}))
+    half = CapacityModel(parse_metadata({}).spec)
     run(half, [steady(i, running=128.0, kv=0.5, waiting=40.0, **queued) for i in range(40)])
     assert half.capacity().slots == pytest.approx(64.0, rel=0.01)
     assert half.capacity().slots_method == "KV cache usage"
@@ -110,18 +110,18 @@ def test_every_slot_busy_with_requests_waiting_measures_the_slots_without_a_kv_g
     """Without a KV gauge only the slot-bound refreshes measure the slots: 80 running on 4 replicas
     with 12 waiting and prefill nearly idle read 20; the same counts with prefill busy read nothing."""
     idle_prefill: Any = {"prefill_time_mean_seconds": 0.1}
-    model = CapacityModel(parse_metadata({}))
+    model = CapacityModel(parse_metadata({}).spec)
     run(model, [steady(i, running=80.0, kv=None, waiting=12.0, **idle_prefill) for i in range(8)])
     assert model.capacity().slots == pytest.approx(20.0)
     assert model.capacity().saturation == "slots"
-    busy = CapacityModel(parse_metadata({}))
+    busy = CapacityModel(parse_metadata({}).spec)
     run(
         busy,
         [steady(i, running=80.0, kv=None, waiting=12.0, prefill_time_mean_seconds=0.95) for i in range(8)],
     )
     assert busy.capacity().slots is None
     # With a gauge below a quarter of the cache, nothing is read from it.
-    low = CapacityModel(parse_metadata({}))
+    low = CapacityModel(parse_metadata({}).spec)
     run(low, [steady(i, running=30.0, kv=0.2) for i in range(8)])
     assert low.capacity().slots is None
 
@@ -129,18 +129,18 @@ def test_every_slot_busy_with_requests_waiting_measures_the_slots_without_a_kv_g
 def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> None:
     """A router that stops dispatching at saturation says each replica holds what it runs now; an
     exported max_num_seqs is the slots, unless the KV cache says fewer."""
-    gated = CapacityModel(parse_metadata({}))
+    gated = CapacityModel(parse_metadata({}).spec)
     run(gated, [steady(i, running=64.0, kv=0.8, router_saturation=1.02) for i in range(3)])
     assert gated.capacity().slots == pytest.approx(16.0)  # not 64 / 4 / 0.8 = 20: the router's limit
     # Below saturation the KV reading holds the router's threshold: its flow control sends a replica
     # nothing more once the cache is 80% used, so 48 / 4 / 0.6 = 20 sequences fit, 16 are given.
-    below = CapacityModel(parse_metadata({"router": "llm-d", "inferencePool": "pool"}))
+    below = CapacityModel(parse_metadata({"router": "llm-d", "inferencePool": "pool"}).spec)
     run(below, [steady(i, running=48.0, kv=0.6, router_saturation=0.75) for i in range(3)])
     assert below.capacity().slots == pytest.approx(16.0)
-    exported = CapacityModel(parse_metadata({}))
+    exported = CapacityModel(parse_metadata({}).spec)
     run(exported, [steady(i, running=40.0, kv=None, slots_per_replica=32.0) for i in range(3)])
     assert exported.capacity().slots == pytest.approx(32.0)
-    fuller = CapacityModel(parse_metadata({}))
+    fuller = CapacityModel(parse_metadata({}).spec)
     run(fuller, [steady(i, running=48.0, kv=0.5, slots_per_replica=32.0) for i in range(3)])
     assert fuller.capacity().slots == pytest.approx(24.0)  # the cache holds 24 of the 32
 
@@ -154,18 +154,18 @@ def test_the_itl_objective_allows_the_batch_its_learned_line_gives() -> None:
         mean = 0.020 + 0.040 * share
         return steady(i, running=4 * 64 * share, kv=share, itl_mean_seconds=mean, itl_tail_seconds=1.5 * mean)
 
-    limited = CapacityModel(parse_metadata({"itlObjectiveSeconds": "0.06"}))
+    limited = CapacityModel(parse_metadata({"itlObjectiveSeconds": "0.06"}).spec)
     run(limited, [refresh(i) for i in range(400)])
     assert limited.capacity().slots == pytest.approx(64.0)
     assert limited.capacity().itl_slots == pytest.approx(32.0, rel=0.02)
-    free = CapacityModel(parse_metadata({}))
+    free = CapacityModel(parse_metadata({}).spec)
     run(free, [refresh(i) for i in range(400)])
     assert free.capacity().itl_slots is None
 
 
 def test_no_slot_reading_while_removed_replicas_drain() -> None:
     """After a scale-down, running still counts the removed replicas' sequences: not read until they end."""
-    model = CapacityModel(parse_metadata({}))
+    model = CapacityModel(parse_metadata({}).spec)
     reader = DemandReader()
     for i in range(8):
         obs = steady(i, ready=6, running=72.0)
@@ -183,14 +183,14 @@ def test_the_prefill_rate_comes_from_the_phase_times_where_the_engine_exports_th
     """vLLM's prefill time: 1,200-token prompts prefilled in 0.24 s on average are 5,000 tokens/s,
     whatever the TTFT's queueing; SGLang's queue time: a 0.3 s TTFT of which 0.06 s waited leaves
     0.24 s of prefill, 5,000 too. Each says where it came from."""
-    vllm = CapacityModel(parse_metadata({}))
+    vllm = CapacityModel(parse_metadata({}).spec)
     run(
         vllm,
         [steady(i, waiting=30.0, ttft_mean_seconds=2.5, prefill_time_mean_seconds=0.24) for i in range(40)],
     )
     assert vllm.capacity().prefill_tokens_per_s == pytest.approx(5000.0, rel=0.01)
     assert vllm.capacity().prefill_method == "prefill-time histogram"
-    sglang = CapacityModel(parse_metadata({}))
+    sglang = CapacityModel(parse_metadata({}).spec)
     run(sglang, [steady(i, waiting=3.0, queue_time_mean_seconds=0.06) for i in range(40)])
     assert sglang.capacity().prefill_tokens_per_s == pytest.approx(5000.0, rel=0.01)
     assert sglang.capacity().prefill_method == "TTFT less the queue time"
@@ -200,17 +200,17 @@ def test_without_phase_times_the_prefill_rate_is_the_ttft_bound_while_nobody_wai
     """No phase time exported: the mean TTFT while nobody waits bounds the prefill from below
     (1,200 tokens in 0.3 s: at least 4,000 tokens/s), and says so; a fleet that waits or just
     changed teaches it nothing; configured, it is where the readings start."""
-    model = CapacityModel(parse_metadata({}))
+    model = CapacityModel(parse_metadata({}).spec)
     run(model, [steady(i) for i in range(40)])
     capacity = model.capacity()
     assert capacity.prefill_tokens_per_s == pytest.approx(4000.0, rel=0.01)
     assert capacity.prefill_method == "TTFT while nobody waited (a lower bound)"
     assert "prefill from TTFT while nobody waited (a lower bound)" in capacity.describe()
-    changing = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
+    changing = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}).spec)
     run(changing, [steady(i, ready=2 + i % 2) for i in range(12)])  # Ready changes every refresh
     assert changing.capacity().prefill_tokens_per_s == 9000.0
     assert changing.capacity().prefill_source == "configured"
-    waiting = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}))
+    waiting = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "9000"}).spec)
     run(waiting, [steady(i, waiting=3.0) for i in range(12)])
     assert waiting.capacity().prefill_source == "configured"
 
@@ -223,7 +223,7 @@ def test_a_configured_rate_too_high_is_corrected_by_what_is_measured_and_mislead
     unknown, and the 12 sequences a replica runs are not read as its batch's cap. Once measured
     (nobody waiting, a lower bound), the prefill-bound refreshes correct it too."""
     saturated: Any = {"requests_per_s": 16.7, "prompt_tokens_per_s": 20000.0}
-    timed = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "20000"}))
+    timed = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "20000"}).spec)
     run(
         timed,
         [
@@ -232,7 +232,7 @@ def test_a_configured_rate_too_high_is_corrected_by_what_is_measured_and_mislead
         ],
     )
     assert timed.capacity().prefill_tokens_per_s == pytest.approx(5000.0, rel=0.15)  # 6 minutes
-    untimed = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "20000"}))
+    untimed = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "20000"}).spec)
     run(untimed, [steady(i, waiting=40.0, running=48.0, kv=0.25, **saturated) for i in range(30)])
     capacity = untimed.capacity()
     assert capacity.saturation == "unknown"
@@ -255,7 +255,7 @@ def test_configured_generation_rate_gives_the_slots_until_measured() -> None:
     The start follows the latest reading (a first rate window may still hold idle seconds
     and read a sequence's speed too low), until a measurement moves it.
     """
-    model = CapacityModel(parse_metadata({"generationTokensPerSecondPerReplica": "432"}))
+    model = CapacityModel(parse_metadata({"generationTokensPerSecondPerReplica": "432"}).spec)
     first = steady(0, running=40.0, kv=None, generation_tokens_per_s=120.0)
     run(model, [first, steady(1, running=40.0, kv=None, generation_tokens_per_s=720.0)])
     assert model.capacity().slots == pytest.approx(432 / (720 / 40))
@@ -265,7 +265,7 @@ def test_configured_generation_rate_gives_the_slots_until_measured() -> None:
 @pytest.mark.parametrize(("shared", "expected"), [(True, 1.0), (False, 0.0)])
 def test_decode_slowdown_is_learned_from_the_refreshes(shared: bool, expected: float) -> None:
     """Decode speed falling with prefill's busy share reads as 1; speed that ignores it, as 0."""
-    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "5000"}))
+    model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "5000"}).spec)
     reader = DemandReader()
     for i in range(400):
         busy = 0.1 + 0.5 * (i % 20) / 20  # prefill keeps a replica 10% to 60% busy
@@ -298,7 +298,7 @@ def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teach
     queue and the rest half empty (the fullest cache at 100%) teaches it nothing: 12 a replica on a
     half-full cache still reads 24 slots from the cache, not a cap of 12."""
     capped: Any = {"prefill_time_mean_seconds": 0.2, "prefill_busy_max": 0.3}
-    model = CapacityModel(parse_metadata({}))
+    model = CapacityModel(parse_metadata({}).spec)
     run(
         model,
         [
@@ -316,7 +316,7 @@ def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teach
     )
     assert model.capacity().slots == pytest.approx(24.0)
     assert model.capacity().slots_method == "running while every slot was busy"
-    imbalanced = CapacityModel(parse_metadata({}))
+    imbalanced = CapacityModel(parse_metadata({}).spec)
     run(
         imbalanced,
         [
@@ -335,7 +335,7 @@ def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teach
     assert imbalanced.capacity().slots == pytest.approx(24.0)
     assert imbalanced.capacity().slots_method == "KV cache usage"
     # Read as sums only, a fleet whose running count moves with its traffic is not at a cap.
-    moving = CapacityModel(parse_metadata({}))
+    moving = CapacityModel(parse_metadata({}).spec)
     run(
         moving,
         [
@@ -352,7 +352,7 @@ def test_the_dispatch_is_read_as_pooled_where_the_replicas_are_evenly_loaded_and
     the load signal sizes per replica. Without the busiest replica's count it stays unmeasured."""
 
     def model(busiest: float | None) -> CapacityModel:
-        m = CapacityModel(parse_metadata({}))
+        m = CapacityModel(parse_metadata({}).spec)
         extra: Any = {} if busiest is None else {"requests_running_max": busiest}
         run(m, [steady(i, ready=6, running=96.0, kv=0.5, **extra) for i in range(12)])
         return m

@@ -8,7 +8,8 @@ import pytest
 
 from scaler import coldstart
 from scaler.coldstart import ColdStart, PodTimes
-from scaler.engine import Engine, Observation
+from scaler.config import engine_for
+from scaler.engine import Observation
 from scaler.model import Signal
 
 
@@ -59,7 +60,7 @@ def test_which_lead_a_decision_uses(
 
 def test_the_lead_follows_slower_pods_and_opens_the_prewarm_window_earlier() -> None:
     """As slower pods arrive the lead goes from 180 s to 420 s, and the 09:00 window pre-warms at 08:53."""
-    engine = Engine.from_metadata(
+    engine = engine_for(
         {"minReplicas": "2", "prewarmStart": "0 9 * * *", "prewarmEnd": "0 12 * * *", "prewarmReplicas": "6"}
     )
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaler.config import parse_metadata
+from scaler.config import engine_for, parse_metadata
 from scaler.demo import (
     BURST,
     LOW,
@@ -18,7 +18,7 @@ from scaler.demo import (
     served_metric,
     window_opening,
 )
-from scaler.engine import Engine, Observation
+from scaler.engine import Observation
 from scaler.hpa import tolerances
 from scaler.model import Proposal, Signal
 from scaler.policy import combine
@@ -57,7 +57,7 @@ def test_the_load_is_low_until_the_window_opens_then_bursts_then_decays() -> Non
 def test_the_embedded_scaledobject_parses_and_its_window_sets_the_target_before_load() -> None:
     """The demo's own ScaledObject is valid, and one cold start before W pre-warm binds at 6."""
     spec = scaledobject_from_dict(demo_scaledobject(START))
-    engine = Engine.from_metadata(spec.metadata)
+    engine = engine_for(spec.metadata)
     opens = window_opening(START)
     decision = engine.decide(
         Observation(now=opens - timedelta(seconds=10), queue_waiting=0, current_replicas=2)
@@ -68,7 +68,7 @@ def test_the_embedded_scaledobject_parses_and_its_window_sets_the_target_before_
 
 def test_showed_reports_the_prewarm_and_the_scale_down_after_the_peak() -> None:
     """The closing lines name when pre-warm set the target and the lowest it fell after its peak."""
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
     showed = Showed()
     decisions = []
     for second, waiting in ((0, 0), (15, 80), (30, 80), (45, 80), (60, 30), (75, 30)):
@@ -122,7 +122,7 @@ def test_the_demo_s_cluster_reports_the_tolerance_its_hpa_applies() -> None:
     )
     metadata = parse_metadata(scaledobject_from_dict(doc).metadata)
     proposals = [Proposal(Signal.FLOOR, 2, "floor"), Proposal(Signal.QUEUE, 11, "queue")]
-    decision = combine(proposals, seen, metadata)
+    decision = combine(proposals, seen, metadata.spec)
     assert (decision.replicas, decision.clamps) == (11, ())
     clock.t += 15.0
     assert cluster.sync_hpa(served_metric(decision.replicas)).replicas == 11 == cluster.replicas
@@ -130,7 +130,7 @@ def test_the_demo_s_cluster_reports_the_tolerance_its_hpa_applies() -> None:
 
 def test_showed_says_the_burst_s_timing_decides_how_often_the_gpu_clamp_holds() -> None:
     """When the GPU clamp held decisions, a closing line counts them and says why runs differ."""
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
     showed = Showed()
     for second in (0, 15, 30):
         seen = Observation(

@@ -20,14 +20,14 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from scaler.cli import main
-from scaler.engine import Engine
 from scaler.model import Inert, InertReason, Observation
 from scaler.outputs.collector import DecisionTrace
-from scaler.registry import Target, TargetKey
+from scaler.registry import TargetKey
 from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from tests import k8s_double as k8s
+from tests.helpers import target_of
 
 pytestmark = pytest.mark.e2e  # every test reads the Kubernetes API double over HTTP
 
@@ -414,10 +414,10 @@ def test_a_stranded_router_gauge_a_pod_not_scraped_and_what_the_scaler_reports(
             'llm_d_epp_inflight_tokens{endpoint_name="vllm-llama-gone",namespace="inference"} 5000\n'
         )
     )
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "8"})
-    decided = engine.decide(Observation(now=datetime(2026, 12, 1, tzinfo=UTC), current_replicas=2))
+    target = target_of(TargetKey(NS, "llama"), {"minReplicas": "2", "maxReplicas": "8"})
+    decided = target.engine.decide(Observation(now=datetime(2026, 12, 1, tzinfo=UTC), current_replicas=2))
     held = Inert(InertReason.HELD, "the target has equalled the current 2 replicas for 20 refreshes")
-    target = Target(TargetKey(NS, "llama"), "", engine, 0.0, 0.0, replace(decided, inert=(held,)))
+    target.latest = replace(decided, inert=(held,))
     registry = CollectorRegistry()
     registry.register(DecisionTrace(lambda: [target], lambda: 0.0, 15.0))
     scaler = MetricsServer(lambda: generate_latest(registry).decode())

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scaler.engine import Engine
+from scaler.config import engine_for
 from scaler.model import Decision, Observation
 from scaler.outputs.dryrun import CompactLines, format_json, format_line
 from scaler.presets import PRESETS, Combine
@@ -17,7 +17,7 @@ NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 
 def decision(waiting: float, schedulable: int) -> Decision:
     """One decision of a 2..12, 10-per-replica engine on four ready replicas at NOW."""
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
     obs = Observation(
         now=NOW,
         queue_waiting=waiting,
@@ -91,9 +91,7 @@ def test_triton_s_first_response_histogram_is_in_milliseconds() -> None:
 def test_the_compact_line_says_again_only_what_changed() -> None:
     """The default line keeps target, binding, proposals and clamp steps; the lead and capacity once,
     and the capacity again only when a figure moved by 5% or more."""
-    engine = Engine.from_metadata(
-        {"minReplicas": "2", "maxReplicas": "12", "promptTokensPerSecondPerReplica": "9000"}
-    )
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "12", "promptTokensPerSecondPerReplica": "9000"})
     lines = CompactLines()
 
     def line(second: int, slots_in_use: float) -> str:
@@ -120,7 +118,7 @@ def test_the_compact_line_says_again_only_what_changed() -> None:
 
 def test_the_wide_line_shows_the_replica_counts_seen() -> None:
     """--output wide shows current and Ready replicas (and Pending, starting when there are any)."""
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
     seen = Observation(
         now=NOW,
         queue_waiting=30,
@@ -137,7 +135,7 @@ def test_the_wide_line_shows_the_replica_counts_seen() -> None:
 def test_a_p99_above_the_objective_beside_none_over_it_says_why() -> None:
     """p99 2.12 s beside 0% over a 2 s objective (one window, two estimates inside the (1, 2.5]
     bucket) carries a note in the JSON and a pointer in the wide line; agreeing figures carry none."""
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
     seen = Observation(now=NOW, queue_waiting=0, ttft_p99_seconds=2.125, ttft_over_objective=0.0)
     d = engine.decide(seen)
     body = json.loads(format_json(d, "inference/llama", 2.0))

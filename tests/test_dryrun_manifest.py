@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scaler.engine import Engine, Observation
+from scaler.config import engine_for
+from scaler.engine import Observation
 from scaler.inventory import scaledobject_from_json
 from scaler.outputs.dryrun import Summary, format_line, manifest_warnings
 
@@ -90,7 +91,7 @@ def test_a_second_trigger_is_named_with_what_it_costs() -> None:
 
 
 def _decision(metadata: dict[str, str], **inputs: Any) -> Any:
-    engine = Engine.from_metadata({"minReplicas": "2", "maxReplicas": "16", **metadata})
+    engine = engine_for({"minReplicas": "2", "maxReplicas": "16", **metadata})
     return engine.decide(Observation(now=datetime(2026, 12, 7, 1, 0, tzinfo=UTC), **inputs))
 
 

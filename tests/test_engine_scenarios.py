@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from scaler.config import engine_for
 from scaler.engine import Engine, Observation
 from scaler.model import ClampKind, Decision, Signal
 from tests.fleet_model import FleetModel
@@ -60,7 +61,7 @@ def walk(
 
 def test_idle_deployment_gets_min_replicas() -> None:
     """An idle deployment settles at minReplicas, bound by the floor, and the reason says so."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     d = walk(engine, FleetModel(), T0, [0.0] * 40, 4)[-1]
     assert d.replicas == 2
     assert d.binding is Signal.FLOOR
@@ -69,7 +70,7 @@ def test_idle_deployment_gets_min_replicas() -> None:
 
 def test_400_waiting_raise_the_target_but_not_above_max() -> None:
     """400 waiting requests at two refreshes push the queue proposal past maxReplicas, which clamps it."""
-    engine = Engine.from_metadata({**LLAMA, "maxReplicas": "16"})
+    engine = engine_for({**LLAMA, "maxReplicas": "16"})
     engine.decide(obs(T0, waiting=400, current=4, schedulable=100))
     d = engine.decide(obs(T0 + STEP, waiting=400, current=4, schedulable=100))
     assert d.replicas == 16
@@ -87,7 +88,7 @@ def test_ten_minutes_before_a_prewarm_window_with_900s_cold_start() -> None:
         "prewarmReplicas": "8",
         "timezone": "Asia/Shanghai",
     }
-    engine = Engine.from_metadata(md)
+    engine = engine_for(md)
     now = datetime(2026, 12, 1, 8, 50, tzinfo=ZoneInfo("Asia/Shanghai"))
     d = engine.decide(obs(now))
     assert d.replicas >= 8
@@ -96,7 +97,7 @@ def test_ten_minutes_before_a_prewarm_window_with_900s_cold_start() -> None:
 
 def test_no_schedulable_gpu_holds_heavy_load_at_current_replicas() -> None:
     """With no schedulable GPU, heavy load holds at current replicas and reports what is held back."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     fleet = FleetModel()
     d = walk(engine, fleet, T0, [30.0] * 6, 5, gpu_schedulable_replicas=0)[-1]
     assert d.replicas == 5
@@ -111,7 +112,7 @@ def test_no_schedulable_gpu_holds_heavy_load_at_current_replicas() -> None:
 def test_prewarm_window_walk_with_lead() -> None:
     """Walking through a window, pre-warm starts one cold start early and ends when it closes."""
     md = {**LLAMA, "prewarmStart": "0 9 * * *", "prewarmEnd": "0 10 * * *", "prewarmReplicas": "6"}
-    engine = Engine.from_metadata({**md, "timezone": "Europe/Berlin"})
+    engine = engine_for({**md, "timezone": "Europe/Berlin"})
     start = datetime(2026, 12, 1, 8, 50, tzinfo=ZoneInfo("Europe/Berlin"))
     targets = {}
     for minute in range(0, 80):
@@ -128,7 +129,7 @@ def test_prewarm_window_walk_with_lead() -> None:
 
 def test_a_saturated_fleet_asks_for_more_than_its_served_rates_imply() -> None:
     """Every slot busy and the queue growing: the target follows arrivals, not what 4 replicas serve."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     fleet = FleetModel()  # 24 slots of 13.6 s each: 1.77 requests/s per replica
     walk(engine, fleet, T0, [5.0] * 40, 4)  # calm: 5/s on 4 replicas
     decisions = walk(engine, fleet, T0 + 40 * STEP, [12.0] * 12, 4)  # 12/s arrive, 7.1/s served
@@ -136,14 +137,14 @@ def test_a_saturated_fleet_asks_for_more_than_its_served_rates_imply() -> None:
     last = decisions[-1]
     assert last.observation.queue_waiting is not None
     assert last.observation.queue_waiting > 100
-    assert last.forecast["arrivals_per_s"] == pytest.approx(12.0, rel=0.05)
+    assert last.forecast.arrivals_per_s == pytest.approx(12.0, rel=0.05)
     assert last.replicas >= 12.0 / fleet.capacity(1)  # at least the offered work: 6.8 replicas
     assert last.replicas > served_need + 2
 
 
 def test_the_target_never_falls_while_the_queue_grows_and_new_replicas_are_not_ready() -> None:
     """As starting replicas come, the target does not drop while hundreds still wait."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     fleet = FleetModel()
     walk(engine, fleet, T0, [5.0] * 40, 4)
     targets = []
@@ -159,7 +160,7 @@ def test_the_target_never_falls_while_the_queue_grows_and_new_replicas_are_not_r
 
 def test_a_one_poll_spike_buys_nothing_while_a_sustained_one_does() -> None:
     """315 waiting at one poll, gone at the next: no replica. Arrivals 2x for a cold start: replicas."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     fleet = FleetModel()
     quiet = walk(engine, fleet, T0, [5.0] * 40, 4)[-1].replicas
     t = T0 + 40 * STEP
@@ -174,7 +175,7 @@ def test_a_one_poll_spike_buys_nothing_while_a_sustained_one_does() -> None:
 
 def test_decode_bound_traffic_is_sized_by_its_slots_and_says_so() -> None:
     """Reasoning-style requests (1,300 prompt, 1,500 generated tokens): slots bind, named in the decision."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     fleet = FleetModel(prompt=1300.0, output=1500.0)  # 84 s in service: 0.29 requests/s per replica
     d = walk(engine, fleet, T0, [2.0] * 40, 10)[-1]
     assert d.binding is Signal.LOAD
@@ -184,7 +185,7 @@ def test_decode_bound_traffic_is_sized_by_its_slots_and_says_so() -> None:
 
 def test_prefill_bound_traffic_is_sized_by_its_prefill_and_says_so() -> None:
     """Long prompts, short answers: prefill binds, named in the decision."""
-    engine = Engine.from_metadata({**LLAMA, "ttftObjectiveSeconds": "8"})
+    engine = engine_for({**LLAMA, "ttftObjectiveSeconds": "8"})
     fleet = FleetModel(prompt=15000.0, output=100.0)  # 3 s of prefill each
     d = walk(engine, fleet, T0, [1.0] * 40, 6)[-1]
     assert d.binding is Signal.LOAD
@@ -194,7 +195,7 @@ def test_prefill_bound_traffic_is_sized_by_its_prefill_and_says_so() -> None:
 
 def test_the_margin_widens_after_misses_and_narrows_after_calm() -> None:
     """Arrivals that jump 40% above the plan now and then widen the margin; an hour of calm narrows it."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     fleet = FleetModel()
     t = T0
     calm = walk(engine, fleet, t, [5.0] * 60, 8)[-1]
@@ -203,15 +204,16 @@ def test_the_margin_widens_after_misses_and_narrows_after_calm() -> None:
     jumpy = walk(engine, fleet, t, jumpy_rates, 8)[-1]
     t += len(jumpy_rates) * STEP
     later = walk(engine, fleet, t, [5.0] * 300, 8)[-1]
-    assert calm.forecast["concurrency_margin"] < 0.1
-    assert jumpy.forecast["concurrency_margin"] > 0.25
-    assert later.forecast["concurrency_margin"] < 0.1
+    calm_m, jumpy_m, later_m = (d.forecast.concurrency_margin or 0.0 for d in (calm, jumpy, later))
+    assert calm_m < 0.1
+    assert jumpy_m > 0.25
+    assert later_m < 0.1
     assert jumpy.proposals[Signal.LOAD] > later.proposals[Signal.LOAD]
 
 
 def test_a_restart_rebuilt_from_history_decides_within_one_replica() -> None:
     """An engine warmed from the last hour's observations decides as the one that lived through it."""
-    lived, rebuilt = Engine.from_metadata(LLAMA), Engine.from_metadata(LLAMA)
+    lived, rebuilt = engine_for(LLAMA), engine_for(LLAMA)
     fleet = FleetModel()
     history = []
     for i in range(240):  # a noisy morning ramp, every 15 s
@@ -222,9 +224,9 @@ def test_a_restart_rebuilt_from_history_decides_within_one_replica() -> None:
     rebuilt.warm(history[:-1])
     a, b = lived.decide(history[-1]), rebuilt.decide(history[-1])
     assert abs(a.replicas - b.replicas) <= 1
-    assert b.forecast["concurrency"] == pytest.approx(a.forecast["concurrency"], rel=0.02)
-    cold = Engine.from_metadata(LLAMA).decide(history[-1])
-    assert "concurrency_margin" not in cold.forecast or cold.forecast["concurrency_margin"] == 0.0
+    assert b.forecast.concurrency == pytest.approx(a.forecast.concurrency, rel=0.02)
+    cold = engine_for(LLAMA).decide(history[-1])
+    assert cold.forecast.concurrency_margin in (None, 0.0)
 
 
 # ---- faults, GPUs and the HPA -----------------------------------------------------------
@@ -232,7 +234,7 @@ def test_a_restart_rebuilt_from_history_decides_within_one_replica() -> None:
 
 def test_missing_data_holds_the_last_demand_then_recovers() -> None:
     """While Prometheus is gone the last demand is held, with the error noted; idle again, it falls."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     fleet = FleetModel()
     held_at = walk(engine, fleet, T0, [8.0] * 20, 6)[-1].replicas
     assert held_at >= 5
@@ -254,7 +256,7 @@ def test_missing_data_holds_the_last_demand_then_recovers() -> None:
 
 def test_starting_replicas_do_not_stack_scale_ups() -> None:
     """The backlog counts Ready replicas only until the lead: 5 or 10 Ready, one answer per backlog."""
-    engine = Engine.from_metadata({**LLAMA, "promptTokensPerSecondPerReplica": "1e9"})
+    engine = engine_for({**LLAMA, "promptTokensPerSecondPerReplica": "1e9"})
     engine.decide(obs(T0, waiting=100, current=10, schedulable=10, starting_replicas=5))
     a = engine.decide(obs(T0 + STEP, waiting=100, current=10, schedulable=10, starting_replicas=5))
     b = engine.decide(obs(T0 + 2 * STEP, waiting=100, current=10, schedulable=10))
@@ -263,17 +265,17 @@ def test_starting_replicas_do_not_stack_scale_ups() -> None:
 
 def test_stuck_pending_pods_are_released_beyond_max_pending() -> None:
     """Without GPUs, Pending pods beyond maxPendingReplicas are released; allowed ones are kept."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     d = engine.decide(obs(T0, waiting=300, current=8, schedulable=0, pending_replicas=3))
     assert d.replicas == 5
     assert d.limited_by is ClampKind.GPU_INVENTORY
-    allowed = Engine.from_metadata({**LLAMA, "maxPendingReplicas": "3"})
+    allowed = engine_for({**LLAMA, "maxPendingReplicas": "3"})
     assert allowed.decide(obs(T0, waiting=300, current=8, schedulable=0, pending_replicas=3)).replicas == 8
 
 
 def test_floor_wins_over_gpu_capacity_and_says_so() -> None:
     """minReplicas wins over missing GPU capacity, and the reason mentions Pending pods."""
-    engine = Engine.from_metadata({**LLAMA, "minReplicas": "4"})
+    engine = engine_for({**LLAMA, "minReplicas": "4"})
     d = engine.decide(obs(T0, current=2, schedulable=0))
     assert d.replicas == 4
     assert d.limited_by is ClampKind.FLOOR_OVER_GPU
@@ -282,9 +284,9 @@ def test_floor_wins_over_gpu_capacity_and_says_so() -> None:
 
 def test_unknown_inventory_fails_open_by_default_and_closed_on_request() -> None:
     """An unknown GPU inventory skips the GPU check by default and holds current with fail-closed."""
-    for engine in (Engine.from_metadata(LLAMA), Engine.from_metadata({**LLAMA, "gpuCheckFailure": "closed"})):
+    for engine in (engine_for(LLAMA), engine_for({**LLAMA, "gpuCheckFailure": "closed"})):
         engine.decide(obs(T0, waiting=300, current=4, schedulable=None))
-    open_, closed = Engine.from_metadata(LLAMA), Engine.from_metadata({**LLAMA, "gpuCheckFailure": "closed"})
+    open_, closed = engine_for(LLAMA), engine_for({**LLAMA, "gpuCheckFailure": "closed"})
     for engine in (open_, closed):
         engine.decide(obs(T0, waiting=300, current=4, schedulable=None))
     heavy = obs(T0 + STEP, waiting=300, current=4, schedulable=None)
@@ -309,7 +311,7 @@ def test_a_scale_up_the_hpa_tolerance_would_swallow_asks_for_the_smallest_step_t
     current: int, waiting: float, target: int, stepped: bool
 ) -> None:
     """The queue asks ceil(waiting / 10); from 10 the HPA ignores 11 (ratio 1.1), so 12 is asked for."""
-    engine = Engine.from_metadata({"maxReplicas": "100", "targetQueuePerReplica": "10"})
+    engine = engine_for({"maxReplicas": "100", "targetQueuePerReplica": "10"})
     engine.decide(obs(T0, waiting=waiting, current=current, schedulable=100))
     d = engine.decide(obs(T0 + STEP, waiting=waiting, current=current, schedulable=100))
     assert d.replicas == target, d.reason
@@ -322,7 +324,7 @@ def test_a_scale_up_the_hpa_tolerance_would_swallow_asks_for_the_smallest_step_t
 def test_a_backlog_held_in_the_router_raises_the_target_within_two_refreshes() -> None:
     """With flow control the servers' queues level off at 5 a pod and the backlog grows in the
     router: counted as waiting demand it raises the target; the servers' queue alone stays flat."""
-    routed, engine_only = Engine.from_metadata(LLAMA), Engine.from_metadata(LLAMA)
+    routed, engine_only = engine_for(LLAMA), engine_for(LLAMA)
     router_queue = [0.0] * 6 + [100.0, 250.0, 400.0]
     first = []
     for i, queued in enumerate(router_queue):
@@ -338,7 +340,7 @@ def test_a_backlog_held_in_the_router_raises_the_target_within_two_refreshes() -
 
 def test_a_router_queue_with_no_ready_replica_raises_the_target_at_once() -> None:
     """No Ready replica exports a queue; what the router holds is the whole backlog, counted at once."""
-    engine = Engine.from_metadata(LLAMA)
+    engine = engine_for(LLAMA)
     engine.decide(obs(T0, waiting=0, current=2, schedulable=40, router_queue_waiting=0.0))
     d = engine.decide(
         Observation(
@@ -375,8 +377,8 @@ def test_an_itl_objective_the_batch_would_miss_raises_the_target() -> None:
         assert decision is not None
         return decision
 
-    free = walk_itl(Engine.from_metadata(LLAMA))
-    held = walk_itl(Engine.from_metadata({**LLAMA, "itlObjectiveSeconds": "0.06"}))
+    free = walk_itl(engine_for(LLAMA))
+    held = walk_itl(engine_for({**LLAMA, "itlObjectiveSeconds": "0.06"}))
     assert held.capacity is not None
     assert held.capacity.itl_slots is not None
     assert held.capacity.itl_slots < held.capacity.slots  # type: ignore[operator]
@@ -394,7 +396,7 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
         "promptTokensPerSecondPerReplica": "20000",
         "generationTokensPerSecondPerReplica": "1728",
     }
-    engine = Engine.from_metadata(metadata)
+    engine = engine_for(metadata)
 
     def refresh(i: int) -> Observation:
         return Observation(
@@ -419,7 +421,7 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
     # Without the net the same fleet is judged to clear its queue: nothing more is asked.
     from scaler.params import DeciderParams
 
-    trusting = Engine.from_metadata(metadata, DeciderParams(backlog_net=False))
+    trusting = engine_for(metadata, DeciderParams(backlog_net=False))
     unarmed = [trusting.decide(refresh(i)) for i in range(3)]
     assert unarmed[-1].replicas < second.replicas
 
@@ -431,7 +433,7 @@ def test_a_pessimistic_model_measured_long_enough_is_loosened_down_to_its_floor(
     from scaler.params import DeciderParams
 
     def settle(params: DeciderParams) -> Decision:
-        engine = Engine.from_metadata(LLAMA, params)
+        engine = engine_for(LLAMA, params)
         fleet = FleetModel()
         ready, d = 4, None
         for i in range(480):  # two hours of 15 s refreshes at 8 requests/s
@@ -441,6 +443,7 @@ def test_a_pessimistic_model_measured_long_enough_is_loosened_down_to_its_floor(
         return d
 
     loosened, tight = settle(DeciderParams()), settle(DeciderParams(loosen_bias=False))
-    assert tight.forecast["model_bias"] == 1.0
-    assert 0.5 <= loosened.forecast["model_bias"] < 1.0
+    assert tight.forecast.model_bias == 1.0
+    assert loosened.forecast.model_bias is not None
+    assert 0.5 <= loosened.forecast.model_bias < 1.0
     assert loosened.replicas <= tight.replicas

@@ -186,8 +186,8 @@ def test_two_scaler_replicas_answer_alike(fleet: SimulatedFleet, prometheus: Loc
                     # (see Runtime.tick on settle_s), which moves one 5 s rate by a few percent.
                     seen_by = (da.signal_reasons, db.signal_reasons)
                     assert (da.replicas, dict(da.proposals)) == (db.replicas, dict(db.proposals)), seen_by
-                    for key, value in da.forecast.items():
-                        assert db.forecast[key] == pytest.approx(value, rel=0.1), key
+                    for key, value in da.forecast.to_json().items():
+                        assert getattr(db.forecast, key) == pytest.approx(value, rel=0.1), key
                     compared += 1
                 time.sleep(0.05)
     assert compared == 3, "the replicas never decided for the same grid time"

@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from scaler.engine import Engine
 from scaler.model import ClampKind, Decision, NoteKind
-from scaler.registry import Target, TargetKey
+from scaler.registry import TargetKey
 from scaler.sources.kubernetes import InventoryOptions, KubernetesInventory, Unknown, WorkloadState
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
 from tests import k8s_double as k8s
-from tests.helpers import eventually
+from tests.helpers import eventually, target_of
 from tests.k8s_double import KubeDouble
 from tests.test_kubernetes import CaptureLog
 
@@ -93,9 +92,8 @@ def settled(
 def decide(inventory: KubernetesInventory, metadata: dict[str, str]) -> Decision:
     """One decision at 09:00 through the live source (no Prometheus: the pre-warm window asks)."""
     source = LiveSource(PrometheusReader(None), inventory)
-    engine = Engine.from_metadata(metadata)
-    target = Target(TargetKey(NS, "llama"), "fp", engine, 0.0, 0.0)
-    return engine.decide(source._observe([target], NINE)[TargetKey(NS, "llama")])
+    target = target_of(TargetKey(NS, "llama"), metadata, "fp")
+    return target.engine.decide(source._observe([target], NINE)[TargetKey(NS, "llama")])
 
 
 def llama_pod(name: str, **kw: Any) -> dict[str, Any]:

@@ -9,14 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaler.engine import Engine
+from scaler.config import engine_for
+from scaler.decider.held import HELD_REFRESHES, InertMonitor
 from scaler.inert import (
     DEFAULT_SCRAPE_INTERVAL_S,
-    HELD_REFRESHES,
     STALE_FLOOR_S,
     EndpointSeries,
     FamilySeries,
-    InertMonitor,
     Layout,
     Pods,
     PresetSeries,
@@ -27,7 +26,7 @@ from scaler.inert import (
 )
 from scaler.inputs import Input, Reading
 from scaler.matchers import LabelMatcher, parse_selector
-from scaler.model import Decision, Inert, InertReason, Landing, Lead, Observation, Signal
+from scaler.model import Decision, ForecastRecord, Inert, InertReason, Landing, Lead, Observation, Signal
 from scaler.sources.files import InputFileError, observation_from_dict
 from tests.fleet_model import FleetModel
 
@@ -219,7 +218,7 @@ def decision(
         notes=(),
         reason="",
         observation=Observation(now=T0 + i * STEP, current_replicas=current, ready_replicas=current),
-        forecast={"arrivals_per_s": rate},
+        forecast=ForecastRecord(arrivals_per_s=rate),
     )
 
 
@@ -286,7 +285,7 @@ def test_not_landed_after_one_cold_start_with_a_reason_the_hpa_does_not_explain(
 def test_the_decision_carries_the_sources_reasons_and_its_json_names_them() -> None:
     """The observation's reasons reach the decision, its JSON and an observation log row, and back."""
     stale = Inert(InertReason.STALE, "the last sample is 8m old", (Input.QUEUE_WAITING,))
-    engine = Engine.from_metadata({"minReplicas": "2"})
+    engine = engine_for({"minReplicas": "2"})
     d = engine.decide(Observation(now=T0, inert=(stale,), missing={"queue_waiting": "stale: ..."}))
     assert d.inert == (stale,)
     assert d.to_json()["inert"] == [
@@ -310,7 +309,7 @@ def test_after_a_restart_a_missing_input_holds_the_last_complete_demand() -> Non
     """A process warmed from history whose inputs then go missing holds the last complete demand
     (last_known), as one that lived through the history does, instead of proposing load from it."""
     meta = {"minReplicas": "1", "maxReplicas": "40"}
-    lived, restarted = Engine.from_metadata(meta), Engine.from_metadata(meta)
+    lived, restarted = engine_for(meta), engine_for(meta)
     fleet = FleetModel()
     history = [fleet.observe(T0 + i * STEP, 4.0 + 4.0 * min(1.0, i / 100), 6) for i in range(160)]
     for o in history:

@@ -10,14 +10,14 @@ from collections.abc import Callable
 import pytest
 
 from scaler.app import wall_clock
-from scaler.engine import Engine
 from scaler.model import Observation
-from scaler.registry import Target, TargetKey
+from scaler.registry import TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
 from tests.conftest import require_prometheus
+from tests.helpers import target_of
 
 pytestmark = pytest.mark.prometheus
 
@@ -51,7 +51,7 @@ def test_the_itl_histogram_gives_its_mean_tail_and_share_over_the_objective(
         fleet.set_fleet_load(PodLoad(running=40, generation_tokens_per_s=500, itl_seconds=0.08))
         wait_until(lambda: prometheus.query(f"sum(rate({name}_count[5s])) > 450"))
         metadata = {"labelSelector": f'model_name="{MODEL}"', "itlObjectiveSeconds": "0.05"}
-        target = Target(TargetKey("inference", "llama"), "", Engine.from_metadata(metadata), 0.0, 0.0)
+        target = target_of(TargetKey("inference", "llama"), metadata)
         source = LiveSource(PrometheusReader(prometheus.url, rate_window="5s"))
         seen: Observation = asyncio.run(source.observe([target], wall_clock()))[target.key]
     finally:

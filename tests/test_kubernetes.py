@@ -18,7 +18,7 @@ from kubernetes import client, watch
 
 from scaler import inventory as scaler_inventory
 from scaler.model import Decision
-from scaler.registry import Target, TargetKey
+from scaler.registry import TargetKey
 from scaler.sources import kubernetes as source
 from scaler.sources.kubernetes import (
     InventoryOptions,
@@ -28,7 +28,7 @@ from scaler.sources.kubernetes import (
     WorkloadState,
 )
 from tests import k8s_double as k8s
-from tests.helpers import eventually
+from tests.helpers import eventually, target_of
 from tests.k8s_double import KubeDouble
 
 NS = "inference"
@@ -798,7 +798,6 @@ def test_too_few_measured_pods_keep_the_configured_or_default_lead(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
     """Three measured pods are not enough: the decision keeps the configured lead, or 180 s."""
-    from scaler.engine import Engine
     from scaler.sources.live import LiveSource
     from scaler.sources.prometheus import PrometheusReader
 
@@ -818,12 +817,11 @@ def test_too_few_measured_pods_keep_the_configured_or_default_lead(
     assert state.cold_start.lead_p90_s == pytest.approx(420.0)
     source = LiveSource(PrometheusReader(None), inventory)
     for metadata, lead in (({}, (180.0, "default")), ({"coldStartSeconds": "240"}, (240.0, "configured"))):
-        engine = Engine.from_metadata(metadata)
-        target = Target(TargetKey(NS, "llama"), "fp", engine, 0.0, 0.0)
+        target = target_of(TargetKey(NS, "llama"), metadata, "fp")
         obs = source._observe([target], datetime(2026, 12, 1, 9, 0, tzinfo=UTC))[TargetKey(NS, "llama")]
         assert obs.cold_start_samples == 3
         assert obs.cold_start_seconds == pytest.approx(420.0)
-        decision = engine.decide(obs)
+        decision = target.engine.decide(obs)
         assert decision.lead is not None
         assert (decision.lead.seconds, decision.lead.source) == lead
 
@@ -840,17 +838,15 @@ CPU_ONLY = [
 
 def landing_after_refreshes(inventory: KubernetesInventory, metadata: dict[str, str]) -> Decision:
     """Decide at 0, 60 and 120 s through the live source; the last says whether the targets landed."""
-    from scaler.engine import Engine
     from scaler.sources.live import LiveSource
     from scaler.sources.prometheus import PrometheusReader
 
     source = LiveSource(PrometheusReader(None), inventory)
-    engine = Engine.from_metadata(metadata)
-    target = Target(TargetKey(NS, "llama"), "fp", engine, 0.0, 0.0)
+    target = target_of(TargetKey(NS, "llama"), metadata, "fp")
     decisions = []
     for second in (0, 60, 120):
         now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC) + timedelta(seconds=second)
-        decisions.append(engine.decide(source._observe([target], now)[TargetKey(NS, "llama")]))
+        decisions.append(target.engine.decide(source._observe([target], now)[TargetKey(NS, "llama")]))
     return decisions[-1]
 
 

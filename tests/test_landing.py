@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from scaler import landing
-from scaler.engine import Engine
+from scaler.config import engine_for
 from scaler.hpa import (
     hpa_from_json,
     landing_step_down,
@@ -187,7 +187,7 @@ def test_moving_away_from_the_target_does_not_restart_the_clock() -> None:
 
 def test_the_decision_carries_the_landing_and_a_note_when_it_did_not_land() -> None:
     """Each decision carries the landing, with a not-landed note only while the gap lasts."""
-    engine = Engine.from_metadata({"minReplicas": "3", "coldStartSeconds": "60"})
+    engine = engine_for({"minReplicas": "3", "coldStartSeconds": "60"})
     lost = status(metrics=CPU, current=2, desired=2)
     first = engine.decide(obs(0, 2, lost))
     assert first.landing is None
@@ -351,7 +351,7 @@ def decide_through_the_hpa(
         now=T0, current_replicas=current, ready_replicas=current, gpu_schedulable_replicas=50, hpa=hpa
     )
     proposals = [Proposal(Signal.FLOOR, 1, "floor"), Proposal(Signal.QUEUE, want, "queue")]
-    d = combine(proposals, observation, parse_metadata({"maxReplicas": "40", **policy}))
+    d = combine(proposals, observation, parse_metadata({"maxReplicas": "40", **policy}).spec)
     return d.replicas, [c.kind.value for c in d.clamps if c.before != c.after], list(d.notes)
 
 

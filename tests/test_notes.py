@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scaler.engine import Engine, Observation
+from scaler.config import engine_for
+from scaler.engine import Observation
 from scaler.model import Note, NoteKind
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
@@ -12,7 +13,7 @@ NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 def test_missing_inputs_and_their_age_are_noted_by_kind() -> None:
     """A refresh without the queue notes the missing input and how long ago inputs were complete."""
-    engine = Engine.from_metadata({"minReplicas": "2"})
+    engine = engine_for({"minReplicas": "2"})
     engine.decide(Observation(now=NOW, queue_waiting=0, gpu_schedulable_replicas=4, current_replicas=2))
     later = engine.decide(
         Observation(
@@ -30,9 +31,9 @@ def test_missing_inputs_and_their_age_are_noted_by_kind() -> None:
 
 def test_the_gpu_check_notes_say_whether_it_is_off_or_skipped() -> None:
     """gpuCheck=false and an unknown inventory each leave a note of their own kind."""
-    off = Engine.from_metadata({"gpuCheck": "false"}).decide(Observation(now=NOW, queue_waiting=0))
+    off = engine_for({"gpuCheck": "false"}).decide(Observation(now=NOW, queue_waiting=0))
     assert [n.kind for n in off.notes] == [NoteKind.GPU_CHECK_OFF]
-    skipped = Engine.from_metadata({}).decide(
+    skipped = engine_for({}).decide(
         Observation(now=NOW, queue_waiting=0, missing={"gpu_schedulable_replicas": "no Kubernetes source"})
     )
     assert [n.kind for n in skipped.notes] == [NoteKind.GPU_CHECK_SKIPPED]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaler.engine import Engine
+from scaler.config import engine_for
 from scaler.model import ClampKind, Observation
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -68,10 +68,10 @@ def observation(o: dict[str, object], now: datetime = NOW) -> Observation:
 @given(policies, observations)
 def test_target_within_bounds_never_zero(p: dict[str, object], o: dict[str, object]) -> None:
     """The target is at least 1, within min/max replicas, and its binding signal is a proposal."""
-    engine = Engine.from_metadata(metadata(p))
+    engine = engine_for(metadata(p))
     d = engine.decide(observation(o))
     assert d.replicas >= 1
-    assert engine.policy.min_replicas <= d.replicas <= engine.policy.max_replicas
+    assert engine.spec.min_replicas <= d.replicas <= engine.spec.max_replicas
     assert d.binding.value in d.proposals
 
 
@@ -81,10 +81,10 @@ def test_never_above_gpu_capacity_unless_the_floor_forces_it(
     p: dict[str, object], o: dict[str, object]
 ) -> None:
     """With the GPU check on, the target exceeds GPU capacity only when the floor forces it."""
-    engine = Engine.from_metadata(metadata(p))
+    engine = engine_for(metadata(p))
     obs = observation(o)
     d = engine.decide(obs)
-    policy = engine.policy
+    policy = engine.spec
     if not policy.gpu_check or obs.gpu_schedulable_replicas is None or obs.current_replicas is None:
         return
     capacity = (
@@ -107,8 +107,8 @@ def test_monotone_in_queue_depth(p: dict[str, object], o: dict[str, object], a: 
     """A deeper queue never gives fewer replicas, all else equal."""
     low, high = sorted((a, b))
     md = metadata(p)
-    d_low = Engine.from_metadata(md).decide(observation({**o, "queue_waiting": low}))
-    d_high = Engine.from_metadata(md).decide(observation({**o, "queue_waiting": high}))
+    d_low = engine_for(md).decide(observation({**o, "queue_waiting": low}))
+    d_high = engine_for(md).decide(observation({**o, "queue_waiting": high}))
     assert d_low.replicas <= d_high.replicas
 
 
@@ -119,7 +119,7 @@ def test_equal_inputs_in_equal_order_give_equal_decisions(
 ) -> None:
     """Two engines fed the same observations in the same order make the same decisions."""
     md = metadata(p)
-    first, second = Engine.from_metadata(md), Engine.from_metadata(md)
+    first, second = engine_for(md), engine_for(md)
     for i, o in enumerate(sequence):
         obs = observation(o, NOW + timedelta(seconds=15 * i))
         assert first.decide(obs) == second.decide(obs)
@@ -136,7 +136,7 @@ def test_a_missing_input_never_lowers_the_target(
 ) -> None:
     """Losing one demand input never lowers the target below the decision made with it."""
     md = metadata(p)
-    engine = Engine.from_metadata(md)
+    engine = engine_for(md)
     complete = {
         **o,
         "queue_waiting": o["queue_waiting"] or 0.0,

@@ -7,15 +7,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scaler.config import PrewarmWindow
+from scaler.decider.spec import Window
 from scaler.signals import prewarm
 
 NY = ZoneInfo("America/New_York")
 
 
-def window(start: str, end: str, replicas: int = 6, tz: str = "UTC") -> PrewarmWindow:
+def window(start: str, end: str, replicas: int = 6, tz: str = "UTC") -> Window:
     """A pre-warm window from two cron expressions, a replica count and a timezone."""
-    return PrewarmWindow(start=start, end=end, replicas=replicas, timezone=tz)
+    return Window(start, end, replicas, tz)
 
 
 @pytest.mark.parametrize(
@@ -63,14 +63,14 @@ def test_largest_active_window_wins_and_inactive_explain_next_opening() -> None:
     assert "next opens" in idle.reason
 
 
-def _first_active(w: PrewarmWindow, start: datetime, lead_s: float) -> datetime:
+def _first_active(w: Window, start: datetime, lead_s: float) -> datetime:
     t = start
     while prewarm.propose((w,), t, lead_s).replicas is None:
         t += timedelta(minutes=1)
     return t
 
 
-def _first_inactive(w: PrewarmWindow, start: datetime, lead_s: float) -> datetime:
+def _first_inactive(w: Window, start: datetime, lead_s: float) -> datetime:
     t = start
     while prewarm.propose((w,), t, lead_s).replicas is not None:
         t += timedelta(minutes=1)

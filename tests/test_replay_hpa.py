@@ -247,7 +247,7 @@ def policy_target(want: int, current: int, hpa: HpaStatus) -> int:
         now=T0, current_replicas=current, ready_replicas=current, gpu_schedulable_replicas=100, hpa=hpa
     )
     proposals = [Proposal(Signal.FLOOR, 1, "floor"), Proposal(Signal.QUEUE, want, "queue")]
-    return combine(proposals, observation, parse_metadata({"maxReplicas": "100"})).replicas
+    return combine(proposals, observation, parse_metadata({"maxReplicas": "100"}).spec).replicas
 
 
 def landing_reason(target: int, current: int, hpa: HpaStatus) -> str:

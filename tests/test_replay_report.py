@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from scaler.config import PrewarmWindow
+from scaler.decider.spec import Window
 from scaler.replay.report import line_styles, window_spans
 from scaler.replay.trace import source_of
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
-WEEKDAYS = PrewarmWindow(start="0 9 * * 1-5", end="0 12 * * 1-5", replicas=8, timezone="Asia/Shanghai")
+WEEKDAYS = Window("0 9 * * 1-5", "0 12 * * 1-5", 8, "Asia/Shanghai")
 
 
 def test_the_docstring_s_worked_example() -> None:
@@ -32,7 +32,7 @@ def test_a_window_open_at_the_start_is_cut_to_the_span_and_weekends_stay_dark() 
 
 def test_several_windows_in_their_own_zones_are_merged_in_time_order() -> None:
     """Windows in different time zones come back as one list in time order."""
-    evening = PrewarmWindow(start="0 18 * * *", end="0 20 * * *", replicas=4, timezone="UTC")
+    evening = Window("0 18 * * *", "0 20 * * *", 4, "UTC")
     start = datetime(2026, 12, 7, tzinfo=UTC)
     spans = window_spans([evening, WEEKDAYS], start, start + timedelta(days=1))
     assert spans == [

@@ -12,7 +12,6 @@ import pytest
 
 from scaler.app import wall_clock
 from scaler.config import parse_metadata
-from scaler.engine import Engine
 from scaler.model import Decision
 from scaler.params import DeciderParams
 from scaler.presets import PRESETS
@@ -24,7 +23,7 @@ from scaler.sim.router import RouterLoad, SimulatedRouter
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
-from tests.helpers import eventually
+from tests.helpers import eventually, target_of
 from tests.test_itl_e2e import wait_until
 
 pytestmark = pytest.mark.prometheus
@@ -196,10 +195,7 @@ def decode_pool(per_pod_running: float, itl_s: float) -> PodLoad:
 
 def targets(**roles: dict[str, str]) -> list[Target]:
     """One target per name, each with COMMON and its own metadata."""
-    return [
-        Target(TargetKey("pd", name), "", Engine(parse_metadata({**COMMON, **md}), PARAMS), 0.0, 0.0)
-        for name, md in roles.items()
-    ]
+    return [target_of(TargetKey("pd", name), {**COMMON, **md}, params=PARAMS) for name, md in roles.items()]
 
 
 def refresh(source: LiveSource, ts: Sequence[Target]) -> dict[str, Decision]:

@@ -33,7 +33,7 @@ def flat(value: float) -> Forecast:
 
 def need(role: str, capacity: Capacity, d: Demand | None = None) -> load.LoadNeed:
     """The load signal's need for ``role`` at the docstring's demand."""
-    policy = parse_metadata({"role": role, "maxReplicas": "60"})
+    policy = parse_metadata({"role": role, "maxReplicas": "60"}).spec
     d = d or demand()
     prompt = flat(d.prompt_tokens_per_s) if d.prompt_tokens_per_s is not None else None
     found = load.need(policy, capacity, d, prompt, flat(d.concurrency or 0.0), "")
@@ -66,7 +66,7 @@ def test_the_docstring_prefill_pool_is_sized_on_prompts_whatever_the_decode_load
 
 def slots_of(role: str, capacity: Capacity, now: Observation | None = None) -> load.Resource:
     """The slots resource ``role``'s load signal builds."""
-    policy = parse_metadata({"role": role})
+    policy = parse_metadata({"role": role}).spec
     d = demand()
     found, _ = load.resources(policy, capacity, d, flat(ARRIVALS * PROMPT), flat(ARRIVALS * HOLD), "", now)
     return next(r for r, _ in found if r.name == "slots")

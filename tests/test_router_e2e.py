@@ -13,7 +13,6 @@ import pytest
 from kubernetes import client
 
 from scaler.app import wall_clock
-from scaler.engine import Engine
 from scaler.model import Decision, Observation
 from scaler.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
@@ -23,6 +22,7 @@ from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
 from tests.conftest import require_prometheus
+from tests.helpers import target_of
 from tests.k8s_double import KubeDouble
 from tests.test_kubernetes import FAST, NS, llama_pod, seed
 
@@ -68,8 +68,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
 
 def target(metadata: dict[str, str], name: str = "llama") -> Target:
     """A registered-like target for ``metadata``."""
-    engine = Engine.from_metadata(metadata)
-    return Target(TargetKey(NS, name), "", engine, 0.0, 0.0, metadata=dict(metadata))
+    return target_of(TargetKey(NS, name), metadata)
 
 
 def observe(source: LiveSource, t: Target) -> Observation:

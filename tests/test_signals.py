@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaler.config import parse_metadata
+from scaler.config import engine_for, parse_metadata
 from scaler.demand import Demand
 from scaler.engine import Engine
 from scaler.forecast import Forecast
@@ -84,7 +84,7 @@ def flat(value: float, errors: tuple[float, ...] = ()) -> Forecast:
 
 def test_decode_bound_traffic_is_sized_by_its_slots() -> None:
     """Long decodes: 180 sequences in service on 24 slots each bind; prefill (0.24 s each) does not."""
-    policy = parse_metadata({"maxReplicas": "40"})
+    policy = parse_metadata({"maxReplicas": "40"}).spec
     d = demand(15.0, in_service=12.0)
     need = load.need(policy, CAPACITY, d, flat(18000.0), flat(180.0), "")
     assert need is not None
@@ -96,7 +96,7 @@ def test_decode_bound_traffic_is_sized_by_its_slots() -> None:
 
 def test_prefill_bound_traffic_is_sized_by_its_prefill() -> None:
     """Long prompts, short answers: 12 s of prefill per second of arrivals binds; slots do not."""
-    policy = parse_metadata({"maxReplicas": "40", "ttftObjectiveSeconds": "8"})
+    policy = parse_metadata({"maxReplicas": "40", "ttftObjectiveSeconds": "8"}).spec
     d = demand(0.8, prompt=15000.0, in_service=20.0)
     need = load.need(policy, CAPACITY, d, flat(12000.0), flat(16.0), "")
     assert need is not None
@@ -107,7 +107,7 @@ def test_prefill_bound_traffic_is_sized_by_its_prefill() -> None:
 
 def test_past_errors_buy_room_for_them() -> None:
     """The same forecast with past misses of +30% asks for more than with none."""
-    policy = parse_metadata({"maxReplicas": "40"})
+    policy = parse_metadata({"maxReplicas": "40"}).spec
     d = demand(15.0)
     calm = load.need(policy, CAPACITY, d, flat(18000.0), flat(180.0), "")
     jumpy = load.need(policy, CAPACITY, d, flat(18000.0, (0.3,) * 10), flat(180.0, (0.3,) * 10), "")
@@ -119,7 +119,7 @@ def test_past_errors_buy_room_for_them() -> None:
 
 def test_load_abstains_without_capacity_and_says_why() -> None:
     """Neither prefill rate nor slots known: the load signal abstains and names what it lacks."""
-    policy = parse_metadata({})
+    policy = parse_metadata({}).spec
     need = load.need(policy, Capacity(None, None), demand(5.0), flat(6000.0), flat(60.0), "")
     proposal = load.propose(need, "no demand")
     assert proposal.replicas is None
@@ -128,7 +128,7 @@ def test_load_abstains_without_capacity_and_says_why() -> None:
 
 def test_floor_is_min_replicas() -> None:
     """The floor signal proposes minReplicas."""
-    assert floor.propose_floor(parse_metadata({"minReplicas": "3"})).replicas == 3
+    assert floor.propose_floor(parse_metadata({"minReplicas": "3"}).spec).replicas == 3
 
 
 def test_last_known_holds_only_when_something_is_missing() -> None:
@@ -155,7 +155,7 @@ def test_gpu_capacity_table(
     current: int, pending: int, schedulable: int, max_pending: int, expected: int
 ) -> None:
     """GPU capacity is the replicas not Pending, plus the schedulable room and maxPendingReplicas."""
-    policy = parse_metadata({"maxPendingReplicas": str(max_pending)})
+    policy = parse_metadata({"maxPendingReplicas": str(max_pending)}).spec
     obs = Observation(
         now=NOW, current_replicas=current, pending_replicas=pending, gpu_schedulable_replicas=schedulable
     )
@@ -164,7 +164,7 @@ def test_gpu_capacity_table(
 
 def test_gpu_capacity_unknown_without_inventory_or_current() -> None:
     """GPU capacity is unknown without the inventory or the current replica count."""
-    policy = parse_metadata({})
+    policy = parse_metadata({}).spec
     assert gpu.capacity(Observation(now=NOW, current_replicas=3), policy).replicas is None
     unknown = gpu.capacity(
         Observation(now=NOW, gpu_schedulable_replicas=3, missing={"current_replicas": "api down"}), policy
@@ -204,7 +204,7 @@ def test_the_engine_walks_one_ordered_table_of_signals(monkeypatch: pytest.Monke
         return recorded
 
     monkeypatch.setattr(table, "SIGNALS", tuple((signal, spy(signal, p)) for signal, p in SIGNALS))
-    engine = Engine.from_metadata(
+    engine = engine_for(
         {"minReplicas": "2", "targetQueuePerReplica": "10", **ALWAYS_OPEN, "prewarmReplicas": "3"}
     )
     decision = queue_of_forty(engine)
@@ -231,7 +231,7 @@ def test_equal_proposals_go_to_the_earliest_signal_of_the_table(
     metadata: dict[str, str], binding: Signal
 ) -> None:
     """When signals ask for the same replicas, the Engine's decision binds the earliest in the table."""
-    engine = Engine.from_metadata({"targetQueuePerReplica": "10", **metadata})
+    engine = engine_for({"targetQueuePerReplica": "10", **metadata})
     decision = queue_of_forty(engine)
     assert decision.proposals[Signal.QUEUE] == 4
     assert decision.replicas == 4
@@ -248,7 +248,7 @@ def test_a_fleet_that_does_not_pool_is_sized_as_a_queue_per_replica() -> None:
     from scaler.model import Capacity
     from scaler.signals.load import need
 
-    policy = parse_metadata({"maxReplicas": "40"})
+    policy = parse_metadata({"maxReplicas": "40"}).spec
     demand = Demand(0.0, 5.0, 5.0, 1000.0, 12.0, 5000.0, 60.0)
     forecast = Forecaster()
     forecast.update(0.0, 60.0, 180.0)

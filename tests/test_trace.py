@@ -28,7 +28,7 @@ from scaler.registry import Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.sim.prometheus import find_binary, free_port
 from tests.conftest import require_prometheus
-from tests.helpers import ScriptedSource, StepClock
+from tests.helpers import ScriptedSource, StepClock, target_of
 from tests.observability import (
     LLAMA,
     LOAD,
@@ -99,7 +99,7 @@ def test_series_carry_the_decision_and_its_inputs() -> None:
             assert series is not None, field
             assert value_for(samples, series, key) == value, series
         assert value_for(samples, "llm_scaler_forecast_prompt_tokens_per_second", key) == pytest.approx(
-            decision.forecast["prompt_tokens_per_s"]
+            decision.forecast.prompt_tokens_per_s
         )
         assert (
             value_for(samples, "llm_scaler_ttft_objective_seconds", key)
@@ -407,10 +407,8 @@ def test_a_decision_that_becomes_inert_is_logged_with_why_even_when_only_changes
     """The same target and binding, now stale: a changes-only log writes it, its inert field the reason."""
     from dataclasses import replace
 
-    from scaler.engine import Engine
     from scaler.model import Inert, InertReason, Observation
     from scaler.outputs.logs import DecisionLogger
-    from scaler.registry import Target
 
     class Capture:
         def __init__(self) -> None:
@@ -419,10 +417,9 @@ def test_a_decision_that_becomes_inert_is_logged_with_why_even_when_only_changes
         def info(self, event: str, **fields: object) -> None:
             self.events.append({"event": event, **fields})
 
-    engine = Engine.from_metadata({"minReplicas": "2"})
-    decided = engine.decide(Observation(now=datetime(2026, 12, 1, tzinfo=UTC), current_replicas=2))
+    target = target_of(LLAMA, {"minReplicas": "2"})
+    decided = target.engine.decide(Observation(now=datetime(2026, 12, 1, tzinfo=UTC), current_replicas=2))
     stale = Inert(InertReason.STALE, "the last sample is 8m old", ("queue_waiting",))
-    target = Target(LLAMA, "", engine, 0.0, 0.0)
     log = Capture()
     sink = DecisionLogger(log, only_changes=True)
     for decision in (decided, decided, replace(decided, inert=(stale,)), replace(decided, inert=(stale,))):

@@ -22,7 +22,7 @@ from scaler.capacity.prefill import PrefillRate
 from scaler.capacity.saturation import Bound, Saturation, SaturationReader
 from scaler.capacity.slots import EXPORTED, BatchSlots
 from scaler.capacity.slowdown import DecodeSlowdown
-from scaler.config import TargetPolicy
+from scaler.decider.spec import DeciderSpec
 from scaler.demand import Demand
 from scaler.model import Capacity, CapacitySource, Observation
 from scaler.params import DEFAULT, DeciderParams
@@ -31,30 +31,30 @@ from scaler.params import DEFAULT, DeciderParams
 class CapacityModel:
     """Per-target estimates of a replica's prefill rate and batch slots. Deterministic."""
 
-    def __init__(self, policy: TargetPolicy, params: DeciderParams = DEFAULT) -> None:
+    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT) -> None:
         self.params = params
-        self._configured: tuple[float | None, float | None, str] | None = None
+        self._configured: tuple[float | None, float | None, bool] | None = None
         self._saturation = SaturationReader(params)
         self._last = Saturation(Bound.UNSETTLED, False, True, False, None, "")
         self._slowdown = DecodeSlowdown(params)
         self._dispatch = Dispatch(params)
-        self._itl = ItlSlots(policy.itl_objective_seconds, params)
+        self._itl = ItlSlots(spec.itl_objective_seconds, params)
         self._last_t: float | None = None
-        self.configure(policy)
+        self.configure(spec)
 
-    def configure(self, policy: TargetPolicy) -> None:
+    def configure(self, spec: DeciderSpec) -> None:
         """Set (or change) the configured starting points; measurements are kept unless they change."""
-        self._itl.objective_s = policy.itl_objective_seconds
+        self._itl.objective_s = spec.itl_objective_seconds
         configured = (
-            policy.prompt_tokens_per_second_per_replica,
-            policy.generation_tokens_per_second_per_replica,
-            policy.router,
+            spec.prompt_tokens_per_second_per_replica,
+            spec.generation_tokens_per_second_per_replica,
+            spec.flow_control,
         )
         if configured == self._configured:
             return
         self._configured = configured
         self.prefill = PrefillRate(configured[0], self.params)
-        self.slots = BatchSlots(configured[1], policy.router == "llm-d", self.params)
+        self.slots = BatchSlots(configured[1], spec.flow_control, self.params)
 
     @property
     def steady(self) -> bool:

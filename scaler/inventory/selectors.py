@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from scaler.errors import InputError
 from scaler.inventory.fields import _freeze, _items, _labels, _str, _strings
 
-if TYPE_CHECKING:
-    from scaler.inventory.objects import Node
+
+class NamedObject(Protocol):
+    """What a node selector term reads of a node (``scaler.inventory.objects.Node`` is one)."""
+
+    @property
+    def name(self) -> str:
+        """The object's metadata.name."""
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """The object's metadata.labels."""
+
 
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
@@ -167,7 +177,7 @@ class NodeSelectorTerm:
     match_expressions: tuple[Requirement, ...] = ()
     match_fields: tuple[Requirement, ...] = ()
 
-    def matches(self, node: Node) -> bool:
+    def matches(self, node: NamedObject) -> bool:
         """Whether ``node`` satisfies every expression and field (only metadata.name) of the term."""
         if not self.match_expressions and not self.match_fields:
             return False

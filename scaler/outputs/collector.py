@@ -160,8 +160,9 @@ def _decision_rows(
             if field not in obs.missing:
                 put(name, labels, getattr(obs, field))
     for key, (name, _) in FORECAST_SERIES.items():
-        if key in decision.forecast:
-            put(name, labels, decision.forecast[key])
+        value = getattr(decision.forecast, key)
+        if value is not None:
+            put(name, labels, value)
     _learned_rows(put, labels, decision)
 
 

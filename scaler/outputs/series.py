@@ -14,7 +14,6 @@ from typing import Literal
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from scaler.inputs import Input
 from scaler.model import INPUTS
 
 TARGET_LABELS = ("namespace", "scaledobject")
@@ -72,13 +71,13 @@ REPLICA_STATE_SERIES: dict[str, tuple[str, str]] = {
     for name, spec in INPUTS.items()
     if spec.series is not None and spec.replica_state
 }
-# Decision.forecast key -> (series, help).
+# Decision.forecast field (scaler.model.ForecastRecord) -> (series, help).
 FORECAST_SERIES: dict[str, tuple[str, str]] = {
     "arrivals_per_s": (
         "llm_scaler_offered_requests_per_second",
         "Requests per second offered to the fleet: those served plus the queue's growth (scaler/demand.py).",
     ),
-    Input.PROMPT_TOKENS_PER_S: (
+    "prompt_tokens_per_s": (
         "llm_scaler_forecast_prompt_tokens_per_second",
         "Offered prompt tokens per second the load signal sized for: the largest forecast within the last"
         " cold start, before the forecast's errors.",

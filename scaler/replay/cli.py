@@ -607,7 +607,7 @@ def plot_replay(
     else:
         given = (trace.source, getattr(args, "sizes_from", None))
         sources = ", ".join(dict.fromkeys(source_of(s) for s in given if s))
-    windows = [*policy.windows, *(t.window for t in baseline_so.triggers if isinstance(t, CronTrigger))]
+    windows = [*policy.spec.windows, *(t.window for t in baseline_so.triggers if isinstance(t, CronTrigger))]
     picture = PlotContext(start, policy.timezone, scaler_so.min_replicas, windows, sources)
     by_policy = {row.policy: row for row in rows}
     plot(path, trace, cluster, runs, objective_s, title, picture, by_policy)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scaler.config import PrewarmWindow
+from scaler.decider.spec import Window
 from scaler.hpa import Behavior, MetricType
 from scaler.inputs import Input
 from scaler.inventory.scaledobject import ScaledObject, ScaledObjectError, scaledobject_from_json
@@ -88,7 +89,7 @@ class CronTrigger:
     """A ``cron`` trigger, as a pre-warm window of ``desiredReplicas``."""
 
     name: str
-    window: PrewarmWindow
+    window: Window
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ def _trigger(index: int, trigger: ScaledObjectTrigger) -> Trigger:
         )
     if kind == "cron":
         try:
-            window = PrewarmWindow(
+            checked = PrewarmWindow(
                 start=str(meta.get("start", "")),
                 end=str(meta.get("end", "")),
                 replicas=int(str(meta.get("desiredReplicas", "0"))),
@@ -212,7 +213,7 @@ def _trigger(index: int, trigger: ScaledObjectTrigger) -> Trigger:
             )
         except ValueError as exc:
             raise ScaledObjectError(f"{where}: {exc}") from None
-        return CronTrigger(name, window)
+        return CronTrigger(name, Window(checked.start, checked.end, checked.replicas, checked.timezone))
     raise ScaledObjectError(f"{where}: trigger type {kind!r} is not modelled (external, prometheus, cron)")
 
 

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from scaler.config import parse_metadata
 from scaler.engine import Engine
 from scaler.hpa import Hpa, MetricType, metric_proposal
 from scaler.inputs import Input, Reading
@@ -130,7 +131,9 @@ class KedaPolicy:
         self.max_replicas = scaledobject.max_replicas
         self.hpa = Hpa(scaledobject.min_replicas, scaledobject.max_replicas, scaledobject.behavior)
         external = scaledobject.external
-        self.engine = Engine.from_metadata(external.metadata) if external else None
+        # This scaler's trigger: its metadata parsed, and the engine deciding under it.
+        self.target_policy = parse_metadata(external.metadata) if external else None
+        self.engine = Engine(self.target_policy.spec) if self.target_policy else None
         self.refresh_s = refresh_s
         self.hpa_sync_s = hpa_sync_s
         # Ticks may start before the trace's second 0 (the warm-up): the first one acts.
@@ -152,17 +155,17 @@ class KedaPolicy:
 
     def observation(self, tick: TickInputs) -> Observation:
         """The Observation the live source would build from this tick's simulated series."""
-        assert self.engine is not None  # only this scaler's trigger observes
+        assert self.target_policy is not None  # only this scaler's trigger observes
         return self._routed(tick.readings).observation(
-            tick.now, self.engine.policy, hpa=self._hpa_status(tick), hpa_read=True
+            tick.now, self.target_policy, hpa=self._hpa_status(tick), hpa_read=True
         )
 
     def _routed(self, readings: Readings) -> Readings:
         """The router's reads as the live source reads them (``scaler.sources.live``): only for a
         ScaledObject that names the router the replayed cluster has; a ScaledObject that names one
         the cluster lacks finds its queue missing, one that names none reads none."""
-        assert self.engine is not None
-        router = self.engine.policy.router
+        assert self.target_policy is not None
+        router = self.target_policy.router
         if router == "llm-d" and Input.ROUTER_QUEUE_WAITING in readings.values:
             return readings
         values = {k: v for k, v in readings.values.items() if k not in ROUTER_READS}

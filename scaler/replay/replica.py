@@ -150,7 +150,7 @@ def _decode_rates(points: Sequence[Observation], prefill: float | None, shared: 
 
 def measure(points: Sequence[Observation], policy: TargetPolicy) -> MeasuredReplica:
     """The replica's figures the history's ``points`` (oldest first) measure (module docstring)."""
-    engine = Engine(_unconfigured(policy))
+    engine = Engine(_unconfigured(policy).spec)
     prefill: list[float] = []
     slots: list[float] = []
     capacity = engine.capacity.capacity()

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from croniter import croniter
 
-from scaler.config import PrewarmWindow
+from scaler.decider.spec import Window
 from scaler.replay.cluster import ClusterConfig
 from scaler.replay.compare import CLAIRVOYANT, STATIC, busy_per_bucket
 from scaler.replay.held import FLOOR_ABOVE_KEY, FLOOR_KEY, PREWARM_KEY
@@ -292,12 +292,12 @@ class PlotContext:
     start: datetime  # wall time of the trace's second 0
     timezone: str = "UTC"  # the x axis (the ScaledObject's timezone)
     floor: int | None = None  # minReplicas
-    windows: Sequence[PrewarmWindow] = ()  # pre-warm windows and cron triggers, shaded
+    windows: Sequence[Window] = ()  # pre-warm windows and cron triggers, shaded
     source: str = ""  # the trace's source and licence, printed under the figure
 
 
 def window_spans(
-    windows: Sequence[PrewarmWindow], start: datetime, end: datetime
+    windows: Sequence[Window], start: datetime, end: datetime
 ) -> list[tuple[datetime, datetime]]:
     """The intervals within [start, end) during which any window is open (UTC).
 

@@ -1,15 +1,15 @@
-"""The one argument every signal takes: what the engine knows at one refresh. Pure.
+"""What the engine knows at one refresh, the signal table's one argument. Pure.
 
 The engine builds a ``SignalInputs`` once per decision (after learning from the
-observation) and walks ``scaler.signals.table.SIGNALS``, calling each signal's
-``from_inputs`` with it; a signal reads the fields it needs and ignores the rest.
+observation) and walks ``scaler.signals.table.SIGNALS``, which reads each signal's
+arguments from it; no signal module imports this one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scaler.config import TargetPolicy
+from scaler.decider.spec import DeciderSpec
 from scaler.demand import Demand
 from scaler.model import Capacity, Observation
 from scaler.params import DEFAULT, DeciderParams
@@ -25,7 +25,7 @@ class SignalInputs:
     ``backlog_alarm``: why the backlog outran the Ready replicas at this refresh and the previous one
     (``scaler.signals.queue``), which arms the queue signal's safety net, or None."""
 
-    policy: TargetPolicy
+    spec: DeciderSpec
     observation: Observation
     horizon_s: float
     demand: Demand

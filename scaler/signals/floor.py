@@ -8,20 +8,10 @@ cold start on the next request is what a floor of zero would cost.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from scaler.config import TargetPolicy
+from scaler.decider.spec import DeciderSpec
 from scaler.model import Proposal, Signal
 
-if TYPE_CHECKING:
-    from scaler.signals.context import SignalInputs
 
-
-def propose_floor(policy: TargetPolicy) -> Proposal:
+def propose_floor(spec: DeciderSpec) -> Proposal:
     """The floor's proposal: ``minReplicas``, whatever the load."""
-    return Proposal(Signal.FLOOR, policy.min_replicas, f"minReplicas={policy.min_replicas}")
-
-
-def from_inputs(inputs: SignalInputs) -> Proposal:
-    """The floor signal on the table's one signature."""
-    return propose_floor(inputs.policy)
+    return Proposal(Signal.FLOOR, spec.min_replicas, f"minReplicas={spec.min_replicas}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scaler.config import TargetPolicy
+from scaler.decider.spec import DeciderSpec
 from scaler.inputs import Input
 from scaler.model import Observation
 
@@ -32,7 +32,7 @@ class GpuCapacity:
     reason: str
 
 
-def capacity(obs: Observation, policy: TargetPolicy) -> GpuCapacity:
+def capacity(obs: Observation, spec: DeciderSpec) -> GpuCapacity:
     """The GPU capacity in replicas (the module docstring's formula), or unknown and why."""
     if obs.gpu_schedulable_replicas is None:
         why = obs.missing.get(Input.GPU_SCHEDULABLE_REPLICAS, "no inventory")
@@ -42,11 +42,11 @@ def capacity(obs: Observation, policy: TargetPolicy) -> GpuCapacity:
         return GpuCapacity(None, f"current replicas unknown ({why})")
     pending = min(obs.pending_replicas, obs.current_replicas)
     bound = obs.current_replicas - pending
-    total = bound + obs.gpu_schedulable_replicas + policy.max_pending_replicas
+    total = bound + obs.gpu_schedulable_replicas + spec.max_pending_replicas
     return GpuCapacity(
         total,
         f"{bound} bound + {obs.gpu_schedulable_replicas} schedulable"
-        f" + {policy.max_pending_replicas} Pending allowed (maxPendingReplicas)",
+        f" + {spec.max_pending_replicas} Pending allowed (maxPendingReplicas)",
     )
 
 

@@ -10,12 +10,7 @@ makes the target fall.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from scaler.model import Proposal, Signal
-
-if TYPE_CHECKING:
-    from scaler.signals.context import SignalInputs
 
 
 def propose_last_known(previous: int | None, missing: list[str]) -> Proposal:
@@ -29,8 +24,3 @@ def propose_last_known(previous: int | None, missing: list[str]) -> Proposal:
         previous,
         f"missing {', '.join(missing)}: holding the last target {previous}",
     )
-
-
-def from_inputs(inputs: SignalInputs) -> Proposal:
-    """The last-known signal on the table's one signature."""
-    return propose_last_known(inputs.last_demand, list(inputs.missing))

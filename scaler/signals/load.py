@@ -80,17 +80,13 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from scaler.config import TargetPolicy
+from scaler.decider.spec import DeciderSpec
 from scaler.demand import Demand
 from scaler.forecast import Forecast
 from scaler.model import Capacity, Observation, Proposal, Signal
 from scaler.params import DEFAULT, DeciderParams
 from scaler.queueing import late_share
-
-if TYPE_CHECKING:
-    from scaler.signals.context import SignalInputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +205,7 @@ class LoadNeed:
 
 
 def resources(
-    policy: TargetPolicy,
+    spec: DeciderSpec,
     capacity: Capacity,
     demand: Demand,
     prompt: Forecast | None,
@@ -219,7 +215,7 @@ def resources(
     params: DeciderParams = DEFAULT,
 ) -> tuple[list[tuple[Resource, Forecast]], list[str]]:
     """The resources the demand can be sized on, each with its forecast, and why any other is left out."""
-    objective, role = policy.ttft_objective_seconds, policy.role
+    objective, role = spec.ttft_objective_seconds, spec.role
     out: list[tuple[Resource, Forecast]] = []
     unknown: list[str] = []
     pooled = capacity.pooled is not False  # until measured, one queue over the fleet
@@ -294,7 +290,7 @@ def whole_percent(errors: Sequence[float]) -> tuple[tuple[float, int], ...]:
 
 
 def need(
-    policy: TargetPolicy,
+    spec: DeciderSpec,
     capacity: Capacity,
     demand: Demand,
     prompt: Forecast | None,
@@ -312,11 +308,11 @@ def need(
     the observation the stretch reads today's prefill load from."""
     if prompt is None and concurrency is None:
         return None
-    found, unknown = resources(policy, capacity, demand, prompt, concurrency, why, now, params)
+    found, unknown = resources(spec, capacity, demand, prompt, concurrency, why, now, params)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
-    budget = (1.0 - policy.ttft_objective_percentile / 100.0) / bias
-    limit = max(policy.max_replicas, *(r.stable() for r, _ in found)) + 1
+    budget = (1.0 - spec.ttft_objective_percentile / 100.0) / bias
+    limit = max(spec.max_replicas, *(r.stable() for r, _ in found)) + 1
     # A window of n requests measures their rate within 1/sqrt(n), and the queueing model
     # already holds that Poisson scatter: shrink the errors so they keep only the rate's own.
     counts = (demand.arrivals_per_s or 0.0) * params.rate_window_s
@@ -372,7 +368,7 @@ def need(
 
 
 def late_now(
-    policy: TargetPolicy,
+    spec: DeciderSpec,
     capacity: Capacity,
     demand: Demand,
     prompt: Forecast | None,
@@ -384,7 +380,7 @@ def late_now(
     (no forecast error): what the measured share over the objective is compared with."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(policy, capacity, demand, prompt, concurrency, "", now)
+    found, _ = resources(spec, capacity, demand, prompt, concurrency, "", now)
     if not found:
         return None
     current = [replace(r, load=r.load_now) for r, _ in found]
@@ -411,8 +407,3 @@ def propose(load: LoadNeed | None, why_not: str) -> Proposal:
         reason,
         {"busy_replicas_now": load.busy_now, "busy_replicas_planned": load.busy_planned},
     )
-
-
-def from_inputs(inputs: SignalInputs) -> Proposal:
-    """The load signal on the table's one signature."""
-    return propose(inputs.load, inputs.load_unknown)

@@ -14,23 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from scaler.config import PrewarmWindow
+from scaler.decider.spec import Window
 from scaler.model import Proposal, Signal
-
-if TYPE_CHECKING:
-    from scaler.signals.context import SignalInputs
 
 
 @dataclass(frozen=True, slots=True)
 class WindowState:
     """A pre-warm window at one instant: whether it pre-warms, why, and its next start."""
 
-    window: PrewarmWindow
+    window: Window
     active: bool
     why: str
     next_start: datetime
@@ -52,7 +48,7 @@ def _next(expr: str, after: datetime) -> datetime:
     return value
 
 
-def window_state(window: PrewarmWindow, now: datetime, lead_seconds: float) -> WindowState:
+def window_state(window: Window, now: datetime, lead_seconds: float) -> WindowState:
     """Whether ``window`` is open or opens within ``lead_seconds`` of ``now``, and why."""
     local = now.astimezone(_zone(window.timezone or "UTC"))
     # Compare and subtract in UTC: Python compares two datetimes that share a tzinfo by
@@ -73,7 +69,7 @@ def window_state(window: PrewarmWindow, now: datetime, lead_seconds: float) -> W
     return WindowState(window, False, f"window {label} next opens {opens}", next_start)
 
 
-def propose(windows: tuple[PrewarmWindow, ...], now: datetime, lead_seconds: float) -> Proposal:
+def propose(windows: tuple[Window, ...], now: datetime, lead_seconds: float) -> Proposal:
     """The pre-warm proposal: the most replicas of the active windows, or none and why."""
     if not windows:
         return Proposal(Signal.PREWARM, None, "no pre-warm windows")
@@ -84,8 +80,3 @@ def propose(windows: tuple[PrewarmWindow, ...], now: datetime, lead_seconds: flo
         return Proposal(Signal.PREWARM, None, soonest.why)
     best = max(active, key=lambda s: s.window.replicas)
     return Proposal(Signal.PREWARM, best.window.replicas, f"{best.why}: {best.window.replicas} replicas")
-
-
-def from_inputs(inputs: SignalInputs) -> Proposal:
-    """The pre-warm signal on the table's one signature."""
-    return propose(inputs.policy.windows, inputs.observation.now, inputs.horizon_s)

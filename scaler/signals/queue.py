@@ -53,16 +53,12 @@ whatever capacity is configured: ``mu_seen = 1``, ``net = (2 + 200 / 180) / 1 = 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from scaler.demand import Demand
 from scaler.inputs import Input
 from scaler.model import Capacity, Observation, Proposal, Signal
 from scaler.roles import Role
 from scaler.signals import ceil_replicas
-
-if TYPE_CHECKING:
-    from scaler.signals.context import SignalInputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,20 +194,4 @@ def _propose(
         f"{waiting:g} waiting, {left:.0f} left after {lead_s:g}s with {obs.ready_replicas} Ready;"
         f" {served:.2f} served/s, {rate.how}",
         {Input.QUEUE_WAITING: waiting, "queue_left": left},
-    )
-
-
-def from_inputs(inputs: SignalInputs) -> Proposal:
-    """The queue signal on the table's one signature."""
-    if not inputs.params.queue_signal:
-        return Proposal(Signal.QUEUE, None, "off (DeciderParams.queue_signal)")
-    return propose(
-        inputs.observation,
-        inputs.demand,
-        inputs.capacity,
-        inputs.horizon_s,
-        inputs.policy.target_queue_per_replica,
-        inputs.previous_waiting,
-        inputs.policy.role,
-        inputs.backlog_alarm,
     )

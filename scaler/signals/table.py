@@ -1,8 +1,9 @@
 """The ordered table of signals the engine walks. Pure.
 
-Each signal is a module with one entry point, ``from_inputs(SignalInputs) -> Proposal``;
-the table lists them in ``Signal`` order, which is also the order ties are broken in
-(``scaler.policy.combine``: the earliest of equal proposals binds). The GPU inventory is
+Each signal is a module with a pure ``propose`` of its own arguments; the table reads each one's
+from the decision's ``SignalInputs`` (so no signal knows that record), and lists them in
+``Signal`` order, which is also the order ties are broken in (``scaler.policy.combine``: the
+earliest of equal proposals binds). The GPU inventory is
 not here: it clamps the combined target (``scaler.signals.gpu``), it does not propose one.
 
 ============  =========================================  ========================
@@ -24,12 +25,49 @@ from scaler.model import Proposal, Signal
 from scaler.signals import floor, last_known, load, prewarm, queue
 from scaler.signals.context import SignalInputs
 
+
+def _floor(inputs: SignalInputs) -> Proposal:
+    """The floor signal on the table's one signature."""
+    return floor.propose_floor(inputs.spec)
+
+
+def _prewarm(inputs: SignalInputs) -> Proposal:
+    """The pre-warm signal on the table's one signature."""
+    return prewarm.propose(inputs.spec.windows, inputs.observation.now, inputs.horizon_s)
+
+
+def _queue(inputs: SignalInputs) -> Proposal:
+    """The queue signal on the table's one signature."""
+    if not inputs.params.queue_signal:
+        return Proposal(Signal.QUEUE, None, "off (DeciderParams.queue_signal)")
+    return queue.propose(
+        inputs.observation,
+        inputs.demand,
+        inputs.capacity,
+        inputs.horizon_s,
+        inputs.spec.target_queue_per_replica,
+        inputs.previous_waiting,
+        inputs.spec.role,
+        inputs.backlog_alarm,
+    )
+
+
+def _load(inputs: SignalInputs) -> Proposal:
+    """The load signal on the table's one signature."""
+    return load.propose(inputs.load, inputs.load_unknown)
+
+
+def _last_known(inputs: SignalInputs) -> Proposal:
+    """The last-known signal on the table's one signature."""
+    return last_known.propose_last_known(inputs.last_demand, list(inputs.missing))
+
+
 SIGNALS: tuple[tuple[Signal, Callable[[SignalInputs], Proposal]], ...] = (
-    (Signal.FLOOR, floor.from_inputs),
-    (Signal.PREWARM, prewarm.from_inputs),
-    (Signal.QUEUE, queue.from_inputs),
-    (Signal.LOAD, load.from_inputs),
-    (Signal.LAST_KNOWN, last_known.from_inputs),
+    (Signal.FLOOR, _floor),
+    (Signal.PREWARM, _prewarm),
+    (Signal.QUEUE, _queue),
+    (Signal.LOAD, _load),
+    (Signal.LAST_KNOWN, _last_known),
 )
 
 
