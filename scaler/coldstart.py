@@ -30,6 +30,9 @@ from dataclasses import dataclass
 WINDOW = 20  # the most recent pods measured
 MIN_SAMPLES = 5  # pods measured before the measurement replaces the configured or default lead
 DEFAULT_LEAD_S = 180.0
+# The quantile of the measured pods a lead is read at: p90, so one slow pull in ten pods does not
+# set the lead and most replicas ordered one lead ahead are Ready in time.
+LEAD_QUANTILE = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,8 @@ def measure(pods: Iterable[PodTimes], window: int = WINDOW) -> ColdStart:
     leads = [ready - created for created, _, ready, _ in recent]
     pending = [max(0.0, at - created) for created, _, _, at in recent if at is not None]
     startup = [max(0.0, ready - at) for _, _, ready, at in recent if at is not None]
-    return ColdStart(len(recent), quantile(leads, 0.9), quantile(pending, 0.9), quantile(startup, 0.9))
+    q = LEAD_QUANTILE
+    return ColdStart(len(recent), quantile(leads, q), quantile(pending, q), quantile(startup, q))
 
 
 def startup_times(pods: Iterable[PodTimes], window: int = WINDOW) -> list[float]:

@@ -114,7 +114,7 @@ class Engine:
 
     def forecast_quantile(self) -> float:
         """The quantile of the forecast's errors a decision shows as its margin: the percentile."""
-        return self._spec.ttft_objective_percentile / 100.0
+        return self._spec.quantile
 
     def _missing(self, obs: Observation) -> list[str]:
         """The demand inputs this target depends on that are missing now (``DEMAND_INPUTS``)."""
@@ -161,7 +161,7 @@ class Engine:
                 weight = min(1.0, (t - last) / self.params.learning_time_constant_s)
                 self._measured_late += weight * (measured - self._measured_late)
                 self._modelled_late += weight * (modelled - self._modelled_late)
-        floor = (1.0 - self._spec.ttft_objective_percentile / 100.0) * self.params.bias_floor
+        floor = self._spec.late_budget * self.params.bias_floor
         # An optimistic model is corrected in full. A pessimistic one is loosened only as far as
         # bias_least: a window's measured share is mostly zero on a fleet that meets its objective,
         # and following that all the way would walk the fleet to the edge where one more request
@@ -181,8 +181,7 @@ class Engine:
         """Why the backlog outran the Ready replicas at this refresh and the previous one, arming the
         queue signal's safety net (``scaler.signals.queue``), or None."""
         spec = self._spec
-        budget = 1.0 - spec.ttft_objective_percentile / 100.0
-        alarm = queue_signal.backlog_alarm(obs, demand, spec.ttft_objective_seconds, budget)
+        alarm = queue_signal.backlog_alarm(obs, demand, spec.ttft_objective_seconds, spec.late_budget)
         before, self._alarmed = self._alarmed, alarm is not None
         return alarm if before and self.params.backlog_net else None
 

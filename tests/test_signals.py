@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaler.config import engine_for, parse_metadata
+from scaler.decider.units import ceil_replicas
 from scaler.demand import Demand
 from scaler.engine import Engine
 from scaler.forecast import Forecast
 from scaler.model import Capacity, Decision, Observation, Proposal, Signal
-from scaler.signals import ceil_replicas, floor, gpu, last_known, load, queue, table
+from scaler.signals import floor, gpu, last_known, load, queue, table
 from scaler.signals.context import SignalInputs
 from scaler.signals.table import SIGNALS
 

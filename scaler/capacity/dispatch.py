@@ -37,11 +37,13 @@ _NORMAL = NormalDist()
 # Blom's plotting position for the largest of n normal draws, Phi^-1((n - a) / (n + 1 - 2a)) with
 # a = 3/8: within a percent of the exact expectation for every n (Blom, 1958).
 BLOM_A = 0.375
+# The fewest replicas whose loads can be compared: one replica is always its own busiest.
+COMPARED = 2
 
 
 def expected_largest(n: int) -> float:
     """The expected largest of ``n`` standard normal draws, by Blom's approximation (0 for one)."""
-    return 0.0 if n < 2 else _NORMAL.inv_cdf((n - BLOM_A) / (n + 1 - 2 * BLOM_A))
+    return 0.0 if n < COMPARED else _NORMAL.inv_cdf((n - BLOM_A) / ((n - BLOM_A) + (1 - BLOM_A)))
 
 
 class Dispatch:
@@ -63,7 +65,7 @@ class Dispatch:
     def observe(self, obs: Observation, saturation: Saturation) -> None:
         """Learn from one steady refresh where the busiest replica's running count is read."""
         ready, running, busiest = obs.ready_replicas, obs.requests_running, obs.requests_running_max
-        if not (saturation.steady and saturation.drained and ready and ready >= 2):
+        if not (saturation.steady and saturation.drained and ready and ready >= COMPARED):
             return
         if running is None or busiest is None or running < ready:
             return

@@ -114,7 +114,7 @@ class Line:
             return None
         mean_x, mean_y = self.x / self.n, self.y / self.n
         var = self.xx / self.n - mean_x * mean_x
-        if var < min_spread**2:
+        if var < min_spread * min_spread:
             return None
         slope = (self.xy / self.n - mean_x * mean_y) / var
         return mean_y - slope * mean_x, slope

@@ -24,9 +24,9 @@ refreshes (5 minutes at the 15 s default) the target is ``held``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
+from scaler.decider.units import ceil_replicas
 from scaler.hpa import tolerances, within_hpa_tolerance
 from scaler.landing import inert as landing_inert
 from scaler.model import Decision, Inert, InertReason, Signal
@@ -86,7 +86,7 @@ class InertMonitor:
             self._start, self._moved = demand, 0
             return None
         ratio = demand[0] / self._start[0]
-        proportional = max(1, math.ceil(current * ratio - 1e-9))
+        proportional = max(1, ceil_replicas(current * ratio))
         if proportional == current or within_hpa_tolerance(
             proportional, current, tolerances(decision.observation.hpa)
         ):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from scaler.decider.units import PERCENT
 from scaler.roles import Role
 
 
@@ -52,3 +53,13 @@ class DeciderSpec:
     gpu_check: bool
     gpu_check_failure: Literal["open", "closed"]
     max_pending_replicas: int
+
+    @property
+    def quantile(self) -> float:
+        """The objective's percentile as a quantile: 99.5 -> 0.995."""
+        return self.ttft_objective_percentile / PERCENT
+
+    @property
+    def late_budget(self) -> float:
+        """The share of first tokens the objective allows over ``ttft_objective_seconds``: 99.5 -> 0.005."""
+        return 1.0 - self.quantile

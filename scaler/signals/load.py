@@ -82,11 +82,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.units import FLOAT_SLACK, PERCENT
 from scaler.demand import Demand
 from scaler.forecast import Forecast
 from scaler.model import Capacity, Observation, Proposal, Signal
 from scaler.params import DEFAULT, DeciderParams
 from scaler.queueing import late_share
+
+# The share of a symmetric scatter that lies above its mean: a window's Poisson count scatter
+# raises half the errors it touches (``denoise``).
+NOISE_ABOVE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +161,7 @@ class Resource:
 
     def stable(self) -> int:
         """The fewest replicas with more servers than the forecast's load."""
-        return max(1, math.floor(self.load / self.per_replica + 1e-9) + 1) if self.load > 0 else 0
+        return max(1, math.floor(self.load / self.per_replica + FLOAT_SLACK) + 1) if self.load > 0 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +176,7 @@ class ResourceNeed:
 
     def describe(self) -> str:
         """The need in words."""
-        late = f"{100 * self.late:.2f}% late"
+        late = f"{self.late:.2%} late"
         return f"{self.resource} {self.load_planned:.2f} replicas of capacity forecast, {late}"
 
 
@@ -277,7 +282,7 @@ def denoise(errors: Sequence[float], noise: float) -> tuple[float, ...]:
     semi = sum(e * e for e in errors) / len(errors)
     if semi <= 0:
         return tuple(errors)
-    shrink = math.sqrt(max(0.0, 1.0 - 0.5 * noise / semi))
+    shrink = math.sqrt(max(0.0, 1.0 - NOISE_ABOVE * noise / semi))
     return tuple(e * shrink for e in errors)
 
 
@@ -285,7 +290,7 @@ def whole_percent(errors: Sequence[float]) -> tuple[tuple[float, int], ...]:
     """The errors rounded up to a whole percent (the safe side), each with how many checks had it,
     largest first; ``((0.0, 1),)`` with none. *Example*: ``(0.304, 0.3, 0.0)`` -> ``((0.31, 1),
     (0.3, 1), (0.0, 1))``."""
-    counted = Counter([math.ceil(e * 100 - 1e-9) / 100 for e in errors])
+    counted = Counter([math.ceil(e * PERCENT - FLOAT_SLACK) / PERCENT for e in errors])
     return tuple(sorted(counted.items(), reverse=True)) or ((0.0, 1),)
 
 
@@ -311,7 +316,7 @@ def need(
     found, unknown = resources(spec, capacity, demand, prompt, concurrency, why, now, params)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
-    budget = (1.0 - spec.ttft_objective_percentile / 100.0) / bias
+    budget = spec.late_budget / bias
     limit = max(spec.max_replicas, *(r.stable() for r, _ in found)) + 1
     # A window of n requests measures their rate within 1/sqrt(n), and the queueing model
     # already holds that Poisson scatter: shrink the errors so they keep only the rate's own.
@@ -396,8 +401,8 @@ def propose(load: LoadNeed | None, why_not: str) -> Proposal:
         return Proposal(Signal.LOAD, None, "; ".join(load.unknown) or why_not)
     parts = [n.describe() for n in load.needs] + list(load.unknown)
     reason = (
-        f"{binding.resource} binds: {load.replicas} for {100 * load.late:.2f}% late expected"
-        f" (forecast margin {100 * load.margin:.0f}% over {load.checks} checks); {'; '.join(parts)}"
+        f"{binding.resource} binds: {load.replicas} for {load.late:.2%} late expected"
+        f" (forecast margin {load.margin:.0%} over {load.checks} checks); {'; '.join(parts)}"
     )
     if load.held_s > 0:
         reason += f"; the demand planned {load.held_s:.0f}s ago is held for one cold start"

@@ -32,7 +32,15 @@ class WindowState:
     next_start: datetime
 
 
-@lru_cache(maxsize=256)
+# Time zones kept parsed: more than any fleet's windows name (an IANA zone is a few KiB).
+ZONES_CACHED = 256
+# Fire times read past before giving up on skipping repeated wall times: a clock that goes back
+# repeats a wall time at most once per fire, so two reads always suffice; four leaves room.
+REPEAT_READS = 4
+SECONDS_PER_MINUTE = 60.0
+
+
+@lru_cache(maxsize=ZONES_CACHED)
 def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
@@ -40,7 +48,7 @@ def _zone(name: str) -> ZoneInfo:
 def _next(expr: str, after: datetime) -> datetime:
     """The next fire time after ``after``, firing once for wall times repeated when clocks go back."""
     it = croniter(expr, after)
-    for _ in range(4):
+    for _ in range(REPEAT_READS):
         value: datetime = it.get_next(datetime)
         repeated = value.fold == 1 and value.replace(fold=0).utcoffset() != value.utcoffset()
         if not repeated:
@@ -61,7 +69,7 @@ def window_state(window: Window, now: datetime, lead_seconds: float) -> WindowSt
         return WindowState(window, True, f"inside window {label}", next_start)
     lead = timedelta(seconds=lead_seconds)
     if next_start - now_utc <= lead:
-        minutes = (next_start - now_utc).total_seconds() / 60
+        minutes = (next_start - now_utc).total_seconds() / SECONDS_PER_MINUTE
         return WindowState(
             window, True, f"window {label} opens in {minutes:.1f} min (lead {lead_seconds:g}s)", next_start
         )

@@ -54,11 +54,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scaler.decider.units import ceil_replicas
 from scaler.demand import Demand
 from scaler.inputs import Input
 from scaler.model import Capacity, Observation, Proposal, Signal
 from scaler.roles import Role
-from scaler.signals import ceil_replicas
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ def backlog_alarm(obs: Observation, demand: Demand, objective_s: float, budget: 
         return f"the queue grows ({arrivals:.2f} arrive/s, {served:.2f} served)"
     late = obs.ttft_over_objective
     if late is not None and late > budget:
-        return f"{100 * late:.2f}% of first tokens over the objective (budget {100 * budget:.2f}%)"
+        return f"{late:.2%} of first tokens over the objective (budget {budget:.2%})"
     return None
 
 
