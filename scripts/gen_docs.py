@@ -3,8 +3,9 @@
 (scaler.config.TargetPolicy), and docs/cli.md, every command and flag, from the parsers.
 
 In docs/metrics.md and docs/metadata.md the table between two markers is generated and the rest
-is written by hand; docs/cli.md is generated whole (``cli_doc``). `./dev docs` runs this;
-`--check` only says whether the files are current (exit 1 if not). tests/test_inputs.py,
+is written by hand; docs/cli.md is generated (``cli_doc``) down to a marker, below which its
+hand-written part is kept. `./dev docs` runs this; `--check` only says whether the files
+are current (exit 1 if not). tests/test_inputs.py,
 tests/test_metadata_doc.py and tests/test_cli_doc.py fail when a file and its source disagree.
 """
 
@@ -33,6 +34,7 @@ METADATA_DOC = DOCS / "metadata.md"
 CLI_DOC = DOCS / "cli.md"
 BEGIN = "<!-- begin inputs: generated from scaler.model.INPUTS by ./dev docs -->"
 END = "<!-- end inputs -->"
+HAND_WRITTEN = "<!-- written by hand from here on: ./dev docs keeps it -->"
 KEYS_BEGIN = "<!-- begin keys: generated from scaler.config.TargetPolicy by ./dev docs -->"
 KEYS_END = "<!-- end keys -->"
 
@@ -203,13 +205,14 @@ def flags(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     ]
 
 
-def cli_doc() -> str:
+def cli_doc(text: str = "") -> str:
     """docs/cli.md: the grammar, then per command its description, a row per flag (value,
-    default, meaning) and the old spellings it still accepts."""
+    default, meaning) and the old spellings it still accepts; then the hand-written part of
+    ``text`` (the file as it is), from ``HAND_WRITTEN`` on, kept as it is."""
     intro = (cliargs.__doc__ or "").split("\n\n", 1)[1].strip().replace("``", "`")
     lines = [
-        "<!-- generated from the parsers (scaler/cli.py and each command's add_parser) by ./dev docs;"
-        " edit them, not this file -->",
+        "<!-- generated from the parsers (scaler/cli.py and each command's add_parser) by ./dev docs,"
+        " down to the hand-written part: edit them, not this part -->",
         "# The command line",
         "",
         "Every command of `scaler`, each flag with how its value is written, its default and what it"
@@ -244,14 +247,16 @@ def cli_doc() -> str:
         if old:
             said = "; ".join(f"`{o}` is `{n}`" for o, n in old)
             lines += ["", f"Old spellings, accepted until the next release with a `deprecated` line: {said}."]
-    return "\n".join(lines) + "\n"
+    kept = text.partition(HAND_WRITTEN)[2].lstrip("\n")
+    return "\n".join([*lines, "", HAND_WRITTEN, "", ""]) + kept
 
 
 def main(argv: list[str]) -> int:
     """Write the generated docs (or with ``--check``, exit 1 when one is out of date)."""
     metrics, metadata = DOC.read_text(), METADATA_DOC.read_text()
     docs = {DOC: (metrics, render(metrics)), METADATA_DOC: (metadata, render_metadata(metadata))}
-    docs[CLI_DOC] = (_read(CLI_DOC), cli_doc())
+    cli = _read(CLI_DOC)
+    docs[CLI_DOC] = (cli, cli_doc(cli))
     if "--check" in argv:
         stale = [path.name for path, (old, now) in docs.items() if old != now]
         if stale:
