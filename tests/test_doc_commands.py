@@ -27,7 +27,6 @@ from scaler import cli, convert, demo, doctor, picture, settings
 from scaler.cli import build_parser
 from scaler.model import Signal
 from scaler.replay import cli as replay_cli
-from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from tests import k8s_double as k8s
 from tests.conftest import require_kubectl
@@ -158,9 +157,8 @@ HOW: dict[str, Run | By | NotRun] = {
     "scaler dry-run --scaledobject scaler/examples/scaledobject.yaml --observations"
     " scaler/examples/observations.jsonl": Run("summary: "),
     # docs/convert.md
-    "scaler convert my-scaledobject.yaml --out converted.yaml --replay benchmarks/traces/azure2023_conv.csv": Run(
-        "new (this scaler)", writes="converted.yaml"
-    ),
+    "scaler convert my-scaledobject.yaml --out converted.yaml --replay"
+    " benchmarks/traces/azure2023_conv.csv": Run("new (this scaler)", writes="converted.yaml"),
     "scaler convert benchmarks/baseline-published.yaml --out new.yaml --replay"
     " benchmarks/traces/azure2023_conv.csv": Run("old (as written)", writes="replay-out/replay.png"),
     # docs/deploy.md
@@ -175,21 +173,20 @@ HOW: dict[str, Run | By | NotRun] = {
         "no findings", needs=WITH_CLUSTER
     ),
     # docs/replay.md, docs/replay-report.md
-    "scaler replay --trace TRACE.csv --scaledobject SO.yaml [--baseline BASELINE.yaml] [--cluster CLUSTER.yaml]"
-    " [--kubeconfig FILE] [--out DIR] [--seed N] [--sizes-from REQUESTS.csv] [--rate-scale F] [--hours A:B]"
+    "scaler replay --trace TRACE.csv --scaledobject SO.yaml [--baseline BASELINE.yaml]"
+    " [--cluster CLUSTER.yaml] [--kubeconfig FILE] [--out DIR] [--seed N] [--sizes-from REQUESTS.csv]"
+    " [--rate-scale F] [--hours A:B]"
     " [--start ISO] [--objective S] [--no-plot]": NotRun(SYNOPSIS),
     "scaler replay --prometheus URL --scaledobject SO.yaml [--since 7d] [--until ISO] [--step 1m]"
     " [--export TRACE.csv] [--baseline BASELINE.yaml] [--cluster CLUSTER.yaml] [--kubeconfig FILE]"
     " [--out DIR] [--seed N] [--rate-scale F] [--objective S] [--no-plot]": NotRun(SYNOPSIS),
     "scaler replay --trace benchmarks/traces/azure2023_conv.csv --scaledobject"
     " scaler/examples/scaledobject.yaml": Run("keda baseline", writes="replay-out/summary.json"),
-    "scaler replay --prometheus http://prometheus.example:9090 --scaledobject my-scaledobject.yaml --since 7d": By(
-        WEEK
-    ),
-    "scaler replay --trace benchmarks/traces/azure2023_conv.csv --scaledobject benchmarks/scaledobject-70b-llm-d.yaml"
-    " --baseline benchmarks/scaledobject-70b.yaml --cluster benchmarks/cluster-70b-llm-d.yaml": Run(
-        "behind llm-d's flow control (router: llm-d)"
-    ),
+    "scaler replay --prometheus http://prometheus.example:9090 --scaledobject my-scaledobject.yaml"
+    " --since 7d": By(WEEK),
+    "scaler replay --trace benchmarks/traces/azure2023_conv.csv"
+    " --scaledobject benchmarks/scaledobject-70b-llm-d.yaml --baseline benchmarks/scaledobject-70b.yaml"
+    " --cluster benchmarks/cluster-70b-llm-d.yaml": Run("behind llm-d's flow control (router: llm-d)"),
     "scaler replay --prometheus http://127.0.0.1:9090 --scaledobject plain.yaml --since 7d"
     " --until 2026-11-30T00:00:00Z": By(WEEK),
     "scaler convert old.yaml --out new.yaml --replay benchmarks/traces/azure2023_conv.csv"
@@ -277,7 +274,9 @@ def _params() -> Iterator[object]:
 
 @pytest.mark.e2e  # each command runs in a subprocess
 @pytest.mark.parametrize("command", list(_params()))
-def test_a_quoted_command_runs_as_written(command: str, scratch: Path, request: pytest.FixtureRequest) -> None:
+def test_a_quoted_command_runs_as_written(
+    command: str, scratch: Path, request: pytest.FixtureRequest
+) -> None:
     """The command, as the doc quotes it, exits as it should and prints what it should, with the
     doc's placeholders standing for the test's doubles."""
     how = HOW[command]
@@ -370,7 +369,7 @@ def test_the_engine_api_example_returns_what_it_says() -> None:
     assert set(said) == {"replicas", "proposals", "binding", "clamps", "inert"}
     for name, comment in said.items():
         value = comment if name == "proposals" else comment.split(":")[0]
-        assert getattr(decision, name) == eval(value, {"Signal": Signal}), name  # noqa: S307 - the doc's literal
+        assert getattr(decision, name) == eval(value, {"Signal": Signal}), name  # the doc's literal
 
 
 # ---- links and the front door -----------------------------------------------------------------
@@ -413,9 +412,8 @@ def test_every_relative_link_resolves(path: Path) -> None:
     for target in links(path):
         file, _, anchor = target.partition("#")
         resolved = (path.parent / file).resolve() if file else path
-        if not resolved.exists():
-            broken.append(target)
-        elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+        missing_anchor = anchor and resolved.suffix == ".md" and anchor not in anchors(resolved)
+        if not resolved.exists() or missing_anchor:
             broken.append(target)
     assert broken == []
 
