@@ -165,7 +165,7 @@ DESCRIPTION = (
     "A GPU-aware KEDA external scaler for LLM inference: one replica target from queue depth,"
     " predicted token load, pre-warm windows, a floor and the GPUs free, every decision explained."
     " `scaler serve` is what KEDA calls; the other commands check, convert, replay and draw."
-    " Each command's --help lists its options; the README documents them all."
+    " Each command's --help lists its options; docs/cli.md documents them all."
 )
 
 

@@ -193,7 +193,8 @@ class PrewarmWindow(BaseModel):
 
 
 class TargetPolicy(BaseModel):
-    """Everything one ScaledObject trigger configures. Field aliases are the metadata keys."""
+    """Everything one ScaledObject trigger configures. Field aliases are the metadata keys; each
+    field's docstring is its description, which docs/metadata.md prints (``./dev docs``)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -201,53 +202,112 @@ class TargetPolicy(BaseModel):
         populate_by_name=True,
         str_strip_whitespace=True,
         allow_inf_nan=False,
+        use_attribute_docstrings=True,
     )
 
-    # A query preset's name (scaler.presets, the registry), or custom for queries of your own.
     engine: str = DEFAULT_ENGINE
-    # A router in front of the servers whose queue holds requests before any server has them.
+    """Which server's series to read: an engine preset of the registry (docs/engines.md), or `custom`
+    for queries of your own. `vllm` reads the `vllm:` metric family, `dynamo` Dynamo's frontend."""
     router: str = NO_ROUTER
+    """A router in front of the servers whose queue holds requests before any server has them. With
+    `llm-d`, the endpoint picker's flow-control queue counts as waiting demand and its TTFT is the
+    one checked against the objective."""
     inference_pool: str | None = Field(None, alias="inferencePool", min_length=1, max_length=253)
+    """With `router: llm-d` only, and then required: the InferencePool whose flow-control queue and
+    saturation to read (its `inference_pool` label), e.g. `llama-pool`."""
     label_selector: str = Field("", alias="labelSelector")
-    # Which pool of a prefill/decode deployment this ScaledObject scales (scaler.roles), and the
-    # pod or series label that tells the pools' series apart (default: the engine's).
+    """PromQL label matchers that pick this workload's series, comma separated (`name="v"`, `!=`,
+    `=~`, `!~`; at most 16), parsed and never pasted into a query; empty, every series of the engine.
+    *Example*: `model_name="meta-llama/Llama-3.1-8B-Instruct", namespace="inference"`."""
     role: Role = "both"
+    """Which pool of a prefill/decode deployment the Deployment is (scaler.roles): `both` a replica
+    that does both; `prefill` or `decode` a pool sized on its own resource from its own series,
+    picked by the role label (not with `engine: dynamo`; with `tgi` or `triton` only beside a
+    `roleSelector`)."""
     role_selector: str | None = Field(None, alias="roleSelector", min_length=1, max_length=317)
+    """With `role: prefill` or `decode` only, not with `engine: custom`: the label that tells the
+    pools' series apart, a series label or a pod label key as Prometheus' Kubernetes discovery
+    writes it (`llm-d.ai/role` is `llm_d_ai_role`), and not one the `labelSelector` matches on.
+    Unset: the engine's (`llm-d.ai/role` for vLLM, `engine_type` for SGLang)."""
     prometheus_address: str | None = Field(None, alias="prometheusAddress")
+    """The Prometheus to read, e.g. `http://prometheus-operated.monitoring:9090`. Unset: `scaler
+    serve --prometheus`. The `--prometheus` of dry-run, replay, convert and doctor wins over it."""
     target_queue_per_replica: float = Field(10.0, alias="targetQueuePerReplica", gt=0, le=1e6)
+    """Requests waiting per replica, what the queue signal counts a backlog in while no capacity is
+    known: at `10`, 400 waiting ask for 40 replicas."""
     prompt_tokens_per_second_per_replica: float | None = Field(
         None, alias="promptTokensPerSecondPerReplica", gt=0, le=1e9
     )
+    """Prompt tokens per second one replica prefills (`9000`): where the measurement starts, used as
+    it is until one is made. Unset: measured (docs/decider.md)."""
     generation_tokens_per_second_per_replica: float | None = Field(
         None, alias="generationTokensPerSecondPerReplica", gt=0, le=1e9
     )
+    """Tokens per second one replica decodes with its batch full (`1800`): over what one sequence
+    decodes now, where the batch slots start. Unset: the slots are measured from the KV cache."""
     target_utilization: float = Field(0.8, alias="targetUtilization", gt=0, le=1)
-    # None (unset, or "auto"): measured from the Deployment's pods, 180 s until measured.
+    """Accepted so that older ScaledObjects still parse, and no longer used: the headroom follows
+    from the TTFT objective (`scaler dry-run` warns)."""
     cold_start_seconds: float | None = Field(None, alias="coldStartSeconds", gt=0, le=MAX_COLD_START_SECONDS)
+    """Seconds from ordering a replica to its serving (image pull, weight load, warm-up): the lead of
+    every look-ahead. Unset or `auto`: measured from the Deployment's pods, 180 until 5 are; a
+    number overrides the measurement."""
     min_replicas: int = Field(1, alias="minReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
+    """The floor, never zero (0 is refused: this scaler never scales to zero); keep it equal to the
+    ScaledObject's `minReplicaCount`."""
     max_replicas: int = Field(100, alias="maxReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
+    """The most replicas asked for, at least `minReplicas`; keep it equal to `maxReplicaCount`."""
     prewarm_start: Cron | None = Field(None, alias="prewarmStart")
+    """When a pre-warm window opens, in `timezone` (`0 9 * * 1-5`: weekdays at 09:00); it pre-warms
+    one cold start earlier. Needs `prewarmEnd` and `prewarmReplicas`."""
     prewarm_end: Cron | None = Field(None, alias="prewarmEnd")
+    """When the window closes (`0 12 * * 1-5`), a schedule other than its start."""
     prewarm_replicas: int | None = Field(None, alias="prewarmReplicas", ge=1, le=MAX_REPLICAS_LIMIT)
+    """The replicas held while the window is open, at most `maxReplicas`."""
     prewarm_windows: tuple[PrewarmWindow, ...] = Field((), alias="prewarmWindows")
+    """More windows, a JSON list of up to 16 `{"start", "end", "replicas", "timezone"?}` (each zone
+    defaults to `timezone`); where several are open the largest wins."""
     timezone: TimeZone = "UTC"
+    """The zone the pre-warm schedules are read in, a name the tz database knows: `Asia/Shanghai`."""
     gpu_check: StrictBool = Field(True, alias="gpuCheck")
+    """Whether the GPU inventory clamps the target; only `true` or `false` (`yes`, `1`, `on` are
+    refused, not guessed)."""
     gpu_check_failure: Literal["open", "closed"] = Field("open", alias="gpuCheckFailure")
+    """While the GPU inventory is unknown: `open` lets the target through, `closed` holds scale-ups
+    at the current replicas."""
     gpus_per_replica: int | None = Field(None, alias="gpusPerReplica", ge=1, le=64)
+    """GPUs one replica holds (`2` for tensor parallelism 2). Unset: read from the Deployment."""
     max_pending_replicas: int = Field(0, alias="maxPendingReplicas", ge=0, le=MAX_REPLICAS_LIMIT)
+    """Replicas the GPU check lets wait Pending beyond the free GPUs, at most `maxReplicas`: `2`
+    lets a node autoscaler see two Pending pods."""
     max_staleness_seconds: float = Field(300.0, alias="maxStalenessSeconds", gt=0, le=86400)
+    """Seconds without live inputs after which `GetMetrics` answers `UNAVAILABLE`, so that the
+    ScaledObject's `fallback` takes over."""
     ttft_objective_seconds: float = Field(2.0, alias="ttftObjectiveSeconds", gt=0, le=600)
+    """The time to first token, in seconds, the load signal sizes for and alerts and reports compare
+    against."""
     ttft_objective_percentile: float = Field(99.5, alias="ttftObjectivePercentile", ge=50, lt=100)
-    # Inter-token latency objective (unset: not used): the batch a replica may run is sized by it.
+    """The share of first tokens, in percent, that must come within `ttftObjectiveSeconds`; the rest
+    is the load signal's budget of late ones (`99`: 1%)."""
     itl_objective_seconds: float | None = Field(None, alias="itlObjectiveSeconds", gt=0, le=60)
-    # engine: custom: each input from a PromQL expression of your own, summed over its result.
+    """The gap between two tokens of a sequence (`0.05`): a replica runs no more sequences than keep
+    its inter-token latency at `ttftObjectivePercentile` within it. Unset: not used."""
     queue_query: CustomQuery | None = Field(None, alias="queueQuery")
+    """With `engine: custom` only, and then required: the requests waiting, a PromQL expression summed
+    over its result, e.g. `sum(my_server_queue{model="llama"})`."""
     running_query: CustomQuery | None = Field(None, alias="runningQuery")
+    """With `engine: custom` only: the requests running."""
     prompt_tokens_query: CustomQuery | None = Field(None, alias="promptTokensQuery")
+    """With `engine: custom` only: prompt tokens per second, e.g.
+    `sum(rate(my_server_prompt_tokens_total[1m]))`."""
     generation_tokens_query: CustomQuery | None = Field(None, alias="generationTokensQuery")
+    """With `engine: custom` only: generated tokens per second."""
     kv_cache_query: CustomQuery | None = Field(None, alias="kvCacheQuery")
+    """With `engine: custom` only: the KV cache's usage, 0 to 1, the mean over replicas."""
     ttft_p95_query: CustomQuery | None = Field(None, alias="ttftP95Query")
+    """With `engine: custom` only: the TTFT's 95th percentile, in seconds."""
     ttft_p99_query: CustomQuery | None = Field(None, alias="ttftP99Query")
+    """With `engine: custom` only: the TTFT's 99th percentile, in seconds."""
 
     @field_validator("prewarm_windows", mode="before")
     @classmethod
@@ -466,10 +526,10 @@ def _problem_from_pydantic(error: Mapping[str, Any], raw: Mapping[str, str]) -> 
     if len(loc) > 1:
         message = f"at {'.'.join(str(p) for p in loc[1:])}: {message}"
     if error.get("type") == "extra_forbidden":
-        message = "unknown key (see the README's metadata reference)"
+        message = "unknown key (see docs/metadata.md)"
         guess = did_you_mean(key)
         if guess:
-            message = f'unknown key; did you mean "{guess}"? (see the README\'s metadata reference)'
+            message = f'unknown key; did you mean "{guess}"? (see docs/metadata.md)'
 
     hint = _RULE_HINTS.get(key)
     if hint and error.get("type") != "extra_forbidden":

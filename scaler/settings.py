@@ -81,7 +81,7 @@ def _env(field: str) -> Any:
 
 
 class Settings(BaseSettings):
-    """Server settings (``scaler serve --help``; README "Commands")."""
+    """Server settings (``scaler serve --help``; docs/cli.md)."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, extra="forbid", frozen=True, populate_by_name=True, case_sensitive=False

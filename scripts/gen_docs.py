@@ -1,27 +1,42 @@
 """Rewrite the generated docs: docs/metrics.md's table of input series from the input table
-(scaler.inputs, as model.INPUTS), and docs/cli.md, every command and flag, from the parsers.
+(scaler.inputs, as model.INPUTS), docs/metadata.md's table of keys from the metadata parser
+(scaler.config.TargetPolicy), and docs/cli.md, every command and flag, from the parsers.
 
-In docs/metrics.md the table between the two markers is generated and the rest is written by
-hand; docs/cli.md is generated whole (``cli_doc``). `./dev docs` runs this; `--check` only says
-whether the files are current (exit 1 if not). tests/test_inputs.py and tests/test_cli_doc.py
-fail when a file and its source disagree.
+In docs/metrics.md and docs/metadata.md the table between two markers is generated and the rest
+is written by hand; docs/cli.md is generated (``cli_doc``) down to a marker, below which its
+hand-written part is kept. `./dev docs` runs this; `--check` only says whether the files
+are current (exit 1 if not). tests/test_inputs.py,
+tests/test_metadata_doc.py and tests/test_cli_doc.py fail when a file and its source disagree.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import types
+import typing
 from pathlib import Path
+from typing import Any
 
-from scaler import cliargs
+import annotated_types
+from pydantic import AfterValidator, BeforeValidator
+from pydantic.fields import FieldInfo
+
+from scaler import cliargs, config
 from scaler.cli import build_parser
 from scaler.model import INPUTS
 from scaler.outputs.series import TARGET_LABELS
+from scaler.presets import Kind, choices
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
-CLI_DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOC = DOCS / "metrics.md"
+METADATA_DOC = DOCS / "metadata.md"
+CLI_DOC = DOCS / "cli.md"
 BEGIN = "<!-- begin inputs: generated from scaler.model.INPUTS by ./dev docs -->"
 END = "<!-- end inputs -->"
+HAND_WRITTEN = "<!-- written by hand from here on: ./dev docs keeps it -->"
+KEYS_BEGIN = "<!-- begin keys: generated from scaler.config.TargetPolicy by ./dev docs -->"
+KEYS_END = "<!-- end keys -->"
 
 
 def input_table() -> list[str]:
@@ -37,11 +52,121 @@ def input_table() -> list[str]:
 
 def render(text: str) -> str:
     """``text`` (docs/metrics.md) with the generated table in place of what is between the markers."""
-    head, sep, rest = text.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
+    return _between(text, BEGIN, END, input_table(), "docs/metrics.md")
+
+
+def _between(text: str, begin: str, end: str, lines: list[str], name: str) -> str:
+    head, sep, rest = text.partition(begin)
+    _, sep2, tail = rest.partition(end)
     if not sep or not sep2:
-        raise ValueError(f"docs/metrics.md lacks the markers {BEGIN!r} ... {END!r}")
-    return "\n".join([head + BEGIN, *input_table(), END + tail])
+        raise ValueError(f"{name} lacks the markers {begin!r} ... {end!r}")
+    return "\n".join([head + begin, *lines, end + tail])
+
+
+# How a value is written, for the metadata's own types (scaler.config), by the validator they carry.
+VALUE_TYPES: tuple[tuple[Any, str], ...] = (
+    (config.Cron, "5-field cron"),
+    (config.TimeZone, "IANA zone name"),
+    (config.StrictBool, "`true` | `false`"),
+    (config.CustomQuery, "PromQL"),
+)
+# How a value is written, for the keys whose field validator (scaler.config, by name) reads it.
+FIELD_VALIDATOR_TYPES = {
+    "_address": "URL",
+    "_selector": "PromQL label matchers",
+    "_role_selector": "label name",
+    "_auto_cold_start": "number, or `auto`",
+}
+BOUNDS = ((annotated_types.Gt, "gt", ">"), (annotated_types.Ge, "ge", ">="))
+BOUNDS_ABOVE = ((annotated_types.Lt, "lt", "<"), (annotated_types.Le, "le", "<="))
+
+
+def _inner(info: FieldInfo) -> tuple[Any, list[Any]]:
+    """A field's type without ``| None``, and every constraint and validator on it (the field's
+    own, and those of an ``Annotated`` alias inside the union)."""
+    annotation, found = info.annotation, list(info.metadata)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        (annotation,) = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation, *extra = typing.get_args(annotation)
+        for item in extra:
+            found += item.metadata if isinstance(item, FieldInfo) else [item]
+    return annotation, found
+
+
+def _validators(found: list[Any]) -> list[Any]:
+    return [m.func for m in found if isinstance(m, AfterValidator | BeforeValidator)]
+
+
+def key_value(name: str, info: FieldInfo) -> str:
+    """How a key's value is written: the registry's choices, a literal's, a named type, or its kind."""
+    if name in {kind.value for kind in Kind}:
+        return " | ".join(f"`{c}`" for c in choices(Kind(name)))
+    for decorator, text in FIELD_VALIDATOR_TYPES.items():
+        if name in config.TargetPolicy.__pydantic_decorators__.field_validators[decorator].info.fields:
+            return text
+    annotation, found = _inner(info)
+    funcs = _validators(found)
+    for alias, text in VALUE_TYPES:
+        if set(_validators(list(alias.__metadata__))) <= set(funcs):
+            return text
+    if typing.get_origin(annotation) is typing.Literal:
+        return " | ".join(f"`{c}`" for c in typing.get_args(annotation))
+    if typing.get_origin(annotation) is tuple:
+        return "JSON list"
+    return {str: "text", float: "number", int: "integer", bool: "`true` | `false`"}[annotation]
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+def key_rule(info: FieldInfo) -> str:
+    """A key's bounds (``> 0, <= 1``) and lengths, from the field's constraints."""
+    _, found = _inner(info)
+    said = []
+    for bounds in (BOUNDS, BOUNDS_ABOVE):
+        for kind, attr, sign in bounds:
+            said += [f"{sign} {_number(getattr(m, attr))}" for m in found if isinstance(m, kind)]
+    least = [m.min_length for m in found if isinstance(m, annotated_types.MinLen)]
+    most = [m.max_length for m in found if isinstance(m, annotated_types.MaxLen)]
+    if most:
+        said.append(f"{f'{least[0]} to ' if least else 'at most '}{_number(most[0])} characters")
+    return ", ".join(said)
+
+
+def key_default(info: FieldInfo) -> str:
+    """A key's default as the metadata would write it: unset, empty, none, or the value."""
+    value = info.default
+    if value is None:
+        return "unset"
+    if value in ("", ()):
+        return "empty" if value == "" else "none"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, float):
+        return f"`{_number(value).replace(',', '')}`"
+    return f"`{value}`"
+
+
+def metadata_table() -> list[str]:
+    """docs/metadata.md's table: a row per key of ``TargetPolicy``, in the order it declares them,
+    with how its value is written, its default, its bounds and its docstring; then KEDA's keys."""
+    rows = ["| key | value | default | bounds | meaning |", "|---|---|---|---|---|"]
+    for name, info in config.TargetPolicy.model_fields.items():
+        if not info.description:
+            raise ValueError(f"TargetPolicy.{name} has no docstring: it is its key's description")
+        meaning = " ".join(info.description.split())
+        key = f"`{info.alias or name}`"
+        row = [key, key_value(name, info), key_default(info), key_rule(info), meaning]
+        rows.append("| " + " | ".join(_cell(cell) for cell in row) + " |")
+    keda = ", ".join(f"`{k}`" for k in sorted(config.KEDA_KEYS))
+    return [*rows, "", f"KEDA's own keys, accepted and ignored (never logged): {keda}."]
+
+
+def render_metadata(text: str) -> str:
+    """``text`` (docs/metadata.md) with the generated table in place of what is between the markers."""
+    return _between(text, KEYS_BEGIN, KEYS_END, metadata_table(), "docs/metadata.md")
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -80,13 +205,14 @@ def flags(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     ]
 
 
-def cli_doc() -> str:
+def cli_doc(text: str = "") -> str:
     """docs/cli.md: the grammar, then per command its description, a row per flag (value,
-    default, meaning) and the old spellings it still accepts."""
+    default, meaning) and the old spellings it still accepts; then the hand-written part of
+    ``text`` (the file as it is), from ``HAND_WRITTEN`` on, kept as it is."""
     intro = (cliargs.__doc__ or "").split("\n\n", 1)[1].strip().replace("``", "`")
     lines = [
-        "<!-- generated from the parsers (scaler/cli.py and each command's add_parser) by ./dev docs;"
-        " edit them, not this file -->",
+        "<!-- generated from the parsers (scaler/cli.py and each command's add_parser) by ./dev docs,"
+        " down to the hand-written part: edit them, not this part -->",
         "# The command line",
         "",
         "Every command of `scaler`, each flag with how its value is written, its default and what it"
@@ -121,22 +247,24 @@ def cli_doc() -> str:
         if old:
             said = "; ".join(f"`{o}` is `{n}`" for o, n in old)
             lines += ["", f"Old spellings, accepted until the next release with a `deprecated` line: {said}."]
-    return "\n".join(lines) + "\n"
+    kept = text.partition(HAND_WRITTEN)[2].lstrip("\n")
+    return "\n".join([*lines, "", HAND_WRITTEN, "", ""]) + kept
 
 
 def main(argv: list[str]) -> int:
     """Write the generated docs (or with ``--check``, exit 1 when one is out of date)."""
-    text = DOC.read_text()
-    new = render(text)
-    cli = cli_doc()
+    metrics, metadata = DOC.read_text(), METADATA_DOC.read_text()
+    docs = {DOC: (metrics, render(metrics)), METADATA_DOC: (metadata, render_metadata(metadata))}
+    cli = _read(CLI_DOC)
+    docs[CLI_DOC] = (cli, cli_doc(cli))
     if "--check" in argv:
-        stale = [p.name for p, old, now in ((DOC, text, new), (CLI_DOC, _read(CLI_DOC), cli)) if old != now]
+        stale = [path.name for path, (old, now) in docs.items() if old != now]
         if stale:
             print(f"docs/{' and docs/'.join(stale)} out of date: run ./dev docs", file=sys.stderr)
             return 1
         return 0
-    DOC.write_text(new)
-    CLI_DOC.write_text(cli)
+    for path, (_, now) in docs.items():
+        path.write_text(now)
     return 0
 
 

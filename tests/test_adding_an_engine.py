@@ -1,4 +1,4 @@
-"""The README's "Adding an engine", walked: its example preset, registered as it says, reaches the
+"""docs/engines.md's "Adding an engine", walked: its example preset, registered as it says, reaches the
 metadata, scaler convert, scaler doctor and the simulated exporter (read back by a real
 Prometheus), and is gone from all four once unregistered."""
 
@@ -24,22 +24,22 @@ from tests.helpers import eventually
 
 pytestmark = pytest.mark.prometheus  # a real Prometheus scrapes the new engine's simulated fleet
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+GUIDE = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text()
 NS = "inference"
 
 
-def readme_example() -> str:
-    """The Python block of the README's "Adding an engine" section."""
-    section = README.split("### Adding an engine", 1)[1].split("\n## ", 1)[0]
+def guide_example() -> str:
+    """The Python block of docs/engines.md's "Adding an engine" section."""
+    section = GUIDE.split("\n## Adding an engine\n", 1)[1].split("\n## ", 1)[0]
     found = re.search(r"```python\n(.*?)```", section, re.S)
     assert found, "the section has no Python example"
     return found[1]
 
 
 def register_the_example() -> Preset:
-    """Run the README's example as written; the preset it registered."""
+    """Run the guide's example as written; the preset it registered."""
     before = set(PRESETS)
-    exec(readme_example(), {})  # the README's own example, run as a user would
+    exec(guide_example(), {})  # the guide's own example, run as a user would
     (name,) = set(PRESETS) - before
     return PRESETS[name]
 
@@ -79,10 +79,10 @@ def doctor(tmp_path: Path, image: str, capsys: pytest.CaptureFixture[str]) -> li
     return findings
 
 
-def test_the_readme_s_engine_reaches_config_convert_doctor_and_the_simulator(
+def test_the_guide_s_engine_reaches_config_convert_doctor_and_the_simulator(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Step 2 of the README, each claim checked; then, unregistered, none of it holds."""
+    """Step 2 of the guide, each claim checked; then, unregistered, none of it holds."""
     require_prometheus()
     preset = register_the_example()
     name = preset.name

@@ -401,9 +401,7 @@ def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
     assert external(yaml.safe_load(captured.out))["scalerAddress"] == "scaler.example:9090"
     lines = captured.err.splitlines()
     assert lines[0].startswith("llama-70b-published: changed triggers[0] (prometheus): became engine: vllm")
-    assert (
-        len(lines) == 11
-    )  # one per change and per field kept, as the README's "From a KEDA configuration" shows
+    assert len(lines) == 11  # one per change and per field kept, as docs/convert.md shows
     assert main(["convert", str(tmp_path / "missing.yaml")]) == 2
     assert "scaler convert: error:" in capsys.readouterr().err
 

@@ -1,4 +1,4 @@
-"""The README's pre-apply check, as a user runs it from a laptop: ``scaler convert`` writes the
+"""docs/deploy.md's pre-apply check, as a user runs it from a laptop: ``scaler convert`` writes the
 cluster's own Prometheus (``prometheusAddress`` from ``serverAddress``), and ``scaler dry-run
 --scaledobject converted.yaml --prometheus URL --once`` reads the Prometheus given on the
 command line, saying that it overrides the written one (issue 31.1)."""
@@ -18,7 +18,7 @@ from tests.conftest import require_prometheus
 pytestmark = pytest.mark.prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+DEPLOY = (ROOT / "docs" / "deploy.md").read_text()
 IN_CLUSTER = "http://prometheus-operated.monitoring:9090"  # unreachable from here, as from a laptop
 PLAIN = f"""\
 apiVersion: keda.sh/v1alpha1
@@ -41,16 +41,16 @@ spec:
 
 
 def scaler(*args: str) -> subprocess.CompletedProcess[str]:
-    """``scaler ARGS`` in a subprocess, as the README runs it."""
+    """``scaler ARGS`` in a subprocess, as the deploy guide runs it."""
     return subprocess.run(
         [sys.executable, "-m", "scaler", *args], capture_output=True, text=True, timeout=90, check=False
     )
 
 
-def test_the_readme_quotes_the_check() -> None:
+def test_the_deploy_guide_quotes_the_check() -> None:
     """Deploy step 3 names the check this test runs."""
-    step = README.split("3. Apply the ScaledObject", 1)[1].split("\n4. ", 1)[0]
-    assert "`scaler dry-run --scaledobject SO.yaml\n   --prometheus URL --once`" in step
+    step = DEPLOY.split("3. Apply the ScaledObject", 1)[1].split("\n4. ", 1)[0]
+    assert "`scaler dry-run --scaledobject SO.yaml --prometheus URL --once`" in " ".join(step.split())
 
 
 def test_dry_run_on_convert_s_output_reads_the_prometheus_given(

@@ -151,7 +151,7 @@ def test_presets_read_inputs_and_readings_only() -> None:
 
 
 def test_a_family_written_with_plain_strings_reads_the_members() -> None:
-    """A preset written as the README's example does (``Family("ttft", ...)``) keys its families by
+    """A preset written as docs/engines.md's example does (``Family("ttft", ...)``) keys its families by
     the enum all the same, so the Observation builder finds its histogram."""
     assert Family("ttft", "sum by ({by}) (rate(x_bucket[{window}]))", Combine.HISTOGRAM).field is Reading.TTFT
     assert Family("queue_waiting", "sum by ({by}) (x)").field is Input.QUEUE_WAITING

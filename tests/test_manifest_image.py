@@ -27,9 +27,9 @@ pytestmark = pytest.mark.e2e  # every test renders with kubectl in a subprocess
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
-README = (ROOT / "README.md").read_text()
-REGISTRY = "registry.test:5000/inference"  # stands for the README's REGISTRY
-TAG = "1.2.3-rc.1"  # stands for the README's tag
+DEPLOY = (ROOT / "docs" / "deploy.md").read_text()
+REGISTRY = "registry.test:5000/inference"  # stands for the deploy guide's REGISTRY
+TAG = "1.2.3-rc.1"  # stands for the deploy guide's tag
 GIVEN = f"{REGISTRY}/llm-gpu-scaler:{TAG}"
 # The sets that install the scaler; the example installs a vLLM workload, grafana a ConfigMap.
 SCALER_SETS = {".", "base", "with-monitoring"}
@@ -67,9 +67,10 @@ def manifest_sets(root: Path) -> list[str]:
     )
 
 
-def readme_step() -> tuple[str, list[dict[str, str]]]:
-    """The README deploy step's file and ``images:`` entry, the test's registry and tag for the user's."""
-    section = README[README.index("## Deploying and observing") :]
+def guide_step() -> tuple[str, list[dict[str, str]]]:
+    """docs/deploy.md's install step's file and ``images:`` entry, the test's registry and tag for
+    the user's."""
+    section = DEPLOY[DEPLOY.index("## Install\n") :]
     section = section[: section.index("\n## ", 1)]
     blocks = [textwrap.dedent(b) for b in re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)]
     (block,) = [b for b in blocks if "\nimages:\n" in b]
@@ -80,9 +81,9 @@ def readme_step() -> tuple[str, list[dict[str, str]]]:
     return path, entry
 
 
-def take_the_readme_step(root: Path) -> None:
-    """The README's step in the clone at ``root``: its images: entry in the file it names."""
-    path, entry = readme_step()
+def take_the_guide_s_step(root: Path) -> None:
+    """The deploy guide's step in the clone at ``root``: its images: entry in the file it names."""
+    path, entry = guide_step()
     kustomization = yaml.safe_load((root / path).read_text())
     kustomization["images"] = entry
     (root / path).write_text(yaml.safe_dump(kustomization, sort_keys=False))
@@ -90,14 +91,14 @@ def take_the_readme_step(root: Path) -> None:
 
 @pytest.fixture
 def copied(tmp_path: Path) -> Path:
-    """A copy of manifests/ in a clone of the test's, for the test to edit as the README says."""
+    """A copy of manifests/ in a clone of the test's, for the test to edit as the guide says."""
     return Path(shutil.copytree(MANIFESTS, tmp_path / "manifests"))
 
 
-def test_every_set_renders_the_image_the_readme_step_gave(copied: Path) -> None:
-    """After the README's step, every set that installs the scaler runs the given image, and only there."""
+def test_every_set_renders_the_image_the_guide_s_step_gave(copied: Path) -> None:
+    """After the guide's step, every set that installs the scaler runs the given image, and only there."""
     before = {name: sorted(images(render(copied / name))) for name in manifest_sets(copied)}
-    take_the_readme_step(copied.parent)
+    take_the_guide_s_step(copied.parent)
     after = {name: sorted(images(render(copied / name))) for name in manifest_sets(copied)}
     assert set(after) >= SCALER_SETS | {"example", "grafana"}, "every set is rendered"
     for name, found in after.items():
@@ -111,11 +112,11 @@ def test_every_set_renders_the_image_the_readme_step_gave(copied: Path) -> None:
 
 @pytest.mark.parametrize("resource", ["manifests", "manifests/with-monitoring"])
 def test_an_overlay_of_ones_own_sets_the_image_the_same_way(tmp_path: Path, resource: str) -> None:
-    """The README's images: entry in an overlay of one's own that lists a set renders the given image."""
+    """The guide's images: entry in an overlay of one's own that lists a set renders the given image."""
     shutil.copytree(MANIFESTS, tmp_path / "manifests")
     overlay = tmp_path / "my-scaler"
     overlay.mkdir()
-    kustomization = {"resources": [f"../{resource}"], "images": readme_step()[1]}
+    kustomization = {"resources": [f"../{resource}"], "images": guide_step()[1]}
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     assert set(images(render(overlay))) == {GIVEN}
 

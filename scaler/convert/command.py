@@ -25,8 +25,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Rewrite a ScaledObject with plain KEDA triggers (prometheus, cron) as one external"
         " trigger for this scaler, printing each change and why: every key is carried (the report says"
         " where), or dropped with its reason. A key KEDA does not accept (a misspelled trigger key or"
-        " ScaledObject field) is an error naming the key meant, exit status 2, unless --force (README:"
-        " From a KEDA configuration).",
+        " ScaledObject field) is an error naming the key meant, exit status 2, unless --force"
+        " (docs/convert.md).",
     )
     p.add_argument(
         "scaledobject",

@@ -165,7 +165,7 @@ class Triggers:
         if self.queue_from is None:
             raise ConvertError(
                 "no prometheus trigger to take the queue from: write the external trigger by hand"
-                " (README, trigger metadata)"
+                " (docs/metadata.md)"
             )
         if len(self.windows) == 1:
             _, w, _ = self.windows[0]
@@ -263,7 +263,7 @@ class Triggers:
             if _reads_a_pooled_queue(query):
                 self.out.warnings.append(
                     f"{where}: the query reads a router's queue but names no one pool: write router and"
-                    " inferencePool by hand to read it as the router's queue (README, A router in front)"
+                    " inferencePool by hand to read it as the router's queue (docs/engines.md)"
                 )
         for name, removal in removed_in(query):
             self.out.warnings.append(

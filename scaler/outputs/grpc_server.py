@@ -63,7 +63,8 @@ class GrpcServer:
     """gRPC's threaded server with the scaler, health and reflection services.
 
     The threaded server, not grpc.aio: under the load test's bursts of 200 concurrent
-    RPCs its p99 was about a quarter lower than the aio server's (README, Architecture).
+    RPCs its p99 was about a quarter lower than the aio server's (docs/architecture.md,
+    "Design choices").
     ``start`` and ``stop`` are coroutines of the runtime's event loop, which the RPC
     threads hand registrations and first decisions to.
     """

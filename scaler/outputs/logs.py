@@ -2,7 +2,7 @@
 
 ``configure`` builds a logger and returns it; nothing is configured at import.
 Metadata values are never logged: only the namespace, the ScaledObject name and
-the decision itself (see the README's "What is logged").
+the decision itself (see docs/deploy.md, "What is logged").
 """
 
 from __future__ import annotations

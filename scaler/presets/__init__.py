@@ -8,7 +8,7 @@ the upstream removed. Everything that knows an engine reads it here: the metadat
 choices (``scaler.config``), ``scaler convert``'s queue metrics (``queue_read``),
 ``scaler doctor``'s image patterns and removed names, and the simulated exporters
 (``scaler.sim``), which serve each preset's families. Adding an engine is one preset
-passed to ``register`` (README, "Adding an engine").
+passed to ``register`` (docs/engines.md, "Adding an engine").
 
 The modules: ``registry`` (families, presets, the registry), ``engines`` and ``routers``
 (the built-in presets, each metric name with its upstream file), ``queries`` (what a user's
