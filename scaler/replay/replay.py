@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from scaler.coldstart import measure as measure_cold_start
 from scaler.inputs import Input, Reading
+from scaler.presets.engines import VLLM_TTFT_BUCKETS
 from scaler.readings import Readings
 from scaler.replay.cluster import Cluster, ClusterConfig, ServingPod
 from scaler.replay.keda import PodSeries
@@ -42,11 +43,7 @@ from scaler.replay.trace import Trace
 
 RATE_WINDOW_S = 60  # rate(...[1m])
 WARMUP_S = 600.0
-# vLLM's vllm:time_to_first_token_seconds buckets (vllm/v1/metrics/loggers.py), +Inf last.
-TTFT_BUCKETS = (
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
-    2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0, math.inf,
-)  # fmt: skip
+TTFT_BUCKETS = (*VLLM_TTFT_BUCKETS, math.inf)  # vLLM's vllm:time_to_first_token_seconds buckets, +Inf last
 HIST_BIN_S = 5  # time resolution of the simulated TTFT histogram
 
 

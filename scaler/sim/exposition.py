@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from scaler.presets import Family, Preset, Select, Selector
@@ -33,6 +33,32 @@ class Simulated:
     value: float  # a gauge's value, a counter's total, or a histogram's _sum (seconds)
     count: float = 0.0  # a histogram's observations (_count)
     buckets: tuple[tuple[float, float], ...] = ()  # a histogram's (upper bound in s, cumulative count)
+
+
+@dataclass(slots=True)
+class Observed:
+    """A histogram a simulated server observes into: ``n`` observations of one value at a time,
+    counted in every bucket whose upper bound (``bounds``, seconds, +Inf left out) holds it."""
+
+    bounds: tuple[float, ...]
+    count: float = 0.0  # _count
+    total: float = 0.0  # _sum
+    buckets: list[float] = field(init=False)  # cumulative, one per bound
+
+    def __post_init__(self) -> None:
+        self.buckets = [0.0] * len(self.bounds)
+
+    def observe(self, value: float, n: float) -> None:
+        """``n`` observations (a rate times a span: fractional) of ``value``."""
+        self.count += n
+        self.total += n * value
+        for i, bound in enumerate(self.bounds):
+            if value <= bound:
+                self.buckets[i] += n
+
+    def simulated(self) -> Simulated:
+        """The histogram as the exposition writes it."""
+        return Simulated(self.total, self.count, tuple(zip(self.bounds, self.buckets, strict=True)))
 
 
 def default_generations(preset: Preset) -> tuple[str, ...]:

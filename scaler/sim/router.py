@@ -14,13 +14,21 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scaler.flowcontrol import pool_saturation
 from scaler.inputs import Input, Reading
 from scaler.presets import ROUTERS
-from scaler.sim.exposition import Exposition, MetricsServer, Simulated, default_generations, write_preset
-from scaler.sim.fleet import TTFT_BUCKETS, PodLoad
+from scaler.presets.engines import VLLM_TTFT_BUCKETS
+from scaler.sim.exposition import (
+    Exposition,
+    MetricsServer,
+    Observed,
+    Simulated,
+    default_generations,
+    write_preset,
+)
+from scaler.sim.fleet import PodLoad
 
 
 def saturation_of(pods: Iterable[PodLoad]) -> float:
@@ -39,13 +47,6 @@ class RouterLoad:
     stale_endpoints: int = 0  # llm-d: endpoints whose metrics are stale
     requests_per_s: float = 0.0  # first tokens per second the router sees
     ttft_seconds: float = 0.05  # the TTFT users see: router queue included
-
-
-@dataclass
-class _Counters:
-    requests_total: float = 0.0
-    ttft_sum: float = 0.0
-    ttft_buckets: list[float] = field(default_factory=lambda: [0.0] * len(TTFT_BUCKETS))
 
 
 class SimulatedRouter:
@@ -69,7 +70,7 @@ class SimulatedRouter:
         self.generations = generations or default_generations(preset)
         self.clock = clock
         self.load = RouterLoad()
-        self._counters = _Counters()
+        self._ttft = Observed(VLLM_TTFT_BUCKETS)  # the TTFT the router measures
         self._last = clock()
         self._lock = threading.Lock()
         self._http = MetricsServer(self.render)
@@ -84,26 +85,18 @@ class SimulatedRouter:
         now = self.clock()
         n = self.load.requests_per_s * max(0.0, now - self._last)
         self._last = now
-        c = self._counters
-        c.requests_total += n
-        c.ttft_sum += n * self.load.ttft_seconds
-        for i, bound in enumerate(TTFT_BUCKETS):
-            if self.load.ttft_seconds <= bound:
-                c.ttft_buckets[i] += n
+        self._ttft.observe(self.load.ttft_seconds, n)
 
     def render(self) -> str:
         """The Prometheus text exposition, named as the router names it."""
         with self._lock:
             self._advance()
-            c, load = self._counters, self.load
-            ttft = Simulated(
-                c.ttft_sum, c.requests_total, tuple(zip(TTFT_BUCKETS, c.ttft_buckets, strict=True))
-            )
+            load = self.load
             values: dict[str, Simulated] = {
                 Input.ROUTER_QUEUE_WAITING: Simulated(load.queued),
                 Input.ROUTER_SATURATION: Simulated(load.saturation),
                 Reading.ROUTER_STALE_ENDPOINTS: Simulated(load.stale_endpoints),
-                Reading.ROUTER_TTFT: ttft,
+                Reading.ROUTER_TTFT: self._ttft.simulated(),
             }
             out = Exposition()
             # A queue labelled by the workers it routes to (Dynamo's worker_type): queued waits for a
