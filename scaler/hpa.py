@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 from scaler.errors import InputError
 from scaler.model import HpaStatus
+from scaler.quantity import parse_quantity
 
 METRIC_NAME = "llm-inference-replicas"  # the external metric this scaler serves (KEDA prefixes s<i>-)
 DEFAULT_TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance, the default
@@ -119,20 +120,13 @@ def landing_step_down(current: int, tolerance: float = DEFAULT_TOLERANCE) -> int
 
 
 def quantity(value: Any) -> float | None:
-    """A resource.Quantity as the HPA's tolerance is written ("0", 0.05, "50m"); None if unreadable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value) if value >= 0 else None
-    if isinstance(value, str):
-        text = value.strip()
-        scale = 1e-3 if text.endswith("m") else 1.0
-        try:
-            number = float(text[:-1] if scale != 1.0 else text) * scale
-        except ValueError:
-            return None
-        return number if number >= 0 and math.isfinite(number) else None
-    return None
+    """A resource.Quantity as the HPA's tolerance is written ("0", "50m", 0.05), as a number; None if
+    unreadable. A string or a whole number is read as the API reads it (``scaler.quantity``); a
+    float (YAML's ``0.05``) is taken as it is."""
+    if isinstance(value, float):
+        return value if value >= 0 else None
+    amount = parse_quantity(value)
+    return None if amount is None else float(amount)
 
 
 # ---- reading one from the API --------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import Any
 
 from scaler.inventory import cel
 from scaler.inventory.fields import _freeze, _items, _obj, _str, _timestamp
-from scaler.inventory.quantities import parse_quantity
+from scaler.quantity import parse_quantity
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"  # <prefix><class>: any class as an extended resource
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # the scheduler's claims
