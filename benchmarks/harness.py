@@ -200,65 +200,50 @@ def scaledobjects(
 LOG_DECISIONS = os.environ.get("BENCH_LOG_DECISIONS", "all")
 
 
+def serve_command(port: int, metrics_port: int, *options: str) -> list[str]:
+    """The command line of the scaler under test: ``python -m scaler serve`` on loopback at ``port``,
+    its /metrics at ``metrics_port`` (0: none), with ``options``."""
+    return [
+        sys.executable,
+        "-m",
+        "scaler",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--metrics-port",
+        str(metrics_port),
+        *options,
+    ]
+
+
+def _start(command: list[str], port: int, log_path: Path) -> subprocess.Popen[bytes]:
+    """``command`` started, its output in ``log_path``, pinned to the server's core, once its gRPC
+    health check on ``port`` answers SERVING."""
+    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    pin(server=True, pid=proc.pid)
+    wait_serving(port)
+    return proc
+
+
 def start_scaler(
     prometheus_url: str, refresh_s: float, log_path: Path
 ) -> tuple[subprocess.Popen[bytes], int, int]:
+    """The scaler reading ``prometheus_url`` every ``refresh_s``, logging its decisions as JSON."""
     port, metrics_port = free_port(), free_port()
-    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scaler",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--metrics-port",
-            str(metrics_port),
-            "--prometheus",
-            prometheus_url,
-            "--refresh-interval",
-            f"{refresh_s:g}",
-            "--log-format",
-            "json",
-            "--log-decisions",
-            LOG_DECISIONS,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
+    command = serve_command(
+        port, metrics_port, "--prometheus", prometheus_url, "--refresh-interval", f"{refresh_s:g}"
     )
-    pin(server=True, pid=proc.pid)
-    wait_serving(port)
-    return proc, port, metrics_port
+    command += ["--log-format", "json", "--log-decisions", LOG_DECISIONS]
+    return _start(command, port, log_path), port, metrics_port
 
 
 def start_scaler_offline(log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
     """The scaler with no Prometheus or Kubernetes: decisions from metadata alone (floor, pre-warm)."""
     port = free_port()
-    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scaler",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--metrics-port",
-            "0",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
-    )
-    pin(server=True, pid=proc.pid)
-    wait_serving(port)
-    return proc, port
+    return _start(serve_command(port, 0), port, log_path), port
 
 
 def start_empty_server() -> tuple[subprocess.Popen[bytes], int]:
