@@ -424,7 +424,8 @@ def test_a_stranded_router_gauge_a_pod_not_scraped_and_what_the_scaler_reports(
     try:
         prometheus.set_targets([fleet.address, router.start(), scaler.start()])
         assert prometheus.wait_for(
-            "llm_d_epp_inflight_tokens and on() llm_scaler_inert and on() vllm:num_requests_running", timeout_s=30
+            "llm_d_epp_inflight_tokens and on() llm_scaler_inert and on() vllm:num_requests_running",
+            timeout_s=30,
         )
         objs = with_pods(healthy(), "vllm-0", "vllm-1", "vllm-llama-c")
         _, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
