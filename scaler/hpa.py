@@ -7,7 +7,7 @@
   simulated one (the replay's, the demo's) the same way.
 * **Its tolerance**: ``DEFAULT_TOLERANCE`` (written here only), the test on a usage ratio
   (``within_tolerance``), the tolerance a read HPA applies (``tolerances``), and the
-  smallest step that lands (``landing_step_up`` / ``landing_step_down``). The policy, the
+  smallest step up that lands (``landing_step_up``). The policy, the
   landing monitor, the decision trace and the model below all ask these.
 * **Its rules** (``Behavior``, ``Hpa``): the replay and the demo turn metrics into replicas
   with them.
@@ -105,18 +105,6 @@ def landing_step_up(current: int, tolerance: float = DEFAULT_TOLERANCE) -> int:
     while within_hpa_tolerance(target, current, (tolerance, tolerance)):
         target += 1
     return target
-
-
-def landing_step_down(current: int, tolerance: float = DEFAULT_TOLERANCE) -> int:
-    """The largest replica count below ``current`` that the HPA acts on (outside its tolerance).
-
-    *Example*: from 13, 12 is within 10% (12/13 = 0.92) and 11 is not (0.85): the smallest
-    step down that lands is to 11.
-    """
-    target = current - 1
-    while target > 1 and within_hpa_tolerance(target, current, (tolerance, tolerance)):
-        target -= 1
-    return max(1, target)
 
 
 def quantity(value: Any) -> float | None:

@@ -20,7 +20,6 @@ from scaler import landing
 from scaler.engine import Engine
 from scaler.hpa import (
     hpa_from_json,
-    landing_step_down,
     landing_step_up,
     quantity,
     tolerances,
@@ -303,11 +302,13 @@ def scrape(port: int) -> list[Any]:
     ],
 )
 def test_the_smallest_steps_that_land(current: int, tolerance: float, up: int, down: int) -> None:
-    """The smallest steps up and down from ``current`` fall outside the HPA's tolerance."""
+    """The smallest steps up and down from ``current`` fall outside the HPA's tolerance, every
+    count between them within it; the policy asks ``landing_step_up`` for the one up."""
     assert landing_step_up(current, tolerance) == up
-    assert landing_step_down(current, tolerance) == down
     for step in (up, down):
         assert not within_hpa_tolerance(step, current, (tolerance, tolerance))
+    for between in (*range(down + 1, current), *range(current + 1, up)):
+        assert within_hpa_tolerance(between, current, (tolerance, tolerance))
 
 
 @pytest.mark.parametrize(
