@@ -26,7 +26,7 @@ in the order the driver publishes them).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -161,11 +161,6 @@ class DeviceClass:
     selectors: tuple[str, ...] = ()
     extended_resource_name: str | None = None
     created_at: float | None = None
-
-    @property
-    def implicit_resource(self) -> str:
-        """``deviceclass.resource.kubernetes.io/<name>``: every class serves this extended resource."""
-        return IMPLICIT_PREFIX + self.name
 
 
 def deviceclass_from_json(obj: Mapping[str, Any]) -> DeviceClass:
@@ -425,11 +420,6 @@ def dra_inventory(
         problem=problem,
         matcher=matcher or ClassMatcher(),
     )
-
-
-def describe_requests(requests: Sequence[DeviceRequest]) -> str:
-    """Claim requests in words, e.g. ``2 gpu.nvidia.com + 1 mig.nvidia.com``."""
-    return " + ".join(r.describe() for r in requests)
 
 
 __all__ = [
