@@ -232,3 +232,39 @@ class MetricsServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class Exporter:
+    """A simulated server or router: ``/metrics`` over HTTP (``MetricsServer``) with what ``render``
+    writes, named as its ``preset`` names them, in the ``generations`` of names it writes; its
+    counters advance by ``clock`` under ``_lock``, from ``_last``."""
+
+    def __init__(
+        self, preset: Preset, model: str, generations: tuple[str, ...] | None, clock: Callable[[], float]
+    ) -> None:
+        self.preset = preset
+        self.model = model
+        # Which metric names it writes: the current, the older ("legacy": vLLM before 0.11
+        # wrote vllm:time_per_output_token_seconds), or both where the upstream writes both.
+        self.generations = generations or default_generations(preset)
+        self.clock = clock
+        self._last = clock()
+        self._lock = threading.Lock()
+        self._http = MetricsServer(self.render)
+
+    def render(self) -> str:
+        """The Prometheus text exposition, named as the preset's upstream names it."""
+        raise NotImplementedError
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve ``/metrics`` over HTTP from a daemon thread; returns the ``host:port`` it listens on."""
+        return self._http.start(host, port)
+
+    @property
+    def address(self) -> str:
+        """The ``host:port`` the server listens on; RuntimeError before ``start``."""
+        return self._http.address
+
+    def stop(self) -> None:
+        """Shut the metrics server down, if it runs."""
+        self._http.stop()

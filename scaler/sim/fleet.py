@@ -12,7 +12,6 @@ registered in a test included.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,14 +19,7 @@ from dataclasses import dataclass, field
 from scaler.inputs import Input, Reading
 from scaler.presets import DEFAULT_ENGINE, PRESETS, Combine
 from scaler.presets.engines import VLLM_ITL_BUCKETS, VLLM_TTFT_BUCKETS
-from scaler.sim.exposition import (
-    Exposition,
-    MetricsServer,
-    Observed,
-    Simulated,
-    default_generations,
-    write_preset,
-)
+from scaler.sim.exposition import Exporter, Exposition, Observed, Simulated, write_preset
 
 
 @dataclass
@@ -65,7 +57,7 @@ class _PodState:
     prefill_time_sum: float = 0.0
 
 
-class SimulatedFleet:
+class SimulatedFleet(Exporter):
     """Pods of one model in one namespace; ``engine`` picks the metric names."""
 
     def __init__(
@@ -79,22 +71,14 @@ class SimulatedFleet:
         preset = PRESETS.get(engine)
         if preset is None:
             raise ValueError(f"the simulator speaks {', '.join(PRESETS)}, not {engine!r}")
+        super().__init__(preset, model, generations, clock)
         self.namespace = namespace
-        self.model = model
         self.engine = engine
-        self.preset = preset
-        # Which metric names it writes: the current, the older ("legacy": vLLM before 0.11
-        # wrote vllm:time_per_output_token_seconds), or both where the upstream writes both.
-        self.generations = generations or default_generations(preset)
-        self.clock = clock
         self._pods: dict[str, _PodState] = {}
         # Labels the scrape's relabelling copies from each pod onto its series (a pod label such as
         # llm-d's role, llm-d.ai/role, arrives as llm_d_ai_role), or a server's own that differs
         # per pod (SGLang's engine_type): over the preset's.
         self.pod_labels: dict[str, dict[str, str]] = {}
-        self._last = clock()
-        self._lock = threading.Lock()
-        self._http = MetricsServer(self.render)
         self.scrapes = 0
         self.max_num_seqs = 256  # what Dynamo's frontend exports per replica
 
@@ -216,18 +200,3 @@ class SimulatedFleet:
             )
             out[name] = Simulated(sum(v.value for v in values) / n, sum(v.count for v in values) / n, buckets)
         return out
-
-    # ---- HTTP ----------------------------------------------------------------------------
-
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve ``/metrics`` over HTTP from a daemon thread; returns the ``host:port`` it listens on."""
-        return self._http.start(host, port)
-
-    @property
-    def address(self) -> str:
-        """The ``host:port`` the server listens on; RuntimeError before ``start``."""
-        return self._http.address
-
-    def stop(self) -> None:
-        """Shut the metrics server down, if it runs."""
-        self._http.stop()

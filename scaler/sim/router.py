@@ -11,7 +11,6 @@ served.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -20,14 +19,7 @@ from scaler.flowcontrol import pool_saturation
 from scaler.inputs import Input, Reading
 from scaler.presets import ROUTERS
 from scaler.presets.engines import VLLM_TTFT_BUCKETS
-from scaler.sim.exposition import (
-    Exposition,
-    MetricsServer,
-    Observed,
-    Simulated,
-    default_generations,
-    write_preset,
-)
+from scaler.sim.exposition import Exporter, Exposition, Observed, Simulated, write_preset
 from scaler.sim.fleet import PodLoad
 
 
@@ -49,7 +41,7 @@ class RouterLoad:
     ttft_seconds: float = 0.05  # the TTFT users see: router queue included
 
 
-class SimulatedRouter:
+class SimulatedRouter(Exporter):
     """A router of the registry (llm-d's endpoint picker, Dynamo's frontend), for one pool and model."""
 
     def __init__(
@@ -63,17 +55,11 @@ class SimulatedRouter:
         preset = ROUTERS.get(kind)
         if preset is None:
             raise ValueError(f"the simulated router is {' or '.join(ROUTERS)}, not {kind!r}")
+        super().__init__(preset, model, generations, clock)
         self.kind = kind
-        self.preset = preset
         self.pool = pool
-        self.model = model
-        self.generations = generations or default_generations(preset)
-        self.clock = clock
         self.load = RouterLoad()
         self._ttft = Observed(VLLM_TTFT_BUCKETS)  # the TTFT the router measures
-        self._last = clock()
-        self._lock = threading.Lock()
-        self._http = MetricsServer(self.render)
 
     def set_load(self, load: RouterLoad) -> None:
         """What the router reports from now on."""
@@ -118,16 +104,3 @@ class SimulatedRouter:
                     generations=self.generations,
                 )
             return out.text()
-
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve ``/metrics`` from a daemon thread; returns the ``host:port`` it listens on."""
-        return self._http.start(host, port)
-
-    @property
-    def address(self) -> str:
-        """The ``host:port`` the server listens on."""
-        return self._http.address
-
-    def stop(self) -> None:
-        """Shut the metrics server down."""
-        self._http.stop()
