@@ -272,11 +272,16 @@ def _objects(
         return scaler_so, load_scaledobject_model(path), "scaler/examples/baseline.yaml"
 
 
-def _from_prometheus(
-    args: argparse.Namespace, upstream: Upstream | None, policy: Any, progress: Progress
+def from_history(
+    args: argparse.Namespace,
+    upstream: Upstream | None,
+    policy: Any,
+    progress: Progress,
+    command: str = "scaler replay",
 ) -> Measured:
     """The history ``--prometheus`` holds for the policy's series, as a measured rate trace with the
-    replica measured from it; what it could not read, and what that does to the replay, on stderr."""
+    replica measured from it; what it could not read, and what that does to the replay, on stderr
+    (``command: limit: ...``)."""
     from scaler.replay.history import from_prometheus
 
     if upstream is None:
@@ -286,7 +291,7 @@ def _from_prometheus(
     )
     progress.close()
     for line in measured.limits:
-        print(f"scaler replay: limit: {line}", file=sys.stderr)
+        print(f"{command}: limit: {line}", file=sys.stderr)
     return measured
 
 
@@ -450,7 +455,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     objective = args.objective or policy.ttft_objective_seconds
     measured: Measured | None = None
     if args.prometheus:
-        measured = _from_prometheus(
+        measured = from_history(
             args, upstream, policy.model_copy(update={"ttft_objective_seconds": objective}), progress
         )
         start = measured.start
