@@ -165,6 +165,7 @@ def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
 PolicyType = Literal["Pods", "Percent"]
 SelectPolicy = Literal["Max", "Min", "Disabled"]
 MetricType = Literal["AverageValue", "Value"]
+Metric = tuple[float, float, MetricType]  # one trigger's metric as the HPA reads it: (value, target, type)
 
 
 class BehaviorError(InputError):
@@ -270,7 +271,7 @@ def metric_proposal(
 
 
 def desired(
-    metrics: Sequence[tuple[float, float, MetricType]], status_replicas: int, behavior: Behavior
+    metrics: Sequence[Metric], status_replicas: int, behavior: Behavior
 ) -> tuple[int, tuple[int, ...]]:
     """Rules 1 and 2: each metric's proposal under its direction's tolerance, and the largest.
 
@@ -372,27 +373,21 @@ class Hpa:
         now: float,
         spec_replicas: int,
         status_replicas: int,
-        metrics: Sequence[tuple[float, float, MetricType]],
+        metrics: Sequence[Metric],
     ) -> HpaStep:
         """One reconcile: metrics are (value, target, type) triples, one per trigger."""
         self.last = self._sync(now, spec_replicas, status_replicas, metrics)
         return self.last
 
-    def _sync(
-        self,
-        now: float,
-        spec_replicas: int,
-        status_replicas: int,
-        metrics: Sequence[tuple[float, float, MetricType]],
-    ) -> HpaStep:
+    def _sync(self, now: float, spec: int, status: int, metrics: Sequence[Metric]) -> HpaStep:
         self._prune(now)
-        if spec_replicas < self.min_replicas or spec_replicas > self.max_replicas:
-            bounded = min(max(spec_replicas, self.min_replicas), self.max_replicas)
-            self._record(now, spec_replicas, bounded)
-            return HpaStep(bounded, bounded, (), "min" if bounded > spec_replicas else "max")
+        if spec < self.min_replicas or spec > self.max_replicas:
+            bounded = min(max(spec, self.min_replicas), self.max_replicas)
+            self._record(now, spec, bounded)
+            return HpaStep(bounded, bounded, (), "min" if bounded > spec else "max")
         if not metrics:
-            return HpaStep(spec_replicas, spec_replicas, (), "")
-        wanted, proposals = desired(metrics, status_replicas, self.behavior)
+            return HpaStep(spec, spec, (), "")
+        wanted, proposals = desired(metrics, status, self.behavior)
 
         # Stabilization: the recommendation is stored, then bounded by the window's extremes.
         self._recommendations.append((now, wanted))
@@ -401,24 +396,24 @@ class Hpa:
         up_rec = min((r for t, r in self._recommendations if t > up_cut), default=wanted)
         down_rec = max((r for t, r in self._recommendations if t > down_cut), default=wanted)
         up_rec, down_rec = min(up_rec, wanted), max(down_rec, wanted)
-        target = spec_replicas
+        target = spec
         limited = ""
         target = max(target, up_rec)
         target = min(target, down_rec)
         if target != wanted:
             limited = "stabilization"
 
-        if target > spec_replicas:
-            limit = max(self._rate_limit(spec_replicas, now, up=True), spec_replicas)
+        if target > spec:
+            limit = max(self._rate_limit(spec, now, up=True), spec)
             allowed = min(self.max_replicas, limit)
             if target > allowed:
                 target, limited = allowed, ("max" if allowed == self.max_replicas else "scale_up_limit")
-        elif target < spec_replicas:
-            limit = min(self._rate_limit(spec_replicas, now, up=False), spec_replicas)
+        elif target < spec:
+            limit = min(self._rate_limit(spec, now, up=False), spec)
             allowed = max(self.min_replicas, limit)
             if target < allowed:
                 target, limited = allowed, ("min" if allowed == self.min_replicas else "scale_down_limit")
-        self._record(now, spec_replicas, target)
+        self._record(now, spec, target)
         return HpaStep(target, wanted, proposals, limited)
 
     def status(
