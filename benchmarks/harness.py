@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import multiprocessing
 import os
 import random
 import signal
@@ -20,9 +21,10 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -54,6 +56,25 @@ def trace_parser(doc: str | None, traces: Sequence[str]) -> argparse.ArgumentPar
     parser.add_argument("--quick", action="store_true", help="seed 0 only")
     parser.add_argument("--traces", nargs="+", default=list(traces), choices=traces)
     return parser
+
+
+def run_cells(
+    title: str,
+    jobs: Sequence[Any],
+    seeds: Sequence[int],
+    traces: Sequence[str],
+    cell: Callable[[Any], dict[str, Any]],
+    show: Callable[[dict[str, Any]], None],
+    workers: int,
+) -> list[dict[str, Any]]:
+    """A trace-replaying benchmark's cells: a heading, then ``cell`` run on each job in ``workers``
+    processes (a fresh one per cell), and each cell's table (``show``) in the order of ``jobs``."""
+    print(f"{title}: {len(jobs)} cells (traces {', '.join(traces)}; seeds {' '.join(map(str, seeds))})")
+    with multiprocessing.Pool(workers, maxtasksperchild=1) as pool:
+        cells = pool.map(cell, jobs, chunksize=1)
+    for one in cells:
+        show(one)
+    return cells
 
 
 def target_lines(title: str, checks: Sequence[tuple[bool, str]]) -> list[str]:
