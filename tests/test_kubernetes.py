@@ -28,7 +28,7 @@ from scaler.sources.kubernetes import (
     WorkloadState,
 )
 from tests import k8s_double as k8s
-from tests.helpers import eventually
+from tests.helpers import eventually, replica_counts
 from tests.k8s_double import KubeDouble
 
 NS = "inference"
@@ -213,17 +213,7 @@ def test_lists_pages_then_answers_from_the_cache(
     assert inventory.synced
     state = inventory.workload(NS, "llama")
     assert isinstance(state, WorkloadState)
-    assert (
-        state.current_replicas,
-        state.ready_replicas,
-        state.starting_replicas,
-        state.pending_replicas,
-    ) == (
-        3,
-        1,
-        1,
-        1,
-    )
+    assert replica_counts(state) == (3, 1, 1, 1)
     assert (state.gpus_per_replica, state.gpu_resource, state.gpu_schedulable_replicas) == (2, GPU, 3 + 3 + 4)
     assert state.explanation == (
         "Deployment inference/llama: 3 current (1 ready, 1 starting, 1 pending);"
