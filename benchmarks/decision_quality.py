@@ -262,6 +262,7 @@ ABLATIONS: tuple[tuple[str, str, Any], ...] = (
     ("phase times", "phase_times", False),  # as for an engine that exports no phase time
     ("saturation cause", "saturation_cause", False),  # waiting on every replica read as full batches
     ("slot cap", "slot_cap", False),  # the KV reading alone, where max_num_seqs binds first
+    ("dispatch model", "dispatch_model", False),  # one pooled queue, whatever the dispatch
     ("decode slowdown", "fit_min_spread", math.inf),  # never fitted (nor the ITL line)
     ("model bias", "model_bias", False),
     ("loosened bias", "loosen_bias", False),  # a pessimistic model is never loosened

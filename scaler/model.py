@@ -136,6 +136,9 @@ class Capacity:
     prefill_method: str = ""  # what the prefill rate was last read from (scaler.capacity.prefill)
     slots_method: str = ""  # which reading binds the slots (scaler.capacity.slots)
     saturation: str = "unsettled"  # why requests waited at this refresh (scaler.capacity.saturation)
+    # Whether the dispatch pools the replicas (one queue for the fleet), measured from how evenly
+    # they are loaded (scaler.capacity.dispatch); None until measured: sized as pooled.
+    pooled: bool | None = None
 
     @property
     def known(self) -> bool:
@@ -161,6 +164,8 @@ class Capacity:
             parts.append(f"prefill slows decoding by {self.decode_slowdown:.2f} of its busy share")
         if self.itl_slots is not None:
             parts.append(f"{self.itl_slots:,.0f} sequences within the ITL objective")
+        if self.pooled is False:
+            parts.append("each replica its own queue (a dispatch that does not pool them)")
         return "per replica: " + ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -177,6 +182,7 @@ class Capacity:
             "prefill_method": self.prefill_method,
             "slots_method": self.slots_method,
             "saturation": self.saturation,
+            "pooled": self.pooled,
         }
 
 

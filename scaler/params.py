@@ -53,6 +53,11 @@ class DeciderParams:
     """The least the model's bias (measured late share over modelled, ``scaler.engine``) is taken
     as: a model measured pessimistic for half an hour is loosened, but the objective's budget it
     sizes for is at most doubled, so a run of quiet windows cannot walk the fleet to its edge."""
+    pooled_spread: float = 0.5
+    """How unevenly the replicas may be loaded, in units of what a random dispatch gives (the
+    busiest replica's running count above the mean, over the Poisson scatter of the largest of N),
+    below which the fleet is read as one pooled queue (``scaler.capacity.dispatch``): halfway
+    between a least-loaded router (0) and a Kubernetes Service's random spread (1)."""
     prefill_bound_share: float = 0.8
     """Share of a replica's time its prefill is busy (the mean requests in prefill per Ready
     replica, ``scaler.capacity.saturation``) from which requests waiting on every replica are read
@@ -88,6 +93,9 @@ class DeciderParams:
     saturation_cause: bool = True
     """Name why requests wait before learning from it (off: requests waiting on every replica are
     read as full batches, whatever keeps them waiting)."""
+    dispatch_model: bool = True
+    """Size each replica as its own queue where the dispatch is measured not to pool (off: the
+    fleet is one pooled queue, whatever the dispatch)."""
     slot_cap: bool = True
     """Measure the engine's cap on the batch where it binds before the KV cache fills."""
     backlog_net: bool = True

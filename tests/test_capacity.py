@@ -344,3 +344,20 @@ def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teach
         ],
     )
     assert moving.capacity().slots_method == "KV cache usage"
+
+
+def test_the_dispatch_is_read_as_pooled_where_the_replicas_are_evenly_loaded_and_not_at_random() -> None:
+    """6 Ready replicas running 16 on average: the busiest at 17 is a least-loaded router's spread
+    (0.2 of a random one's), pooled; at 23, a random spread (1.37), each replica its own queue, and
+    the load signal sizes per replica. Without the busiest replica's count it stays unmeasured."""
+
+    def model(busiest: float | None) -> CapacityModel:
+        m = CapacityModel(parse_metadata({}))
+        extra: Any = {} if busiest is None else {"requests_running_max": busiest}
+        run(m, [steady(i, ready=6, running=96.0, kv=0.5, **extra) for i in range(12)])
+        return m
+
+    assert model(17.0).capacity().pooled is True
+    assert model(23.0).capacity().pooled is False
+    assert "each replica its own queue" in model(23.0).capacity().describe()
+    assert model(None).capacity().pooled is None

@@ -123,6 +123,7 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
         "prefill_method": "configured",
         "slots_method": "",
         "saturation": "unsettled",
+        "pooled": None,
     }
 
 

@@ -236,3 +236,27 @@ def test_equal_proposals_go_to_the_earliest_signal_of_the_table(
     assert decision.proposals[Signal.QUEUE] == 4
     assert decision.replicas == 4
     assert decision.binding is binding
+
+
+def test_a_fleet_that_does_not_pool_is_sized_as_a_queue_per_replica() -> None:
+    """The same demand needs more replicas where each replica is its own queue (a random dispatch)
+    than where one pooled queue serves it: 60 Erlangs of 12 s holds on 24 slots a replica."""
+    from scaler.capacity import CapacityModel  # noqa: F401 - the record's producer, for the reader
+    from scaler.config import parse_metadata
+    from scaler.demand import Demand
+    from scaler.forecast import Forecaster
+    from scaler.model import Capacity
+    from scaler.signals.load import need
+
+    policy = parse_metadata({"maxReplicas": "40"})
+    demand = Demand(0.0, 5.0, 5.0, 1000.0, 12.0, 5000.0, 60.0)
+    forecast = Forecaster()
+    forecast.update(0.0, 60.0, 180.0)
+    concurrency = forecast.forecast(0.995)
+    sizes = {}
+    for pooled in (True, False):
+        capacity = Capacity(20000.0, 24.0, "configured", "measured", 0, 10, None, None, pooled=pooled)
+        found = need(policy, capacity, demand, None, concurrency, "")
+        assert found is not None
+        sizes[pooled] = found.replicas
+    assert sizes[False] > sizes[True]

@@ -13,6 +13,8 @@ steps; each figure is its own module, with its formula and a worked example:
 * ``slots``: the batch slots, from the KV cache's usage, and the engine's cap where it binds
   first (read only at slot-bound refreshes), or an exported ``max_num_seqs``;
 * ``slowdown``, ``itl``: how prefill slows decoding, and the batch the ITL objective allows;
+* ``dispatch``: whether the requests' dispatch pools the replicas into one queue (a least-loaded
+  router) or leaves each its own (a Kubernetes Service, at random), from how evenly they are loaded;
 * ``estimate``: the running averages they are kept in.
 """
 

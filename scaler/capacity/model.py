@@ -8,6 +8,7 @@ learns from what it can read there, each in its own module with its formula and 
     slots        S, sequences a replica runs at once            scaler/capacity/slots.py
     slowdown     beta, how prefill slows decoding               scaler/capacity/slowdown.py
     itl          the batch the ITL objective allows             scaler/capacity/itl.py
+    dispatch     whether the dispatch pools the replicas        scaler/capacity/dispatch.py
 
 The order is fixed: the refresh is classified first, with the prefill estimate as it stood
 before it (read only where the engine exports no prefill time), then each figure learns from it.
@@ -15,6 +16,7 @@ before it (read only where the engine exports no prefill time), then each figure
 
 from __future__ import annotations
 
+from scaler.capacity.dispatch import Dispatch
 from scaler.capacity.itl import ItlSlots
 from scaler.capacity.prefill import PrefillRate
 from scaler.capacity.saturation import Bound, Saturation, SaturationReader
@@ -35,6 +37,7 @@ class CapacityModel:
         self._saturation = SaturationReader(params)
         self._last = Saturation(Bound.UNSETTLED, False, True, False, None, "")
         self._slowdown = DecodeSlowdown(params)
+        self._dispatch = Dispatch(params)
         self._itl = ItlSlots(policy.itl_objective_seconds, params)
         self._last_t: float | None = None
         self.configure(policy)
@@ -90,6 +93,7 @@ class CapacityModel:
             prefill_method=self.prefill.method if prefill.value is not None else "",
             slots_method=slot_method,
             saturation=self._last.bound.value,
+            pooled=self._dispatch.pooled,
         )
 
     def observe(self, obs: Observation, demand: Demand) -> None:
@@ -98,6 +102,7 @@ class CapacityModel:
         saturation = self._last = self._saturation.read(obs, demand, self.prefill.measured)
         self.prefill.observe(obs, demand, saturation)
         self.slots.observe(obs, saturation)
+        self._dispatch.observe(obs, saturation)
         last, self._last_t = self._last_t, t
         weight = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
         self._slowdown.observe(obs, demand, saturation, self.prefill.value, weight)

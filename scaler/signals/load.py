@@ -17,10 +17,12 @@ expected late is
 
     load     = fewest N with late(N) <= (1 - ttftObjectivePercentile / 100) / bias
 
-Both resources are read as one queue over the fleet (M/M/c): the routers in front of LLM
-servers (llm-d's endpoint picker, Dynamo, the replay's) send a request to the least loaded
-replica, which pools them; ``bias`` (``scaler.engine``) corrects the model upward where the
-measured share of late first tokens says it is optimistic. So the headroom is neither a
+Both resources are read as one queue over the fleet (M/M/c) where the dispatch pools the
+replicas (a router that sends a request to the least loaded replica: llm-d's endpoint picker,
+Dynamo's); where it is measured not to (``scaler.capacity.dispatch``: a Kubernetes Service spreads
+connections at random), as ``N`` queues of one replica's servers, each with ``1/N`` of the load.
+``bias`` (``scaler.engine``) corrects the model where the measured share of late first tokens
+says it is wrong. So the headroom is neither a
 utilisation target nor a margin added to one: a fleet whose forecast has missed by 40% now and
 then needs room for that, one whose forecast has been right does not, and a small fleet of
 slow-decoding replicas needs more room than a large fleet of fast ones (a request that holds a
@@ -124,6 +126,7 @@ class Resource:
     hold_s: float  # mean time a request holds a server
     allowance_s: float  # the wait the objective leaves a request
     stretch: Stretch | None = None  # how the hold time (and so the load) changes with the fleet
+    pooled: bool = True  # one queue over the fleet's servers; False: each replica its own (dispatch)
 
     def late(
         self, replicas: int, errors: Sequence[tuple[float, int]], weight: float, stop: float, exact: int
@@ -135,7 +138,10 @@ class Resource:
         ``DeciderParams.exact_servers``."""
         if replicas < 1:
             return 0.0 if self.load <= 0 else 1.0
-        servers = replicas * self.per_replica
+        # Pooled: one queue of every replica's servers. Not pooled: each replica a queue of its own
+        # servers with its share of the load, every replica alike (scaler.capacity.dispatch).
+        servers = replicas * self.per_replica if self.pooled else self.per_replica
+        share_of = 1.0 if self.pooled else 1.0 / replicas
         total, left = 0.0, weight
         for e, count in errors:
             hold, scale = self.hold_s, 1.0
@@ -144,7 +150,8 @@ class Resource:
                 hold = hold * scale
             share = 1.0
             if math.isfinite(scale):
-                share = late_share(servers, self.load * scale * (1.0 + e), hold, self.allowance_s, exact)
+                load = self.load * scale * (1.0 + e) * share_of
+                share = late_share(servers, load, hold, self.allowance_s, exact)
             total += count * (1.0 + e) * share
             left -= count * (1.0 + e)
             if share * left < stop * weight:
@@ -215,6 +222,7 @@ def resources(
     objective, role = policy.ttft_objective_seconds, policy.role
     out: list[tuple[Resource, Forecast]] = []
     unknown: list[str] = []
+    pooled = capacity.pooled is not False  # until measured, one queue over the fleet
     per_request, p = demand.prompt_tokens_per_request, capacity.prefill_tokens_per_s
     prefill_s = per_request / p if p and per_request else 0.0
     if role == "decode":
@@ -227,7 +235,9 @@ def resources(
         unknown.append(f"prefill: demand unknown ({why})")
     else:
         allowance = objective - prefill_s if prefill_s else 0.0
-        resource = Resource("prefill", 1.0, prompt.planned / p, prompt.level / p, prefill_s, allowance)
+        resource = Resource(
+            "prefill", 1.0, prompt.planned / p, prompt.level / p, prefill_s, allowance, None, pooled
+        )
         out.append((resource, prompt))
     if role == "prefill" or not params.size_slots:
         unknown.append("slots: the decode pool's own (role: prefill)" if role == "prefill" else "slots: off")
@@ -252,7 +262,9 @@ def resources(
             # A fit that says decoding stops at today's prefill load is not one to stretch by.
             if mean is not None and hold > mean and beta * busy_now < 1.0:
                 stretch = Stretch(hold - mean, beta, busy_now, prompt.planned / p)
-        slots = Resource("slots", per, concurrency.planned, concurrency.level, hold, allowance, stretch)
+        slots = Resource(
+            "slots", per, concurrency.planned, concurrency.level, hold, allowance, stretch, pooled
+        )
         out.append((slots, concurrency))
     return out, unknown
 

@@ -1,0 +1,74 @@
+"""Whether the fleet's dispatch pools its replicas, measured from how evenly they are loaded. Pure.
+
+The load signal sizes each resource as a queue (``scaler.queueing``). Which queue depends on how
+requests reach the replicas: a router that sends each request to the least loaded replica (llm-d's
+endpoint picker, Dynamo's KV router) makes the fleet one pooled queue (M/M/c over every replica's
+servers); a Kubernetes Service, which spreads connections at random, makes each replica a queue of
+its own with a share of the arrivals, which waits far longer at the same load (a replica can hold
+a queue while another is idle). The metadata does not say which; the running counts do. Under a
+pooling dispatch no replica runs much more than the mean; at random, the busiest runs about as
+far above it as the largest of ``N`` draws of the Poisson scatter of a replica's count:
+
+    spread = (busiest - mean) / (sqrt(mean) x e(N))    busiest: running on the busiest replica,
+                                                       mean = running / ready
+    e(N)   = the expected largest of N standard normal draws (Blom: Phi^-1((N - 3/8) / (N + 1/4)))
+
+so ``spread`` is near 0 under a pooling dispatch and near 1 at random. It is averaged (by
+``capacity_weight`` a refresh) over steady refreshes with at least 2 Ready replicas and a
+sequence each on average, and the fleet is read as pooled while the average is below
+``DeciderParams.pooled_spread``; until measured, or where the busiest replica's running count is
+not read, it is taken as pooled (the model's old assumption, and the router's where one is named).
+
+*Example*: 6 Ready replicas run 96 sequences, 16 on average, the busiest 23: ``e(6) = 1.28``, so
+``spread = 7 / (4 x 1.28) = 1.37``: random, each replica its own queue. Under a least-loaded
+router the busiest runs 17: ``spread = 0.2``, pooled.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+from scaler.capacity.saturation import Saturation
+from scaler.model import Observation
+from scaler.params import DeciderParams
+
+_NORMAL = NormalDist()
+# Blom's plotting position for the largest of n normal draws, Phi^-1((n - a) / (n + 1 - 2a)) with
+# a = 3/8: within a percent of the exact expectation for every n (Blom, 1958).
+BLOM_A = 0.375
+
+
+def expected_largest(n: int) -> float:
+    """The expected largest of ``n`` standard normal draws, by Blom's approximation (0 for one)."""
+    return 0.0 if n < 2 else _NORMAL.inv_cdf((n - BLOM_A) / (n + 1 - 2 * BLOM_A))
+
+
+class Dispatch:
+    """Whether the dispatch pools the replicas (module docstring)."""
+
+    def __init__(self, params: DeciderParams) -> None:
+        self.params = params
+        self.spread: float | None = None
+        self.samples = 0
+
+    @property
+    def pooled(self) -> bool | None:
+        """True where the fleet behaves as one queue, False where each replica is its own, None until
+        measured (the load signal then pools)."""
+        if self.spread is None or not self.params.dispatch_model:
+            return None
+        return self.spread < self.params.pooled_spread
+
+    def observe(self, obs: Observation, saturation: Saturation) -> None:
+        """Learn from one steady refresh where the busiest replica's running count is read."""
+        ready, running, busiest = obs.ready_replicas, obs.requests_running, obs.requests_running_max
+        if not (saturation.steady and saturation.drained and ready and ready >= 2):
+            return
+        if running is None or busiest is None or running < ready:
+            return
+        mean = running / ready
+        spread = (busiest - mean) / (math.sqrt(mean) * expected_largest(ready))
+        weight = self.params.capacity_weight
+        self.spread = spread if self.spread is None else self.spread + weight * (spread - self.spread)
+        self.samples += 1
