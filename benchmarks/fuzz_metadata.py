@@ -25,6 +25,7 @@ from scaler.config import ALIASES
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 
+# The values the maps draw from, the test suite's fuzzing too (tests/test_security.py).
 ABSURD = [
     "",
     " ",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import multiprocessing
 import os
 import random
 import signal
@@ -20,9 +21,10 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -54,6 +56,25 @@ def trace_parser(doc: str | None, traces: Sequence[str]) -> argparse.ArgumentPar
     parser.add_argument("--quick", action="store_true", help="seed 0 only")
     parser.add_argument("--traces", nargs="+", default=list(traces), choices=traces)
     return parser
+
+
+def run_cells(
+    title: str,
+    jobs: Sequence[Any],
+    seeds: Sequence[int],
+    traces: Sequence[str],
+    cell: Callable[[Any], dict[str, Any]],
+    show: Callable[[dict[str, Any]], None],
+    workers: int,
+) -> list[dict[str, Any]]:
+    """A trace-replaying benchmark's cells: a heading, then ``cell`` run on each job in ``workers``
+    processes (a fresh one per cell), and each cell's table (``show``) in the order of ``jobs``."""
+    print(f"{title}: {len(jobs)} cells (traces {', '.join(traces)}; seeds {' '.join(map(str, seeds))})")
+    with multiprocessing.Pool(workers, maxtasksperchild=1) as pool:
+        cells = pool.map(cell, jobs, chunksize=1)
+    for one in cells:
+        show(one)
+    return cells
 
 
 def target_lines(title: str, checks: Sequence[tuple[bool, str]]) -> list[str]:
@@ -200,65 +221,50 @@ def scaledobjects(
 LOG_DECISIONS = os.environ.get("BENCH_LOG_DECISIONS", "all")
 
 
+def serve_command(port: int, metrics_port: int, *options: str) -> list[str]:
+    """The command line of the scaler under test: ``python -m scaler serve`` on loopback at ``port``,
+    its /metrics at ``metrics_port`` (0: none), with ``options``."""
+    return [
+        sys.executable,
+        "-m",
+        "scaler",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--metrics-port",
+        str(metrics_port),
+        *options,
+    ]
+
+
+def _start(command: list[str], port: int, log_path: Path) -> subprocess.Popen[bytes]:
+    """``command`` started, its output in ``log_path``, pinned to the server's core, once its gRPC
+    health check on ``port`` answers SERVING."""
+    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    pin(server=True, pid=proc.pid)
+    wait_serving(port)
+    return proc
+
+
 def start_scaler(
     prometheus_url: str, refresh_s: float, log_path: Path
 ) -> tuple[subprocess.Popen[bytes], int, int]:
+    """The scaler reading ``prometheus_url`` every ``refresh_s``, logging its decisions as JSON."""
     port, metrics_port = free_port(), free_port()
-    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scaler",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--metrics-port",
-            str(metrics_port),
-            "--prometheus",
-            prometheus_url,
-            "--refresh-interval",
-            f"{refresh_s:g}",
-            "--log-format",
-            "json",
-            "--log-decisions",
-            LOG_DECISIONS,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
+    command = serve_command(
+        port, metrics_port, "--prometheus", prometheus_url, "--refresh-interval", f"{refresh_s:g}"
     )
-    pin(server=True, pid=proc.pid)
-    wait_serving(port)
-    return proc, port, metrics_port
+    command += ["--log-format", "json", "--log-decisions", LOG_DECISIONS]
+    return _start(command, port, log_path), port, metrics_port
 
 
 def start_scaler_offline(log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
     """The scaler with no Prometheus or Kubernetes: decisions from metadata alone (floor, pre-warm)."""
     port = free_port()
-    log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until it exits
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scaler",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--metrics-port",
-            "0",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
-    )
-    pin(server=True, pid=proc.pid)
-    wait_serving(port)
-    return proc, port
+    return _start(serve_command(port, 0), port, log_path), port
 
 
 def start_empty_server() -> tuple[subprocess.Popen[bytes], int]:

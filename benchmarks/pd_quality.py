@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing
 import sys
 import time
 from collections.abc import Sequence
@@ -41,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
-from benchmarks.harness import target_lines, trace_parser  # noqa: E402
+from benchmarks.harness import run_cells, target_lines, trace_parser  # noqa: E402
 from scaler.replay.cluster import ClusterConfig  # noqa: E402
 from scaler.replay.disagg import ROLES, DisaggConfig  # noqa: E402
 from scaler.replay.disagg_run import (  # noqa: E402
@@ -199,13 +198,7 @@ def main() -> int:
     seeds = [0] if args.quick else args.seeds
     jobs = [(name, seed) for name in args.traces for seed in (seeds if name != "azure" else [0])]
     began = time.perf_counter()
-    print(
-        f"P/D quality: {len(jobs)} cells (traces {', '.join(args.traces)}; seeds {' '.join(map(str, seeds))})"
-    )
-    with multiprocessing.Pool(args.workers, maxtasksperchild=1) as pool:
-        cells = pool.map(bench_cell, jobs, chunksize=1)
-    for cell in cells:
-        print_cell(cell)
+    cells = run_cells("P/D quality", jobs, seeds, args.traces, bench_cell, print_cell, args.workers)
     checks = verdicts(cells)
     print("\n" + "\n".join(target_lines("Targets", checks)))
     print(f"total {time.perf_counter() - began:.0f}s")

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing
 import sys
 import time
 from collections.abc import Sequence
@@ -47,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
-from benchmarks.harness import add_kv_full, target_lines, trace_parser  # noqa: E402
+from benchmarks.harness import add_kv_full, run_cells, target_lines, trace_parser  # noqa: E402
 from scaler.inputs import Input  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import clairvoyant, initial_ready  # noqa: E402
@@ -253,13 +252,7 @@ def main() -> int:
         for seed in (seeds if name != "azure" else [0])  # a request trace is the same for every seed
         for physics in args.physics
     ]
-    print(
-        f"router row: {len(jobs)} cells (traces {', '.join(args.traces)}; seeds {' '.join(map(str, seeds))})"
-    )
-    with multiprocessing.Pool(args.workers, maxtasksperchild=1) as pool:
-        cells = pool.map(bench_cell, jobs, chunksize=1)
-    for cell in cells:
-        print_cell(cell)
+    cells = run_cells("router row", jobs, seeds, args.traces, bench_cell, print_cell, args.workers)
     checks = verdicts(cells, ("router", "engine only"))
     for line in summary(cells):
         print(line)

@@ -53,26 +53,14 @@ def _add_dry_run(sub: Subparsers) -> None:
         " every --interval until Ctrl-C or once. Warns first of what KEDA would refuse"
         " or misread in the manifest; ends with a summary line.",
     )
-    p.add_argument(
-        "--scaledobject",
-        required=True,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="ScaledObject manifest (YAML) with an external trigger",
+    cliargs.add_file(
+        p, "--scaledobject", "ScaledObject manifest (YAML) with an external trigger", required=True
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--observations",
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="offline: observations, one JSON object per line",
-    )
-    source.add_argument(
-        "--prometheus",
-        type=cliargs.url,
-        metavar="URL",
-        help="live: the Prometheus URL to read; it wins over the trigger's prometheusAddress"
-        " (said on stderr)",
+    cliargs.add_file(source, "--observations", "offline: observations, one JSON object per line")
+    cliargs.add_prometheus(
+        source,
+        "live: the Prometheus URL to read; it wins over the trigger's prometheusAddress (said on stderr)",
     )
     p.add_argument(
         "--rate-window",
@@ -80,24 +68,19 @@ def _add_dry_run(sub: Subparsers) -> None:
         type=cliargs.rate_window,
         help="live: PromQL rate() window for token rates",
     )
-    p.add_argument(
-        "--kubeconfig",
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="live: read replicas and GPUs through this kubeconfig file",
-    )
+    cliargs.add_file(p, "--kubeconfig", "live: read replicas and GPUs through this kubeconfig file")
     p.add_argument(
         "--kubernetes",
         action="store_true",
         help="live: read replicas and GPUs (in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
     )
     when = p.add_mutually_exclusive_group()
-    when.add_argument(
+    cliargs.add_duration(
+        when,
         "--interval",
-        type=cliargs.duration(bare_seconds=True),
+        "live: time between decisions (15s, 1m; bare seconds too)",
+        kind=cliargs.duration(bare_seconds=True),
         default=15.0,
-        metavar="DURATION",
-        help="live: time between decisions (15s, 1m; bare seconds too)",
     )
     when.add_argument("--once", action="store_true", help="live: decide once (after warming from history)")
     p.add_argument(
@@ -126,19 +109,18 @@ def _add_demo(sub: Subparsers) -> None:
         " burst, and print the decisions made on the live path.",
     )
     cliargs.add_output(p, cliargs.FORMATS, DECISION_FORMATS)
-    p.add_argument(
+    cliargs.add_duration(
+        p,
         "--duration",
-        type=cliargs.duration(bare_seconds=True, above=False),
-        default=None,
-        metavar="DURATION",
-        help="how long to run (default: until the scripted load ends, 2-3 minutes; 0: until Ctrl-C)",
+        "how long to run (default: until the scripted load ends, 2-3 minutes; 0: until Ctrl-C)",
+        kind=cliargs.duration(bare_seconds=True, above=False),
     )
-    p.add_argument(
+    cliargs.add_duration(
+        p,
         "--interval",
-        type=cliargs.duration(bare_seconds=True),
+        "time between decisions (2s; bare seconds too)",
+        kind=cliargs.duration(bare_seconds=True),
         default=2.0,
-        metavar="DURATION",
-        help="time between decisions (2s; bare seconds too)",
     )
     p.add_argument(
         "--offline", action="store_true", help="replay the embedded observation file instead (no Prometheus)"

@@ -261,3 +261,28 @@ def deprecations(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
 def add_output(parser: argparse.ArgumentParser, formats: Sequence[str], help_text: str) -> None:
     """``-o/--output FORMAT``: how the command prints (the first format is the default)."""
     parser.add_argument("-o", "--output", choices=list(formats), default=formats[0], help=help_text)
+
+
+# ---- declaring a flag of each kind, in one line ---------------------------------------------
+
+
+def add_file(parser: Any, flag: str, help_text: str, required: bool = False) -> None:
+    """``FLAG FILE``: a file that is there (``existing_file``); ``parser`` may be a group."""
+    parser.add_argument(flag, required=required, type=existing_file, metavar="FILE", help=help_text)
+
+
+def add_prometheus(parser: Any, help_text: str, required: bool = False) -> None:
+    """``--prometheus URL``: the Prometheus to read (``url``); ``parser`` may be a group."""
+    parser.add_argument("--prometheus", required=required, type=url, metavar="URL", help=help_text)
+
+
+def add_duration(
+    parser: Any, flag: str, help_text: str, kind: Callable[[str], Any] | None = None, **kwargs: Any
+) -> None:
+    """``FLAG DURATION``, read by ``kind`` (default ``duration()``); ``kwargs``: ``default``, ``dest``."""
+    parser.add_argument(flag, type=kind or duration(), metavar="DURATION", help=help_text, **kwargs)
+
+
+def add_instant(parser: Any, flag: str, help_text: str, **kwargs: Any) -> None:
+    """``FLAG ISO``: an ISO 8601 time with a zone (``instant``); ``kwargs``: ``default``."""
+    parser.add_argument(flag, type=instant, metavar="ISO", help=help_text, **kwargs)

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from scaler.app import decider_params, decision_printer, dry_run_live, live_source, wall_clock
-from scaler.hpa import Hpa, MetricType
+from scaler.hpa import Hpa, Metric
 from scaler.inventory import ScaledObject
 from scaler.manifest import first_scaledobject
 from scaler.model import ClampKind, Decision, Signal
@@ -129,7 +129,7 @@ def demo_hpa(so: ScaledObject) -> Hpa:
     return Hpa(so.min_replica_count, so.max_replica_count, so.behavior)
 
 
-def served_metric(replicas: int) -> list[tuple[float, float, MetricType]]:
+def served_metric(replicas: int) -> list[Metric]:
     """What KEDA serves the HPA for a decision of ``replicas``: one AverageValue metric of target 1."""
     return [(float(replicas), 1.0, "AverageValue")]
 

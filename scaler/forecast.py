@@ -59,18 +59,6 @@ class Forecast:
         """Errors checked within the window."""
         return len(self.errors)
 
-    def point(self, horizon_s: float) -> float:
-        """Level plus trend ``horizon_s`` seconds ahead, at least 0, without the margin."""
-        return max(0.0, self.level + self.trend * horizon_s)
-
-    def peak(self, horizon_s: float) -> float:
-        """The largest point forecast over [0, horizon] (linear, so an end), without the margin."""
-        return max(self.level, self.point(horizon_s))
-
-    def plan(self) -> float:
-        """The planned demand times one plus the margin (the quantile shown with a decision)."""
-        return self.planned * (1.0 + self.margin)
-
 
 class _TimedWindow:
     """Time-ordered ``(t, value)`` pairs, appended at the end and expired from the front.
@@ -199,10 +187,6 @@ class Forecaster:
         """The checked errors, each a miss over the larger of its plan and ``floor`` (module docstring)."""
         errors, planned = self._errors.values(), self._planned.values()
         return [e * p / (p if p >= floor else floor) for e, p in zip(errors, planned, strict=True)]
-
-    def margin(self, quantile: float, floor: float = 0.0) -> float:
-        """The ``quantile`` of the checked errors by the split-conformal rule (module docstring), >= 0."""
-        return _conformal(sorted(self.errors(floor)), quantile)
 
     def forecast(self, quantile: float, floor: float = 0.0) -> Forecast | None:
         """The current forecast with its margin at ``quantile``, or None before the first sample;

@@ -7,7 +7,7 @@
   simulated one (the replay's, the demo's) the same way.
 * **Its tolerance**: ``DEFAULT_TOLERANCE`` (written here only), the test on a usage ratio
   (``within_tolerance``), the tolerance a read HPA applies (``tolerances``), and the
-  smallest step that lands (``landing_step_up`` / ``landing_step_down``). The policy, the
+  smallest step up that lands (``landing_step_up``). The policy, the
   landing monitor, the decision trace and the model below all ask these.
 * **Its rules** (``Behavior``, ``Hpa``): the replay and the demo turn metrics into replicas
   with them.
@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 from scaler.errors import InputError
 from scaler.model import HpaStatus
+from scaler.quantity import parse_quantity
 
 METRIC_NAME = "llm-inference-replicas"  # the external metric this scaler serves (KEDA prefixes s<i>-)
 DEFAULT_TOLERANCE = 0.1  # kube-controller-manager --horizontal-pod-autoscaler-tolerance, the default
@@ -106,33 +107,14 @@ def landing_step_up(current: int, tolerance: float = DEFAULT_TOLERANCE) -> int:
     return target
 
 
-def landing_step_down(current: int, tolerance: float = DEFAULT_TOLERANCE) -> int:
-    """The largest replica count below ``current`` that the HPA acts on (outside its tolerance).
-
-    *Example*: from 13, 12 is within 10% (12/13 = 0.92) and 11 is not (0.85): the smallest
-    step down that lands is to 11.
-    """
-    target = current - 1
-    while target > 1 and within_hpa_tolerance(target, current, (tolerance, tolerance)):
-        target -= 1
-    return max(1, target)
-
-
 def quantity(value: Any) -> float | None:
-    """A resource.Quantity as the HPA's tolerance is written ("0", 0.05, "50m"); None if unreadable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value) if value >= 0 else None
-    if isinstance(value, str):
-        text = value.strip()
-        scale = 1e-3 if text.endswith("m") else 1.0
-        try:
-            number = float(text[:-1] if scale != 1.0 else text) * scale
-        except ValueError:
-            return None
-        return number if number >= 0 and math.isfinite(number) else None
-    return None
+    """A resource.Quantity as the HPA's tolerance is written ("0", "50m", 0.05), as a number; None if
+    unreadable. A string or a whole number is read as the API reads it (``scaler.quantity``); a
+    float (YAML's ``0.05``) is taken as it is."""
+    if isinstance(value, float):
+        return value if value >= 0 else None
+    amount = parse_quantity(value)
+    return None if amount is None else float(amount)
 
 
 # ---- reading one from the API --------------------------------------------------------------
@@ -183,6 +165,7 @@ def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
 PolicyType = Literal["Pods", "Percent"]
 SelectPolicy = Literal["Max", "Min", "Disabled"]
 MetricType = Literal["AverageValue", "Value"]
+Metric = tuple[float, float, MetricType]  # one trigger's metric as the HPA reads it: (value, target, type)
 
 
 class BehaviorError(InputError):
@@ -288,7 +271,7 @@ def metric_proposal(
 
 
 def desired(
-    metrics: Sequence[tuple[float, float, MetricType]], status_replicas: int, behavior: Behavior
+    metrics: Sequence[Metric], status_replicas: int, behavior: Behavior
 ) -> tuple[int, tuple[int, ...]]:
     """Rules 1 and 2: each metric's proposal under its direction's tolerance, and the largest.
 
@@ -390,27 +373,21 @@ class Hpa:
         now: float,
         spec_replicas: int,
         status_replicas: int,
-        metrics: Sequence[tuple[float, float, MetricType]],
+        metrics: Sequence[Metric],
     ) -> HpaStep:
         """One reconcile: metrics are (value, target, type) triples, one per trigger."""
         self.last = self._sync(now, spec_replicas, status_replicas, metrics)
         return self.last
 
-    def _sync(
-        self,
-        now: float,
-        spec_replicas: int,
-        status_replicas: int,
-        metrics: Sequence[tuple[float, float, MetricType]],
-    ) -> HpaStep:
+    def _sync(self, now: float, spec: int, status: int, metrics: Sequence[Metric]) -> HpaStep:
         self._prune(now)
-        if spec_replicas < self.min_replicas or spec_replicas > self.max_replicas:
-            bounded = min(max(spec_replicas, self.min_replicas), self.max_replicas)
-            self._record(now, spec_replicas, bounded)
-            return HpaStep(bounded, bounded, (), "min" if bounded > spec_replicas else "max")
+        if spec < self.min_replicas or spec > self.max_replicas:
+            bounded = min(max(spec, self.min_replicas), self.max_replicas)
+            self._record(now, spec, bounded)
+            return HpaStep(bounded, bounded, (), "min" if bounded > spec else "max")
         if not metrics:
-            return HpaStep(spec_replicas, spec_replicas, (), "")
-        wanted, proposals = desired(metrics, status_replicas, self.behavior)
+            return HpaStep(spec, spec, (), "")
+        wanted, proposals = desired(metrics, status, self.behavior)
 
         # Stabilization: the recommendation is stored, then bounded by the window's extremes.
         self._recommendations.append((now, wanted))
@@ -419,24 +396,24 @@ class Hpa:
         up_rec = min((r for t, r in self._recommendations if t > up_cut), default=wanted)
         down_rec = max((r for t, r in self._recommendations if t > down_cut), default=wanted)
         up_rec, down_rec = min(up_rec, wanted), max(down_rec, wanted)
-        target = spec_replicas
+        target = spec
         limited = ""
         target = max(target, up_rec)
         target = min(target, down_rec)
         if target != wanted:
             limited = "stabilization"
 
-        if target > spec_replicas:
-            limit = max(self._rate_limit(spec_replicas, now, up=True), spec_replicas)
+        if target > spec:
+            limit = max(self._rate_limit(spec, now, up=True), spec)
             allowed = min(self.max_replicas, limit)
             if target > allowed:
                 target, limited = allowed, ("max" if allowed == self.max_replicas else "scale_up_limit")
-        elif target < spec_replicas:
-            limit = min(self._rate_limit(spec_replicas, now, up=False), spec_replicas)
+        elif target < spec:
+            limit = min(self._rate_limit(spec, now, up=False), spec)
             allowed = max(self.min_replicas, limit)
             if target < allowed:
                 target, limited = allowed, ("min" if allowed == self.min_replicas else "scale_down_limit")
-        self._record(now, spec_replicas, target)
+        self._record(now, spec, target)
         return HpaStep(target, wanted, proposals, limited)
 
     def status(

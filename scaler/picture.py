@@ -293,33 +293,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the live ScaledObject, namespace/name (required)",
     )
     cliargs.deprecated(p, ["--scaledobject"], "--name", dest="name", type=cliargs.namespaced)
-    p.add_argument(
-        "--prometheus",
-        required=True,
-        type=cliargs.url,
-        metavar="URL",
-        help="the Prometheus that scrapes the scaler",
-    )
-    p.add_argument(
+    cliargs.add_prometheus(p, "the Prometheus that scrapes the scaler", required=True)
+    cliargs.add_duration(
+        p,
         "--since",
+        "how far back from --until (90s, 30m, 6h, 2d; default 6h)",
+        kind=cliargs.duration(as_text=True),
         default="6h",
-        type=cliargs.duration(as_text=True),
-        metavar="DURATION",
-        help="how far back from --until (90s, 30m, 6h, 2d; default 6h)",
     )
-    p.add_argument(
-        "--until",
-        default=None,
-        type=cliargs.instant,
-        metavar="ISO",
-        help="end of the span, ISO 8601 with a zone (default: now)",
-    )
-    p.add_argument(
+    cliargs.add_instant(p, "--until", "end of the span, ISO 8601 with a zone (default: now)")
+    cliargs.add_duration(
+        p,
         "--step",
-        default=None,
-        type=cliargs.duration(as_text=True),
-        metavar="DURATION",
-        help="resolution (default: the span over 600 points, at least 15s)",
+        "resolution (default: the span over 600 points, at least 15s)",
+        kind=cliargs.duration(as_text=True),
     )
     p.add_argument("--deployment", default=None, help="for kube-state-metrics: the Deployment's name")
     p.add_argument("--timezone", default="UTC", type=_zone, help="time axis zone (default UTC)")

@@ -86,25 +86,3 @@ def late_share(
     if hold_s <= 0:
         return wait if allowance_s <= 0 else 0.0
     return wait * math.exp(-(c - load) * max(0.0, allowance_s) / hold_s)
-
-
-def replicas_needed(
-    load: float, per_replica: float, hold_s: float, allowance_s: float, budget: float, limit: int
-) -> int:
-    """The fewest replicas of ``per_replica`` servers each whose late share is within ``budget``.
-
-    ``load`` is in servers (Erlangs). At most ``limit`` replicas are tried; ``limit`` is
-    returned when even that many miss the budget. 0 for no load. *Example*:
-    ``replicas_needed(60, 24, 12, 1.75, 0.0025, 100) = 4`` (module docstring).
-    """
-    if load <= 0:
-        return 0
-    if per_replica <= 0:
-        return limit
-    n = max(1, math.ceil(load / per_replica - 1e-9))
-    if n * per_replica <= load:
-        n += 1
-    # The late share falls with every replica added; walk up from the first stable count.
-    while n < limit and late_share(n * per_replica, load, hold_s, allowance_s) > budget:
-        n += 1
-    return min(n, limit)

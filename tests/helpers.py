@@ -1,13 +1,17 @@
-"""Shared test helpers: an in-process gRPC server on a real loopback socket, clocks, polling."""
+"""Shared test helpers: an in-process gRPC server on a real loopback socket, `scaler serve` in a
+subprocess, clocks, polling, and the objects several tests build (a plain KEDA ScaledObject, a
+weekday cron trigger)."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 import pytest
@@ -21,6 +25,7 @@ from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.registry import ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import OfflineSource, Runtime
+from tests.conftest import require_prometheus
 
 T = TypeVar("T")
 
@@ -177,3 +182,73 @@ def ref(name: str = "llama", namespace: str = "inference", **metadata: str) -> p
     """A ScaledObjectRef carrying a scalerAddress plus the given metadata."""
     md = {"scalerAddress": "scaler:9090", **metadata}
     return pb.ScaledObjectRef(name=name, namespace=namespace, scalerMetadata=md)
+
+
+def serve(port: int, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
+    """``python -m scaler serve --host 127.0.0.1 --port PORT ARGS``, its stdout and stderr piped (text)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "scaler", "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+class Closeable(Protocol):
+    """What ``started`` closes."""
+
+    def close(self) -> None:
+        """Stop it."""
+
+
+C = TypeVar("C", bound=Closeable)
+
+
+def started(factory: Callable[[], C]) -> Iterator[C]:
+    """A fixture's body for a stack that needs Prometheus: ``factory()`` (skipped, or failed under
+    CI, without Prometheus), closed after the last test that uses it."""
+    require_prometheus()
+    stack = factory()
+    yield stack
+    stack.close()
+
+
+def replica_counts(state: Any) -> tuple[int, int, int, int]:
+    """A WorkloadState's current, Ready, starting and Pending replicas."""
+    return (state.current_replicas, state.ready_replicas, state.starting_replicas, state.pending_replicas)
+
+
+# KEDA's cron trigger: 8 replicas on weekday mornings, 09:00 to 12:00 in Asia/Shanghai.
+WEEKDAY_CRON: dict[str, Any] = {
+    "type": "cron",
+    "metadata": {
+        "timezone": "Asia/Shanghai",
+        "start": "0 9 * * 1-5",
+        "end": "0 12 * * 1-5",
+        "desiredReplicas": "8",
+    },
+}
+
+
+def plain_scaledobject(server: str, query: str, threshold: int, min_replicas: int, max_replicas: int) -> str:
+    """A plain KEDA ScaledObject, ``llama`` in ``inference`` scaling ``vllm-llama``, as YAML: one
+    prometheus trigger on ``query`` at ``server``."""
+    return f"""\
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: llama
+  namespace: inference
+spec:
+  scaleTargetRef:
+    name: vllm-llama
+  minReplicaCount: {min_replicas}
+  maxReplicaCount: {max_replicas}
+  triggers:
+    - type: prometheus
+      metadata:
+        serverAddress: {server}
+        query: {query}
+        threshold: "{threshold}"
+"""

@@ -742,6 +742,19 @@ def node(
     }
 
 
+def controller(api_version: str, kind: str, name: str) -> dict[str, Any]:
+    """An ownerReference to the controller ``kind``/``name`` (a fresh uid), which blocks the owner's
+    deletion while this object stands, as the ReplicaSet and the scheduler write them."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": str(uuid.uuid4()),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def _container(name: str, gpus: int, resource: str, limits_only: bool) -> dict[str, Any]:
     limits: dict[str, str] = {"cpu": "8", "memory": "64Gi"}
     requests: dict[str, str] = {"cpu": "4", "memory": "48Gi"}
@@ -874,16 +887,7 @@ def pod(
     if created:
         metadata["creationTimestamp"] = created
     if owner:
-        metadata["ownerReferences"] = [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "name": owner,
-                "uid": str(uuid.uuid4()),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        metadata["ownerReferences"] = [controller("apps/v1", "ReplicaSet", owner)]
     if deleting:
         metadata["deletionTimestamp"] = "2026-12-01T09:00:00Z"
         metadata["deletionGracePeriodSeconds"] = 30
@@ -1204,16 +1208,7 @@ def resourceclaim(
     if extended:
         meta["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
     if pod:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": pod,
-                "uid": str(uuid.uuid4()),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        meta["ownerReferences"] = [controller("v1", "Pod", pod)]
     request = "container-0-request-0" if extended else "gpu"
     status: dict[str, Any] = {
         "allocation": {

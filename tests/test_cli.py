@@ -16,6 +16,7 @@ import pytest
 
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
+from tests.helpers import serve
 
 pytestmark = pytest.mark.e2e  # every test runs `scaler` in a subprocess
 
@@ -158,13 +159,7 @@ def test_serve_answers_then_stops_gracefully_on_sigterm() -> None:
     """serve answers gRPC, then on SIGTERM ends streams, logs and exits 0 within the grace period."""
     port = free_port()
     env = {**os.environ, "SCALER_LOG_FORMAT": "json"}
-    proc = subprocess.Popen(
-        [*SCALER, "serve", "--port", str(port), "--metrics-port", "0", "--host", "127.0.0.1", "--grace", "5"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = serve(port, "--metrics-port", "0", "--grace", "5", env=env)
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=20)

@@ -14,30 +14,20 @@ import pytest
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from tests.conftest import require_prometheus
+from tests.helpers import plain_scaledobject
 
 pytestmark = pytest.mark.prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = (ROOT / "docs" / "deploy.md").read_text()
 IN_CLUSTER = "http://prometheus-operated.monitoring:9090"  # unreachable from here, as from a laptop
-PLAIN = f"""\
-apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata:
-  name: llama
-  namespace: inference
-spec:
-  scaleTargetRef:
-    name: vllm-llama
-  minReplicaCount: 1
-  maxReplicaCount: 16
-  triggers:
-    - type: prometheus
-      metadata:
-        serverAddress: {IN_CLUSTER}
-        query: sum(vllm:num_requests_waiting{{model_name="meta-llama/Llama-3.1-8B-Instruct"}})
-        threshold: "10"
-"""
+PLAIN = plain_scaledobject(
+    IN_CLUSTER,
+    'sum(vllm:num_requests_waiting{model_name="meta-llama/Llama-3.1-8B-Instruct"})',
+    threshold=10,
+    min_replicas=1,
+    max_replicas=16,
+)
 
 
 def scaler(*args: str) -> subprocess.CompletedProcess[str]:

@@ -131,21 +131,6 @@ def add_trigger(trigger: dict[str, Any]) -> Callable[[list[dict[str, Any]]], Non
     return change
 
 
-def set_in(kind_: str, *path: str, value: Any) -> Callable[[list[dict[str, Any]]], None]:
-    """A change that sets (or, for None, deletes) the value at ``path`` in the object of ``kind_``."""
-
-    def change(objs: list[dict[str, Any]]) -> None:
-        obj = kind(objs, kind_)
-        for key in path[:-1]:
-            obj = obj[key]
-        if value is None:
-            del obj[path[-1]]
-        else:
-            obj[path[-1]] = value
-
-    return change
-
-
 def container(key: str, value: Any) -> Callable[[list[dict[str, Any]]], None]:
     """A change that sets the pod's grace period or removes ``key`` from the vLLM container."""
 

@@ -34,6 +34,7 @@ from scaler.inventory import (
     workload_state,
 )
 from tests import k8s_double as k8s
+from tests.helpers import replica_counts
 
 GPU = "nvidia.com/gpu"
 MIG1 = "nvidia.com/mig-1g.10gb"
@@ -654,17 +655,12 @@ def test_workload_counts() -> None:
     nodes = [node_from_json(k8s.node("a", 8)), node_from_json(k8s.node("b", 8))]
     state = workload_state(SO, dep(replicas=6), pods, nodes, pods)
     assert isinstance(state, WorkloadState)
-    assert (
-        state.current_replicas,
-        state.ready_replicas,
-        state.starting_replicas,
-        state.pending_replicas,
-    ) == (
+    assert replica_counts(state) == (
         6,
         1,
         2,
-        3,  # 1 unbound + 2 the Deployment wants that do not exist yet
-    )
+        3,
+    )  # pending: 1 unbound + 2 the Deployment wants, not created yet
     assert state.current_replicas == state.ready_replicas + state.starting_replicas + state.pending_replicas
     # GPUs held: a has ready+loading+stranger+other-ns = 2+2+2+2 = 8; b has image-pull+leaving = 4
     assert state.gpu_schedulable_replicas == 2

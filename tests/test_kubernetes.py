@@ -28,7 +28,7 @@ from scaler.sources.kubernetes import (
     WorkloadState,
 )
 from tests import k8s_double as k8s
-from tests.helpers import eventually, target_of
+from tests.helpers import eventually, replica_counts, target_of
 from tests.k8s_double import KubeDouble
 
 NS = "inference"
@@ -122,6 +122,18 @@ def seed(
     double.apply(k8s.scaledobject("llama", NS))
 
 
+def with_a_batch_job(
+    double: KubeDouble, start: Callable[..., KubernetesInventory]
+) -> tuple[KubernetesInventory, int]:
+    """The seeded cluster with an 8-GPU training pod on gpu-a, an inventory synced to it (4
+    schedulable replicas), and how many times the pods had been listed by then."""
+    seed(double)
+    double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
+    inventory = start()
+    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
+    return inventory, double.count("pods", watch=False)
+
+
 def llama_pod(name: str, **kw: Any) -> dict[str, Any]:
     """A pod owned by the llama Deployment, requesting 2 GPUs unless told otherwise."""
     kw.setdefault("gpus", 2)
@@ -213,17 +225,7 @@ def test_lists_pages_then_answers_from_the_cache(
     assert inventory.synced
     state = inventory.workload(NS, "llama")
     assert isinstance(state, WorkloadState)
-    assert (
-        state.current_replicas,
-        state.ready_replicas,
-        state.starting_replicas,
-        state.pending_replicas,
-    ) == (
-        3,
-        1,
-        1,
-        1,
-    )
+    assert replica_counts(state) == (3, 1, 1, 1)
     assert (state.gpus_per_replica, state.gpu_resource, state.gpu_schedulable_replicas) == (2, GPU, 3 + 3 + 4)
     assert state.explanation == (
         "Deployment inference/llama: 3 current (1 ready, 1 starting, 1 pending);"
@@ -496,11 +498,7 @@ def test_dropped_watch_relists_and_catches_changes_made_while_disconnected(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
     """A dropped watch re-lists on reconnecting and so catches changes made while disconnected."""
-    seed(double)
-    double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
-    inventory = start()
-    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
-    lists_before = double.count("pods", watch=False)
+    inventory, lists_before = with_a_batch_job(double, start)
 
     double.fail(500, resource="pods")  # the client cannot reconnect...
     assert double.drop_watches("pods") == 1  # ...after its watch is cut mid-stream
@@ -516,11 +514,7 @@ def test_410_gone_on_an_open_watch_relists(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
     """A 410 on an open watch causes exactly one re-list and is not logged as a failure."""
-    seed(double)
-    double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
-    inventory = start()
-    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
-    lists_before = double.count("pods", watch=False)
+    inventory, lists_before = with_a_batch_job(double, start)
 
     # the change never reaches the watch (it lagged), then history is compacted: ERROR 410
     double.modify("Pod", "training", "batch", set_phase("Failed"), notify=False)
@@ -534,11 +528,7 @@ def test_410_gone_when_resuming_a_watch_relists(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
     """A 410 when resuming from a compacted version causes exactly one re-list."""
-    seed(double)
-    double.apply(k8s.pod("batch", "training", node="gpu-a", gpus=8))
-    inventory = start()
-    wait_state(inventory, lambda s: s.gpu_schedulable_replicas == 4)
-    lists_before = double.count("pods", watch=False)
+    inventory, lists_before = with_a_batch_job(double, start)
 
     double.delete("Pod", "training", "batch", notify=False)
     double.expire(tell_watches=False)  # compacted; the open watch does not know yet

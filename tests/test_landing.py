@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -20,7 +18,6 @@ from scaler import landing
 from scaler.config import engine_for
 from scaler.hpa import (
     hpa_from_json,
-    landing_step_down,
     landing_step_up,
     quantity,
     tolerances,
@@ -33,6 +30,7 @@ from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
 from tests import k8s_double as k8s
+from tests.helpers import serve
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 CPU = [
@@ -238,10 +236,8 @@ def test_scaler_serve_reports_an_hpa_that_lost_the_metric_within_two_refreshes(
         double.apply(k8s.hpa("llama", "inference", metrics=CPU, current=2, desired=2))
         config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "token")
         grpc_port, metrics_port = free_port(), free_port()
-        command = [sys.executable, "-m", "scaler", "serve", "--host", "127.0.0.1", "--port", str(grpc_port)]
-        command += ["--prometheus", prometheus.url, "--kubeconfig", str(config), "--refresh-interval", "1"]
-        command += ["--metrics-port", str(metrics_port), "--log-format", "json"]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        options = ["--prometheus", prometheus.url, "--kubeconfig", str(config), "--refresh-interval", "1"]
+        proc = serve(grpc_port, *options, "--metrics-port", str(metrics_port), "--log-format", "json")
         try:
             channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
             grpc.channel_ready_future(channel).result(timeout=20)
@@ -303,11 +299,13 @@ def scrape(port: int) -> list[Any]:
     ],
 )
 def test_the_smallest_steps_that_land(current: int, tolerance: float, up: int, down: int) -> None:
-    """The smallest steps up and down from ``current`` fall outside the HPA's tolerance."""
+    """The smallest steps up and down from ``current`` fall outside the HPA's tolerance, every
+    count between them within it; the policy asks ``landing_step_up`` for the one up."""
     assert landing_step_up(current, tolerance) == up
-    assert landing_step_down(current, tolerance) == down
     for step in (up, down):
         assert not within_hpa_tolerance(step, current, (tolerance, tolerance))
+    for between in (*range(down + 1, current), *range(current + 1, up)):
+        assert within_hpa_tolerance(between, current, (tolerance, tolerance))
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from scaler.sources.history import History
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
 from tests.fake_prometheus import FakePrometheus, vector
-from tests.helpers import eventually
+from tests.helpers import eventually, started
 
 pytestmark = pytest.mark.prometheus
 
@@ -59,10 +59,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     """The module's Prometheus and fleets, started once and closed after the last test."""
-    require_prometheus()
-    s = Stack()
-    yield s
-    s.close()
+    yield from started(Stack)
 
 
 def reader_for(stack: Stack) -> PrometheusReader:

@@ -16,12 +16,13 @@ from scaler.replay.keda import PodSeries
 from scaler.replay.policies import KedaPolicy
 from scaler.replay.replay import RunResult
 from scaler.replay.report import all_figures, own_lines, scale_lines, table
+from tests.helpers import WEEKDAY_CRON
 from tests.test_compare import BOUNDS, CLUSTER, OBJECTIVE_S, _queue_so, _trace
-from tests.test_replay_policies import CRON, so, tick
+from tests.test_replay_policies import so, tick
 
-MONDAY_10 = datetime.fromisoformat("2026-12-07T10:00:00+08:00")  # inside CRON's window
+MONDAY_10 = datetime.fromisoformat("2026-12-07T10:00:00+08:00")  # inside WEEKDAY_CRON's window
 MONDAY_13 = datetime.fromisoformat("2026-12-07T13:00:00+08:00")  # outside it
-# The synthetic trace from 08:55 Shanghai: its first five minutes before CRON's window opens at 09:00.
+# The synthetic trace from 08:55 Shanghai: its first five minutes before WEEKDAY_CRON's window opens at 09:00.
 CALM = (0.3, 0.3, 1.2, 1.2, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3)  # requests/s a minute: a small rise
 TRACE_START = datetime.fromisoformat("2026-12-07T08:55:00+08:00")
 
@@ -75,11 +76,11 @@ def test_keda_s_asks_split_a_cron_window_from_its_other_triggers() -> None:
     """Inside a cron window the window asks its desiredReplicas and the queue trigger the demand;
     outside it the window asks no more than one."""
     queue = {"type": "prometheus", "metadata": {"query": "sum(vllm:num_requests_waiting)", "threshold": "10"}}
-    inside = KedaPolicy("k", so(queue, CRON))
+    inside = KedaPolicy("k", so(queue, WEEKDAY_CRON))
     inside.tick(tick(MONDAY_10, pods=PodSeries([20, 10], [5, 5], 0.5, 2, 1, 60)))
     assert inside.asks(2) == (3, 2, 8)  # ceil(30 / 10), minReplicaCount, desiredReplicas
     assert inside.held_log.demand == [3]
-    outside = KedaPolicy("k", so(queue, CRON))
+    outside = KedaPolicy("k", so(queue, WEEKDAY_CRON))
     outside.tick(tick(MONDAY_13, pods=PodSeries([20, 10], [5, 5], 0.5, 2, 1, 60)))
     assert outside.asks(2) == (3, 2, 1)
 
@@ -114,10 +115,10 @@ def test_this_scaler_s_asks_are_its_demand_signals_floor_and_prewarm() -> None:
 
 @pytest.fixture(scope="module")
 def figures() -> dict[str, object]:
-    """A queue policy with CRON's window over part of a calm synthetic trace, one without, the
+    """A queue policy with WEEKDAY_CRON's window over part of a calm synthetic trace, one without, the
     clairvoyant and the static pool, as figures."""
     windowed = _queue_so("windowed", 1, 8)
-    windowed = dataclasses.replace(windowed, triggers=(*windowed.triggers, *so(CRON).triggers))
+    windowed = dataclasses.replace(windowed, triggers=(*windowed.triggers, *so(WEEKDAY_CRON).triggers))
     comparison = compare(
         _trace(CALM),
         CLUSTER,

@@ -15,7 +15,7 @@ from scaler.hpa import (
     Behavior,
     BehaviorError,
     Hpa,
-    MetricType,
+    Metric,
     ScalingPolicy,
     hpa_from_json,
     metric_proposal,
@@ -67,7 +67,7 @@ def test_value_metric_type_scales_current_replicas() -> None:
     assert metric_proposal(20, 5, 3, metric_type="Value") == 12
 
 
-def avg(value: float, target: float = 1.0) -> tuple[float, float, MetricType]:
+def avg(value: float, target: float = 1.0) -> Metric:
     """An AverageValue metric triple (value, target, type) for Hpa.step."""
     return (value, target, "AverageValue")
 

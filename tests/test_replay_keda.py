@@ -19,6 +19,7 @@ from scaler.replay.keda import (
     map_query,
     scaledobject_model,
 )
+from tests.helpers import WEEKDAY_CRON
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,15 +68,7 @@ def test_triggers_and_spec() -> None:
                     "type": "prometheus",
                     "metadata": {"query": "sum(vllm:num_requests_waiting)", "threshold": "50"},
                 },
-                {
-                    "type": "cron",
-                    "metadata": {
-                        "timezone": "Asia/Shanghai",
-                        "start": "0 9 * * 1-5",
-                        "end": "0 12 * * 1-5",
-                        "desiredReplicas": "8",
-                    },
-                },
+                WEEKDAY_CRON,
                 {"type": "external", "metadata": {"scalerAddress": "x:9090", "minReplicas": "2"}},
             ],
             minReplicaCount=2,

@@ -12,6 +12,7 @@ from scaler.model import Signal
 from scaler.readings import Readings
 from scaler.replay.keda import PodSeries, scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, TickInputs
+from tests.helpers import WEEKDAY_CRON
 
 
 def test_clairvoyant_orders_one_cold_start_ahead_and_keeps_what_is_needed_within_it() -> None:
@@ -75,23 +76,13 @@ def so(*triggers: dict[str, Any]) -> Any:
     )
 
 
-CRON = {
-    "type": "cron",
-    "metadata": {
-        "timezone": "Asia/Shanghai",
-        "start": "0 9 * * 1-5",
-        "end": "0 12 * * 1-5",
-        "desiredReplicas": "8",
-    },
-}
-
-
 def test_cron_trigger_inside_and_outside_its_window() -> None:
     """A cron trigger scales up inside its window (at the HPA's rate) and not outside it."""
     monday_10 = datetime.fromisoformat("2026-12-07T10:00:00+08:00")
     monday_13 = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
-    assert KedaPolicy("k", so(CRON)).tick(tick(monday_10)) == 6  # 2 -> max(2 * 2, 2 + 4) = 6 this period
-    assert KedaPolicy("k", so(CRON)).tick(tick(monday_13)) == 2  # metric 1: the floor
+    cron = so(WEEKDAY_CRON)
+    assert KedaPolicy("k", cron).tick(tick(monday_10)) == 6  # 2 -> max(2 * 2, 2 + 4) = 6 this period
+    assert KedaPolicy("k", cron).tick(tick(monday_13)) == 2  # metric 1: the floor
 
 
 def test_waiting_trigger_aggregates_the_pods() -> None:

@@ -28,6 +28,7 @@ from scaler.sources import history as history_source
 from scaler.sources.history import read_history
 from scaler.sources.prometheus import router_queues
 from tests.conftest import require_prometheus
+from tests.helpers import plain_scaledobject
 from tests.vllm_history import (
     BURST,
     DECODE_TOKENS_S,
@@ -46,24 +47,13 @@ pytestmark = pytest.mark.prometheus
 
 SCRAPE_S, WINDOW_S = 60, 120
 END = START + timedelta(days=7)
-PLAIN = f"""\
-apiVersion: keda.sh/v1alpha1
-kind: ScaledObject
-metadata:
-  name: llama
-  namespace: inference
-spec:
-  scaleTargetRef:
-    name: vllm-llama
-  minReplicaCount: 2
-  maxReplicaCount: 8
-  triggers:
-    - type: prometheus
-      metadata:
-        serverAddress: http://prometheus.monitoring.svc:9090
-        query: sum(vllm:num_requests_waiting{{model_name="{MODEL}"}})
-        threshold: "5"
-"""
+PLAIN = plain_scaledobject(
+    "http://prometheus.monitoring.svc:9090",
+    f'sum(vllm:num_requests_waiting{{model_name="{MODEL}"}})',
+    threshold=5,
+    min_replicas=2,
+    max_replicas=8,
+)
 # Six hours around Tuesday's burst, whose queue the arrivals must count.
 AROUND_BURST = ("6h", (BURST[0] + timedelta(hours=3)).isoformat())
 
@@ -202,6 +192,12 @@ def test_a_long_span_is_read_in_chunks(
     assert chunked.gaps == measured.gaps
 
 
+def _around_burst(prom: LocalPrometheus) -> tuple[str, ...]:
+    """``--prometheus`` on the module's Prometheus, over the six hours around the burst, 2m a window."""
+    since, until = AROUND_BURST
+    return ("--prometheus", prom.url, "--since", since, "--until", until, "--step", "2m")
+
+
 def _replay(prom: LocalPrometheus, tmp_path: Path, *args: str) -> int:
     so = tmp_path / "plain.yaml"
     so.write_text(PLAIN)
@@ -213,19 +209,11 @@ def test_a_plain_keda_object_is_replayed_against_its_conversion(
 ) -> None:
     """The object run today is the baseline; its conversion is this scaler; the limits go to stderr."""
     prom, _ = history
-    since, until = AROUND_BURST
     assert (
         _replay(
             prom,
             tmp_path,
-            "--prometheus",
-            prom.url,
-            "--since",
-            since,
-            "--until",
-            until,
-            "--step",
-            "2m",
+            *_around_burst(prom),
             "--out",
             str(tmp_path / "a"),
         )
@@ -328,21 +316,13 @@ def test_export_round_trips_through_trace(
 ) -> None:
     """--export writes the trace read; replayed with --trace and --start, it gives the same figures."""
     prom, _ = history
-    since, until = AROUND_BURST
     exported = tmp_path / "week.csv"
     common = ("--seed", "3", "--rate-scale", "1.5")
     assert (
         _replay(
             prom,
             tmp_path,
-            "--prometheus",
-            prom.url,
-            "--since",
-            since,
-            "--until",
-            until,
-            "--step",
-            "2m",
+            *_around_burst(prom),
             "--export",
             str(exported),
             "--out",
@@ -385,7 +365,6 @@ def test_convert_replays_on_prometheus_history(
 ) -> None:
     """scaler convert --replay --prometheus replays the old and the new object on the history read."""
     prom, _ = history
-    since, until = AROUND_BURST
     old = tmp_path / "plain.yaml"
     old.write_text(PLAIN)
     new = tmp_path / "new.yaml"
@@ -396,14 +375,7 @@ def test_convert_replays_on_prometheus_history(
             "--out",
             str(new),
             "--replay",
-            "--prometheus",
-            prom.url,
-            "--since",
-            since,
-            "--until",
-            until,
-            "--step",
-            "2m",
+            *_around_burst(prom),
         ]
     )
     out, err = capsys.readouterr()
@@ -557,7 +529,6 @@ def test_the_cold_start_is_measured_from_the_deployment_s_pods(
     from tests import k8s_double as k8s
 
     prom, _ = history
-    since, until = AROUND_BURST
     with k8s.KubeDouble(token="t") as double:
         for obj in _cluster_of_run3():
             double.apply(obj)
@@ -565,7 +536,7 @@ def test_the_cold_start_is_measured_from_the_deployment_s_pods(
         code = _replay(
             prom,
             tmp_path,
-            *("--prometheus", prom.url, "--since", since, "--until", until, "--step", "2m"),
+            *_around_burst(prom),
             *("--kubeconfig", str(config), "--out", str(tmp_path / "a")),
         )
     out, err = capsys.readouterr()

@@ -22,8 +22,7 @@ from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
-from tests.conftest import require_prometheus
-from tests.helpers import eventually, target_of
+from tests.helpers import eventually, started, target_of
 from tests.test_itl_e2e import wait_until
 
 pytestmark = pytest.mark.prometheus
@@ -84,10 +83,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     """The module's Prometheus and servers, started once."""
-    require_prometheus()
-    s = Stack()
-    yield s
-    s.close()
+    yield from started(Stack)
 
 
 def query(key: str, stack: Stack, **metadata: str) -> TargetQuery:

@@ -17,6 +17,7 @@ from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.fuzz_metadata import ABSURD
 from scaler.config import ALIASES
 from scaler.outputs.grpc_server import METRIC_NAME, TlsFiles
 from scaler.proto import externalscaler_pb2 as pb
@@ -179,40 +180,6 @@ def test_oversized_requests_are_refused_and_the_server_lives_on(plain_server: Se
 
 
 KNOWN = sorted(ALIASES)
-ABSURD = [
-    "",
-    " ",
-    "0",
-    "-1",
-    "1",
-    "2",
-    "10",
-    "1e18",
-    "-1e18",
-    "NaN",
-    "nan",
-    "inf",
-    "-inf",
-    "1.5",
-    "true",
-    "false",
-    "0 9 * * 1-5",
-    "* * * * *",
-    "UTC",
-    "Mars/Base",
-    "[]",
-    "[{}]",
-    "{",
-    'a="b"',
-    'a=~"("',
-    "http://p:9090",
-    "vllm",
-    "custom",
-    "\u0000",
-    "\U0001f680",
-    "x" * 9000,
-    "9" * 400,
-]
 values = st.one_of(st.sampled_from(ABSURD), st.text(max_size=40))
 keys = st.one_of(
     st.sampled_from(KNOWN), st.sampled_from([f"{k}FromEnv" for k in KNOWN]), st.text(max_size=20)

@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -28,7 +27,7 @@ from scaler.registry import Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.sim.prometheus import find_binary, free_port
 from tests.conftest import require_prometheus
-from tests.helpers import ScriptedSource, StepClock, target_of
+from tests.helpers import ScriptedSource, StepClock, serve, target_of
 from tests.observability import (
     LLAMA,
     LOAD,
@@ -311,13 +310,7 @@ def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
     """`scaler serve` exposes decisions on SCALER_METRICS_PORT, logs it, and closes it on SIGTERM."""
     grpc_port, metrics_port = free_port(), free_port()
     env = {**os.environ, "SCALER_METRICS_PORT": str(metrics_port), "SCALER_LOG_FORMAT": "json"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "scaler", "serve", "--port", str(grpc_port), "--host", "127.0.0.1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = serve(grpc_port, env=env)
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
         grpc.channel_ready_future(channel).result(timeout=20)

@@ -54,13 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " history): one table, a row each, with the clairvoyant reference",
     )
     add_history_options(p, "with --replay: replay")
-    p.add_argument(
-        "--cluster",
-        default=None,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="with --replay: the cluster model (docs/replay.md)",
-    )
+    cliargs.add_file(p, "--cluster", "with --replay: the cluster model (docs/replay.md)")
     p.add_argument(
         "--replay-out",
         default="replay-out",
@@ -68,11 +62,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="with --replay: the folder for replay.png and summary.json",
     )
     p.add_argument("--no-plot", action="store_true", help="with --replay: skip replay.png")
-    p.add_argument(
-        "--start",
-        type=cliargs.instant,
-        metavar="ISO",
-        help=f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})",
+    cliargs.add_instant(
+        p, "--start", f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})"
     )
     p.add_argument(
         "--force",

@@ -26,7 +26,7 @@ from scaler.replay.cli import (
     Upstream,
     check_span_options,
     fleet,
-    history_span,
+    from_history,
     limit_lines,
     load_cluster,
     plot_replay,
@@ -111,7 +111,6 @@ def _replay_source(
 ) -> tuple[Trace, datetime, Measured | None]:
     """The trace to replay on, the wall time of its second 0, and what Prometheus measured (with
     --prometheus, whose limits go to stderr)."""
-    from scaler.replay.history import from_prometheus
     from scaler.replay.trace import load_trace
 
     if bool(args.replay) == bool(args.prometheus):
@@ -122,12 +121,7 @@ def _replay_source(
         return load_trace(args.replay, None, 0, 1.0), start, None
     if args.start:
         raise UsageError("--start is for --replay TRACE.csv; with --prometheus the span is --since/--until")
-    measured = from_prometheus(
-        upstream.read_history, args.prometheus, policy, history_span(args), upstream.find_routers, progress
-    )
-    progress.close()
-    for line in measured.limits:
-        print(f"scaler convert: limit: {line}", file=sys.stderr)
+    measured = from_history(args, upstream, policy, progress, "scaler convert")
     return measured.trace(0), measured.start, measured
 
 

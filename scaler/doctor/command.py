@@ -24,33 +24,28 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " Kueue's objects (read-only) and print"
         " one row per pitfall found: severity, object, what is wrong, the fix. Exit 1 on an error.",
     )
-    p.add_argument(
+    cliargs.add_file(
+        p,
         "--kubeconfig",
-        default=None,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="kubeconfig file (default: in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
+        "kubeconfig file (default: in-cluster inside a pod, else $KUBECONFIG or ~/.kube/config)",
     )
     p.add_argument("--namespace", default=None, help="only this namespace (Nodes are always read)")
     cliargs.add_output(p, ("text", "json"), "a table, or one JSON array")
-    p.add_argument(
-        "--prometheus",
-        default=None,
-        type=cliargs.url,
-        metavar="URL",
-        help="also check that Prometheus scrapes each workload, whether its series are there, fresh and"
+    cliargs.add_prometheus(
+        p,
+        "also check that Prometheus scrapes each workload, whether its series are there, fresh and"
         " picked by the labelSelector (and what a running scaler reports inert), and whether a router"
         " holds requests a ScaledObject does not read; it wins over every trigger's prometheusAddress"
         " (said on stderr)",
     )
-    p.add_argument(
+    cliargs.add_duration(
+        p,
         "--max-generation",
-        type=cliargs.duration(bare_seconds=True),
+        "the longest generation you serve (10m; bare seconds too), for grace periods and timeouts"
+        f" (default {DEFAULT_MAX_GENERATION_S:g}s)",
+        kind=cliargs.duration(bare_seconds=True),
         default=DEFAULT_MAX_GENERATION_S,
         dest="max_generation_seconds",
-        metavar="DURATION",
-        help="the longest generation you serve (10m; bare seconds too), for grace periods and timeouts"
-        f" (default {DEFAULT_MAX_GENERATION_S:g}s)",
     )
     cliargs.deprecated(
         p,

@@ -29,7 +29,7 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
-from scaler.inventory.quantities import parse_quantity
+from scaler.quantity import parse_quantity
 
 MAX_REASON_CHARS = 160  # a CEL error is cut to this many characters in an explanation
 

@@ -26,14 +26,14 @@ in the order the driver publishes them).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from scaler.inventory import cel
 from scaler.inventory.fields import _freeze, _items, _obj, _str, _timestamp
-from scaler.inventory.quantities import parse_quantity
+from scaler.quantity import parse_quantity
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"  # <prefix><class>: any class as an extended resource
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # the scheduler's claims
@@ -161,11 +161,6 @@ class DeviceClass:
     selectors: tuple[str, ...] = ()
     extended_resource_name: str | None = None
     created_at: float | None = None
-
-    @property
-    def implicit_resource(self) -> str:
-        """``deviceclass.resource.kubernetes.io/<name>``: every class serves this extended resource."""
-        return IMPLICIT_PREFIX + self.name
 
 
 def deviceclass_from_json(obj: Mapping[str, Any]) -> DeviceClass:
@@ -425,11 +420,6 @@ def dra_inventory(
         problem=problem,
         matcher=matcher or ClassMatcher(),
     )
-
-
-def describe_requests(requests: Sequence[DeviceRequest]) -> str:
-    """Claim requests in words, e.g. ``2 gpu.nvidia.com + 1 mig.nvidia.com``."""
-    return " + ".join(r.describe() for r in requests)
 
 
 __all__ = [

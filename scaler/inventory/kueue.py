@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from scaler.inventory.fields import _items, _obj, _str, _strings
-from scaler.inventory.quantities import parse_quantity
+from scaler.quantity import parse_quantity
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # the LocalQueue a pod (or its Deployment) is submitted to
 ADMISSION_GATE = "kueue.x-k8s.io/admission"  # the scheduling gate a pod waits behind for quota

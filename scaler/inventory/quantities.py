@@ -5,18 +5,18 @@
 
 *Example*: a pod whose vLLM container requests ``nvidia.com/gpu: "2"`` and whose init
 container requests one GPU reserves 2 (the init container runs before, not beside, it);
-``parse_count("1k") == 1000``, ``parse_count("500m") is None`` (not a whole count).
+``parse_count("1k") == 1000``, ``parse_count("500m") is None`` (not a whole count). The
+quantity grammar itself is ``scaler.quantity``'s.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
-from fractions import Fraction
 from typing import Any
 
 from scaler.inventory.fields import _items, _obj, _str
+from scaler.quantity import parse_quantity
 
 # Resource names read as GPUs (fnmatch patterns). Time-sliced GPUs renamed by the NVIDIA
 # device plugin (``nvidia.com/gpu.shared``) and every MIG profile are included.
@@ -46,48 +46,6 @@ def is_extended_resource(name: str) -> bool:
     ``cpu``, ``memory``, ``ephemeral-storage``, ``pods`` and ``hugepages-*`` are not.
     """
     return "/" in name and not name.startswith(("kubernetes.io/", "requests.", "limits."))
-
-
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$")
-_SUFFIX = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
-
-
-def parse_quantity(value: Any) -> Fraction | None:
-    """A Kubernetes quantity as an exact fraction, or None when it is not one (or negative).
-
-    *Example*: ``parse_quantity("40Gi") == 40 * 2**30``, ``parse_quantity("500m") == Fraction(1, 2)``,
-    ``parse_quantity(3) == 3``. DRA's counters and capacities and Kueue's quotas are quantities.
-    """
-    if isinstance(value, int) and not isinstance(value, bool):
-        return Fraction(value) if value >= 0 else None
-    match = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
-    if match is None:
-        return None
-    number, exponent, suffix = match.groups()
-    amount = Fraction(number) * _SUFFIX[suffix or ""]
-    if exponent:
-        power = int(exponent[1:])
-        if abs(power) > 30:
-            return None
-        amount = amount * Fraction(10) ** power
-    return amount if amount >= 0 else None
 
 
 def parse_count(value: Any) -> int | None:

@@ -13,6 +13,18 @@ from scaler.roles import LLM_D_ROLE_LABEL
 # vLLM (V1 engine). Source: vllm-project/vllm, vllm/v1/metrics/loggers.py (PrometheusStatLogger)
 # and docs/design/metrics.md. Labels model_name and engine (the EngineCore index). Counters are
 # defined without _total (vllm:prompt_tokens) and exposed with it.
+# vLLM's histogram buckets, in seconds, +Inf left out (vllm/v1/metrics/loggers.py,
+# PrometheusStatLogger): vllm:time_to_first_token_seconds' and vllm:inter_token_latency_seconds'.
+# The simulated exporters (scaler.sim) and the replay's TTFT histogram observe into them.
+VLLM_TTFT_BUCKETS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+    2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+VLLM_ITL_BUCKETS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0,
+    2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+)  # fmt: skip
+
 VLLM = register(
     Preset(
         "vllm",

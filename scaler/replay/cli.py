@@ -66,31 +66,25 @@ def add_history_options(p: argparse.ArgumentParser, command: str, source: Any = 
     """``--prometheus`` (into the group ``source`` when given) and the span it reads (``--since``,
     ``--until``, ``--step``; their defaults are applied by ``history_span``, so that one given
     without ``--prometheus`` can be refused)."""
-    (source or p).add_argument(
-        "--prometheus",
-        default=None,
-        type=cliargs.url,
-        metavar="URL",
-        help=f"{command} the history in this Prometheus (the ScaledObject's engine preset and labelSelector)"
+    cliargs.add_prometheus(
+        source or p,
+        f"{command} the history in this Prometheus (the ScaledObject's engine preset and labelSelector)"
         " instead of a trace file; it wins over the trigger's prometheusAddress",
     )
-    p.add_argument(
+    cliargs.add_duration(
+        p,
         "--since",
-        type=cliargs.duration(as_text=True),
-        metavar="DURATION",
-        help="with --prometheus: how far back from --until (90s, 30m, 6h, 7d; default 7d)",
+        "with --prometheus: how far back from --until (90s, 30m, 6h, 7d; default 7d)",
+        kind=cliargs.duration(as_text=True),
     )
-    p.add_argument(
-        "--until",
-        type=cliargs.instant,
-        metavar="ISO",
-        help="with --prometheus: end of the span, ISO 8601 with a zone (default: now)",
+    cliargs.add_instant(
+        p, "--until", "with --prometheus: end of the span, ISO 8601 with a zone (default: now)"
     )
-    p.add_argument(
+    cliargs.add_duration(
+        p,
         "--step",
-        type=cliargs.duration(minimum_s=1, above=False, as_text=True),
-        metavar="DURATION",
-        help="with --prometheus: one window of the trace, at least two scrapes (default 1m)",
+        "with --prometheus: one window of the trace, at least two scrapes (default 1m)",
+        kind=cliargs.duration(minimum_s=1, above=False, as_text=True),
     )
 
 
@@ -130,27 +124,23 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " docs/replay.md.",
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument(
+    cliargs.add_file(
+        source,
         "--trace",
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="timestamp_s,prompt_tokens,output_tokens or window_start_s,req_per_s"
+        "timestamp_s,prompt_tokens,output_tokens or window_start_s,req_per_s"
         "[,prompt_tokens_per_req,output_tokens_per_req]",
     )
     add_history_options(p, "replay", source)
-    p.add_argument(
+    cliargs.add_file(
+        p,
         "--scaledobject",
+        "ScaledObject with this scaler's external trigger, or a plain KEDA one to convert",
         required=True,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="ScaledObject with this scaler's external trigger, or a plain KEDA one to convert",
     )
-    p.add_argument(
+    cliargs.add_file(
+        p,
         "--baseline",
-        default=None,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="ScaledObject with plain KEDA triggers (default: --scaledobject when it is a plain one, else"
+        "ScaledObject with plain KEDA triggers (default: --scaledobject when it is a plain one, else"
         " the example)",
     )
     p.add_argument(
@@ -160,19 +150,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="with --prometheus: also write the trace read (window_start_s,req_per_s,"
         "prompt_tokens_per_req,output_tokens_per_req), to replay later with --trace",
     )
-    p.add_argument(
-        "--cluster",
-        default=None,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="cluster model (YAML); defaults in docs/replay.md",
-    )
-    p.add_argument(
+    cliargs.add_file(p, "--cluster", "cluster model (YAML); defaults in docs/replay.md")
+    cliargs.add_file(
+        p,
         "--kubeconfig",
-        default=None,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="measure the cold start from the pods of the ScaledObject's Deployment through this"
+        "measure the cold start from the pods of the ScaledObject's Deployment through this"
         " kubeconfig (the median from scheduled to Ready; cold_start_s in --cluster wins; default:"
         " not measured, 180s)",
     )
@@ -186,13 +168,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="N",
         help="seed for expanding rate traces into requests",
     )
-    p.add_argument(
-        "--sizes-from",
-        default=None,
-        type=cliargs.existing_file,
-        metavar="FILE",
-        help="request trace whose token sizes a rate trace borrows",
-    )
+    cliargs.add_file(p, "--sizes-from", "request trace whose token sizes a rate trace borrows")
     p.add_argument(
         "--rate-scale",
         type=cliargs.number(0),
@@ -207,19 +183,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="A:B",
         help="replay only hours A:B of the trace, e.g. 0:72",
     )
-    p.add_argument(
+    cliargs.add_instant(
+        p,
         "--start",
-        default=None,
-        type=cliargs.instant,
-        metavar="ISO",
-        help=f"wall time of a --trace's second 0 (default {DEFAULT_START}; --prometheus: --until - --since)",
+        f"wall time of a --trace's second 0 (default {DEFAULT_START}; --prometheus: --until - --since)",
     )
-    p.add_argument(
+    cliargs.add_duration(
+        p,
         "--objective",
-        type=cliargs.duration(bare_seconds=True),
-        default=None,
-        metavar="DURATION",
-        help="TTFT objective (2s; bare seconds too; default: ttftObjectiveSeconds)",
+        "TTFT objective (2s; bare seconds too; default: ttftObjectiveSeconds)",
+        kind=cliargs.duration(bare_seconds=True),
     )
     p.add_argument("--no-plot", action="store_true", help="skip replay.png")
 
@@ -299,11 +272,16 @@ def _objects(
         return scaler_so, load_scaledobject_model(path), "scaler/examples/baseline.yaml"
 
 
-def _from_prometheus(
-    args: argparse.Namespace, upstream: Upstream | None, policy: Any, progress: Progress
+def from_history(
+    args: argparse.Namespace,
+    upstream: Upstream | None,
+    policy: Any,
+    progress: Progress,
+    command: str = "scaler replay",
 ) -> Measured:
     """The history ``--prometheus`` holds for the policy's series, as a measured rate trace with the
-    replica measured from it; what it could not read, and what that does to the replay, on stderr."""
+    replica measured from it; what it could not read, and what that does to the replay, on stderr
+    (``command: limit: ...``)."""
     from scaler.replay.history import from_prometheus
 
     if upstream is None:
@@ -313,7 +291,7 @@ def _from_prometheus(
     )
     progress.close()
     for line in measured.limits:
-        print(f"scaler replay: limit: {line}", file=sys.stderr)
+        print(f"{command}: limit: {line}", file=sys.stderr)
     return measured
 
 
@@ -477,7 +455,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     objective = args.objective or policy.ttft_objective_seconds
     measured: Measured | None = None
     if args.prometheus:
-        measured = _from_prometheus(
+        measured = from_history(
             args, upstream, policy.model_copy(update={"ttft_objective_seconds": objective}), progress
         )
         start = measured.start

@@ -3,7 +3,7 @@
 The prefill pool and the decode pool each run their own policy, at the same control ticks, on
 the same arrivals: the one of ``role: prefill`` sees the prefill pool's series, the one of
 ``role: decode`` the decode pool's, as each ScaledObject's queries would select them
-(``scaler.roles``). The series are read as ``scaler.replay.replay`` reads a fleet's: counters
+(``scaler.roles``). The series are ``scaler.replay.series``', as the replay reads a fleet's: counters
 as Prometheus' ``rate(counter[1m])``, first tokens into vLLM's TTFT histogram, the trace's first
 ``warmup_s`` seconds replayed once before it, unscored.
 
@@ -17,7 +17,6 @@ trace meets the goal. Each replica is ordered exactly one cold start ahead
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import heapq
 import math
@@ -30,73 +29,34 @@ from functools import partial
 import numpy as np
 from numpy.typing import NDArray
 
-from scaler.coldstart import ColdStart
-from scaler.coldstart import measure as measure_cold_start
-from scaler.inputs import Input, Reading
+from scaler.inputs import Reading
 from scaler.readings import Readings
 from scaler.replay.compare import BUCKET_S
 from scaler.replay.disagg import ROLES, DisaggConfig, Pool, PoolView, busy_per_bucket, kv_usage
 from scaler.replay.keda import ExternalTrigger, PodSeries, ScaledObjectModel
 from scaler.replay.policies import ClairvoyantPolicy, TickInputs
-from scaler.replay.replay import HIST_BIN_S, RATE_WINDOW_S, TTFT_BUCKETS, WARMUP_S, Policy, cumulative_buckets
+from scaler.replay.replay import WARMUP_S, Policy, drive
+from scaler.replay.series import ColdStartWatch, Histogram, TokenCounters, Warmed, bins, fleet_inputs
 from scaler.replay.trace import Trace
 
 
 class PoolSeries:
-    """One pool's token counters and first-token histogram, binned by the second, read over the
+    """One pool's token counters and first-token histogram (``scaler.replay.series``), read over the
     last minute as ``rate(...[1m])`` reads them (``history``: the rates before the first minute)."""
 
     def __init__(self, nbins: int, history_prompt: float, history_gen: float) -> None:
-        self.nbins = nbins
-        self.history = (history_prompt, history_gen)
-        self.prompt_bin = [0.0] * nbins
-        self.gen_diff = [0.0] * nbins
-        self.prompt_cum = [0.0] * (nbins + 1)
-        self.gen_cum = [0.0] * (nbins + 1)
-        self.done = 0
-        self.gen_now = 0.0
-        self.hist = np.zeros((nbins // HIST_BIN_S + 2, len(TTFT_BUCKETS)), dtype=np.int64)
-        self.sums = np.zeros(len(self.hist), dtype=np.float64)
-
-    def prompt(self, t: float, tokens: float) -> None:
-        """Prompt tokens counted at ``t``."""
-        if int(t) < self.nbins - 1:
-            self.prompt_bin[int(t)] += tokens
-
-    def generation(self, start: float, end: float, tokens: float) -> None:
-        """``tokens`` generated evenly from ``start`` to ``end``."""
-        if tokens <= 0 or end <= start:
-            return
-        rate = tokens / (end - start)
-        if int(start) < self.nbins - 1:
-            self.gen_diff[int(start)] += rate
-            if int(end) < self.nbins - 1:
-                self.gen_diff[int(end)] -= rate
+        self.tokens = TokenCounters(nbins, history_prompt, history_gen)
+        self.ttft = Histogram(nbins)
 
     def first_token(self, t: float, ttft: float) -> None:
         """A first token at ``t``, ``ttft`` after the request arrived."""
-        row = min(int(t) // HIST_BIN_S, len(self.hist) - 1)
-        self.hist[row, bisect.bisect_left(TTFT_BUCKETS, ttft)] += 1
-        self.sums[row] += ttft
+        self.ttft.observe(self.ttft.row(t), ttft)
 
-    def read(self, t: float) -> tuple[float, float, dict[float, float], float]:
+    def read(self, t: float) -> tuple[tuple[float, float], dict[float, float], float]:
         """At ``t``: the prompt and generated tokens per second, the TTFT buckets' rates and the
         rate of the histogram's sum, each over the last minute."""
-        second = min(int(t), self.nbins)
-        for k in range(self.done, second):
-            self.gen_now += self.gen_diff[k]
-            self.prompt_cum[k + 1] = self.prompt_cum[k] + self.prompt_bin[k]
-            self.gen_cum[k + 1] = self.gen_cum[k] + self.gen_now
-        self.done = max(self.done, second)
-        window = min(RATE_WINDOW_S, second)
-        before = RATE_WINDOW_S - window
-        hp, hg = self.history
-        prompt = (self.prompt_cum[second] - self.prompt_cum[second - window] + before * hp) / RATE_WINDOW_S
-        gen = max(0.0, self.gen_cum[second] - self.gen_cum[second - window] + before * hg) / RATE_WINDOW_S
-        end = min(second // HIST_BIN_S, len(self.hist) - 1)
-        begin = max(0, end - RATE_WINDOW_S // HIST_BIN_S)
-        buckets = cumulative_buckets(self.hist[begin:end].sum(axis=0), RATE_WINDOW_S)
-        return prompt, gen, buckets, float(self.sums[begin:end].sum()) / RATE_WINDOW_S
+        window = self.ttft.window(t)
+        return self.tokens.rates(t), self.ttft.buckets(window), self.ttft.sum_rate(window)
 
 
 @dataclass
@@ -140,19 +100,14 @@ class _Loop:
         initial: Mapping[str, int],
         warmup_s: float,
     ) -> None:
-        pre = trace.window(0.0, warmup_s) if warmup_s > 0 else trace.window(0.0, 0.0)
-        self.w = warmup_s if len(pre) else 0.0
-        self.arrivals = np.concatenate([pre.arrivals, trace.arrivals + self.w]).tolist()
-        self.prompts = np.concatenate([pre.prompt_tokens, trace.prompt_tokens]).tolist()
-        self.outputs = np.concatenate([pre.output_tokens, trace.output_tokens]).tolist()
-        self.skip = len(pre)
+        timeline = Warmed.of(trace, warmup_s)
+        self.w, self.skip = timeline.w, timeline.skip
+        self.arrivals, self.prompts, self.outputs = timeline.arrivals, timeline.prompts, timeline.outputs
         self.config, self.policies, self.start = config, policies, start
         n = len(self.arrivals)
-        first = slice(0, bisect.bisect_left(self.arrivals, RATE_WINDOW_S))
-        prompt_rate = sum(self.prompts[first]) / RATE_WINDOW_S
-        gen_rate = sum(self.outputs[first]) / RATE_WINDOW_S
-        self.horizon = math.ceil(max(trace.duration_s, 1.0) / 60.0) * 60.0 + self.w
-        nbins = int(self.horizon) + 2
+        prompt_rate, gen_rate = timeline.history()
+        self.horizon = timeline.horizon(max(trace.duration_s, 1.0))
+        nbins = bins(self.horizon)
         self.series = {
             "prefill": PoolSeries(nbins, prompt_rate, 0.0),
             "decode": PoolSeries(nbins, prompt_rate, gen_rate),
@@ -169,7 +124,7 @@ class _Loop:
         self.events = dict.fromkeys(ROLES, 0)
         self.peak = dict(self.spec)
         self.ticks: dict[str, list[int]] = {role: [] for role in ROLES}
-        self.cold: dict[str, tuple[tuple[int, object], ColdStart]] = {}
+        self.cold = {role: ColdStartWatch() for role in ROLES}
         self.ttft = np.empty(n, dtype=np.float64)
         self.waits = {role: np.zeros(n, dtype=np.float64) for role in ROLES}
         self.transfers: list[tuple[float, int]] = []  # heap: (KV at the decode pool, request)
@@ -181,7 +136,7 @@ class _Loop:
         t, prompt = self.arrivals[i], self.prompts[i]
         began, done = self.pools["prefill"].prefill(t, prompt)
         self.waits["prefill"][i] = began - t
-        self.series["prefill"].prompt(done, prompt)
+        self.series["prefill"].tokens.prompt(done, prompt)
         self.series["prefill"].first_token(done, done - t)
         heapq.heappush(self.transfers, (done + self.config.transfer_s(prompt), i))
 
@@ -193,16 +148,15 @@ class _Loop:
             admitted, end = self.pools["decode"].decode(at, self.outputs[i])
             ttft = self.ttft[i] = admitted - self.arrivals[i]
             self.waits["decode"][i] = admitted - at
-            series.prompt(admitted, self.prompts[i])
+            series.tokens.prompt(admitted, self.prompts[i])
             series.first_token(admitted, ttft)
-            series.generation(admitted, end, self.outputs[i] - 1)
+            series.tokens.generation(admitted, end, self.outputs[i] - 1)
 
     def _observed(
         self,
         role: str,
         view: PoolView,
-        prompt: float,
-        gen: float,
+        tokens: tuple[float, float],
         buckets: Mapping[float, float],
         sums: float,
     ) -> tuple[PodSeries, Readings]:
@@ -210,30 +164,21 @@ class _Loop:
         them (built only when its policy reads them: ``TickInputs``)."""
         cfg = self.config.cluster
         pool = self.pools[role]
+        prompt, gen = tokens
         busy = prompt / cfg.prefill_tokens_per_s if role == "prefill" else gen / cfg.decode_tokens_per_s
-        cold = self.cold[role][1]
         kv = kv_usage(view, pool.slots_per_pod) if role == "decode" else None
-        read: dict[str, float] = {
-            Input.QUEUE_WAITING: float(sum(view.waiting)),
-            Input.REQUESTS_RUNNING: float(sum(view.running)),
-            Input.PROMPT_TOKENS_PER_S: prompt,
-            Input.GENERATION_TOKENS_PER_S: gen,
-            Input.CURRENT_REPLICAS: view.replicas,
-            Input.READY_REPLICAS: view.ready,
-            Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
-            Input.PENDING_REPLICAS: view.pending,
-            Input.STARTING_REPLICAS: view.starting,
-            Input.COLD_START_SAMPLES: cold.samples,
-            Input.DEPLOYMENT_REPLICAS: self.spec[role],
-            Reading.TTFT_SUM: sums,
-        }
-        for name, value in (
-            (Input.KV_CACHE_USAGE, kv),
-            (Input.COLD_START_SECONDS, cold.lead_p90_s),
-            (Input.COLD_START_PENDING_SECONDS, cold.pending_p90_s),
-        ):
-            if value is not None:
-                read[name] = value
+        read = fleet_inputs(
+            view,
+            float(sum(view.waiting)),
+            float(sum(view.running)),
+            tokens,
+            cfg.gpus_per_replica,
+            self.cold[role].cold_start,
+            self.spec[role],
+            sums,
+            {},
+            kv,
+        )
         slots = pool.slots_per_pod
         pods = PodSeries(view.waiting, view.running, busy, view.ready, cfg.gpus_per_replica, slots)
         return pods, Readings(read, {Reading.TTFT: buckets})
@@ -250,16 +195,14 @@ class _Loop:
                 )
         for role, pool in self.pools.items():
             view = pool.view(t)
-            prompt, gen, buckets, sums = self.series[role].read(t)
-            key = (len(pool.ready_times), pool.ready_times[-1] if pool.ready_times else None)
-            if role not in self.cold or self.cold[role][0] != key:
-                self.cold[role] = (key, measure_cold_start(pool.ready_times))
+            tokens, buckets, sums = self.series[role].read(t)
+            self.cold[role].measure(pool.ready_times)
             inputs = TickInputs(
                 t - self.w,
                 self.start + timedelta(seconds=t - self.w),
                 self.spec[role],
                 view.replicas,
-                partial(self._observed, role, view, prompt, gen, buckets, sums),
+                partial(self._observed, role, view, tokens, buckets, sums),
             )
             wanted = self.policies[role].tick(inputs)
             inputs.end()
@@ -285,17 +228,12 @@ def run_disagg(
     """Replay ``trace`` on the disaggregated fleet, ``policies[role]`` scaling each pool (docstring)."""
     began = time.perf_counter()
     loop = _Loop(trace, config, policies, start, initial, warmup_s)
-    next_tick = 0.0
-    for i in range(len(loop.arrivals)):
-        t = loop.arrivals[i]
-        while next_tick <= t:
-            loop.control(next_tick, tick_s)
-            next_tick += tick_s
-        loop.decode_until(t)
+
+    def arrive(i: int) -> None:
+        loop.decode_until(loop.arrivals[i])
         loop.arrive(i)
-    while next_tick <= loop.horizon:
-        loop.control(next_tick, tick_s)
-        next_tick += tick_s
+
+    drive(loop.arrivals, loop.horizon, tick_s, partial(loop.control, tick_s=tick_s), arrive)
     pools = {}
     for role, pool in loop.pools.items():
         pool.advance(loop.horizon)

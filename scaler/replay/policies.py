@@ -23,7 +23,7 @@ from datetime import datetime
 
 from scaler.config import parse_metadata
 from scaler.engine import Engine
-from scaler.hpa import Hpa, MetricType, metric_proposal
+from scaler.hpa import Hpa, Metric, metric_proposal
 from scaler.inputs import Input, Reading
 from scaler.model import Capacity, Decision, HpaStatus, Observation, Signal
 from scaler.readings import Readings
@@ -140,7 +140,7 @@ class KedaPolicy:
         self._next_refresh = -math.inf
         self._next_poll = -math.inf
         self._next_sync = -math.inf
-        self._cached: list[tuple[float, float, MetricType]] = []
+        self._cached: list[Metric] = []
         self._cached_from: list[ExternalTrigger | PrometheusTrigger | CronTrigger] = []
         self._polled: Decision | None = None  # the decision the cached external metric is
         self.held_log = HeldLog()
@@ -195,8 +195,8 @@ class KedaPolicy:
             self._closed_until[index] = state.next_start
         return state.active
 
-    def _metrics(self, tick: TickInputs) -> list[tuple[float, float, MetricType]]:
-        metrics: list[tuple[float, float, MetricType]] = []
+    def _metrics(self, tick: TickInputs) -> list[Metric]:
+        metrics: list[Metric] = []
         self._cached_from = []
         self._polled = self.latest
         for index, trigger in enumerate(self.so.triggers):

@@ -1,16 +1,18 @@
 """The closed loop: one policy, one trace, one simulated fleet.
 
-Requests are assigned in arrival order; between arrivals, control ticks (every
-``tick_s``) show the policy what Kubernetes and Prometheus would show, and apply the
-replica count it sets. Token counters advance when tokens are produced (prompt tokens
-when a prefill completes, generated tokens spread over each request's decode), and
-rates are read as Prometheus' ``rate(counter[1m])`` would read them. Each first token is
-observed into a histogram with vLLM's ``time_to_first_token_seconds`` buckets, and its
-p95 and p99 are read as ``histogram_quantile`` over the last minute's bucket rates. Each
-request's queue time (arrival at the pod to first scheduled) and prefill time (first
-scheduled to first token) are observed when it ends, as vLLM observes them, and read as the
-rates of their histograms' ``_sum`` and ``_count`` over the last minute (unless the cluster
-model says the pods export none: ``phase_histograms: false``).
+Requests are assigned in arrival order; between arrivals, control ticks (every ``tick_s``:
+``drive``) show the policy what Kubernetes and Prometheus would show, and apply the replica
+count it sets. ``ControlLoop`` holds one run's state and does the work of a request
+(``send``) and of a tick (``tick``); ``run`` drives it. The series the fleet exports are
+``scaler.replay.series``': token counters that advance when tokens are produced (prompt
+tokens when a prefill completes, generated tokens spread over each request's decode), read
+as Prometheus' ``rate(counter[1m])`` would read them; each first token observed into a
+histogram with vLLM's ``time_to_first_token_seconds`` buckets, its p95 and p99 read as
+``histogram_quantile`` over the last minute's bucket rates; each request's queue time (arrival
+at the pod to first scheduled) and prefill time (first scheduled to first token) observed
+when it ends, as vLLM observes them, and read as the rates of their histograms' ``_sum`` and
+``_count`` over the last minute (unless the cluster model says the pods export none:
+``phase_histograms: false``).
 
 With ``router: llm-d`` in the cluster model, requests go through llm-d's flow control
 (``scaler.replay.router``): the servers' histogram counts from the moment a request is sent,
@@ -19,41 +21,38 @@ the router's from its arrival, and the TTFT scored is the router's, what users s
 
 from __future__ import annotations
 
-import bisect
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from scaler.coldstart import measure as measure_cold_start
 from scaler.inputs import Input, Reading
 from scaler.readings import Readings
-from scaler.replay.cluster import Cluster, ClusterConfig, ServingPod
+from scaler.replay.cluster import Cluster, ClusterConfig, FleetView, ServingPod
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
 from scaler.replay.router import FlowControlRouter
+from scaler.replay.series import (
+    RATE_WINDOW_S,
+    ColdStartWatch,
+    Histogram,
+    PhaseTimes,
+    TokenCounters,
+    Warmed,
+    bins,
+    fleet_inputs,
+)
 from scaler.replay.trace import Trace
 
-RATE_WINDOW_S = 60  # rate(...[1m])
 WARMUP_S = 600.0
-# vLLM's vllm:time_to_first_token_seconds buckets (vllm/v1/metrics/loggers.py), +Inf last.
-TTFT_BUCKETS = (
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
-    2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0, math.inf,
-)  # fmt: skip
-HIST_BIN_S = 5  # time resolution of the simulated TTFT histogram
-
-
-def cumulative_buckets(counts: NDArray[np.int64], window_s: float) -> dict[float, float]:
-    """Per-bucket counts over a window as ``sum(rate(..._bucket[window]))`` reads them: cumulative
-    ``le`` rates, per second."""
-    return dict(zip(TTFT_BUCKETS, (np.cumsum(counts) / window_s).tolist(), strict=True))
+REPORT_EVERY = 10_000  # requests between two calls of a run's progress callback
 
 
 class Policy(Protocol):
@@ -88,7 +87,247 @@ class RunResult:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for speed
+def drive(
+    arrivals: Sequence[float],
+    horizon: float,
+    tick_s: float,
+    tick: Callable[[float], None],
+    arrive: Callable[[int], None],
+) -> None:
+    """Control ticks every ``tick_s`` from 0 to ``horizon``, between the arrivals in order: the ticks
+    due by a request's arrival (at the same instant included) run before it arrives."""
+    next_tick = 0.0
+    for i, t in enumerate(arrivals):
+        while next_tick <= t:
+            tick(next_tick)
+            next_tick += tick_s
+        arrive(i)
+    while next_tick <= horizon:
+        tick(next_tick)
+        next_tick += tick_s
+
+
+@dataclass
+class Ticks:
+    """What a replay records at each scored control tick: the time, spec.replicas, Ready and
+    Pending pods, and the GPUs bound."""
+
+    t: list[float] = field(default_factory=list)
+    spec: list[int] = field(default_factory=list)
+    ready: list[int] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+
+    def record(self, t: float, spec: int, view: FleetView) -> None:
+        """One tick at ``t`` (trace time)."""
+        self.t.append(t)
+        self.spec.append(spec)
+        self.ready.append(view.ready)
+        self.pending.append(view.pending)
+        self.gpus.append(view.gpus_bound)
+
+
+class ControlLoop:
+    """One policy's replay of one trace: the fleet, the series it exports, the scale events and
+    the ticks recorded. ``send`` hands it each request in arrival order, ``tick`` runs a control
+    tick between them (``drive``), ``result`` sums it up."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        config: ClusterConfig,
+        policy: Policy,
+        start: datetime,
+        initial_ready: int,
+        tick_s: float,
+        warmup_s: float,
+    ) -> None:
+        self.trace, self.config, self.policy, self.start, self.tick_s = trace, config, policy, start, tick_s
+        self.timeline = timeline = Warmed.of(trace, warmup_s)
+        self.w = timeline.w
+        self.horizon = timeline.horizon(max(trace.duration_s, tick_s))
+        nbins = bins(self.horizon)
+        self.tokens = TokenCounters(nbins, *timeline.history())
+        self.ttft = Histogram(nbins)  # as the servers measure it
+        self.phases = PhaseTimes(nbins) if config.phase_histograms else None
+        self.user_ttft = np.full(len(timeline.arrivals), math.inf, dtype=np.float64)  # inf: never served
+        self.cluster = Cluster(config, max(policy.min_replicas, min(initial_ready, policy.max_replicas)))
+        self.spec = len(self.cluster.active)
+        # llm-d's endpoint picker with flow control in front of the pods, and its TTFT histogram.
+        self.router = FlowControlRouter(self.cluster, self.serve) if config.router == "llm-d" else None
+        self.router_ttft = Histogram(nbins) if self.router is not None else None
+        # Each pod's prefill seconds assigned at the ticks of the last rate window: its prefill's rate.
+        self.pod_prefill: dict[int, deque[tuple[float, float]]] = {}
+        self.cold_start = ColdStartWatch()
+        self.scale_events = 0
+        self.peak = self.spec
+        self.ticks = Ticks()
+        self.gpu_at_start = self.pending_at_start = 0.0
+
+    # ---- requests ------------------------------------------------------------------------
+
+    def send(self, i: int) -> None:
+        """Request ``i`` arrives: to a pod, or to the router in front of them."""
+        t = self.timeline.arrivals[i]
+        if self.router is None:
+            self.serve(i, t)
+        else:
+            self.router.offer(i, t)
+
+    def serve(self, i: int, sent: float) -> None:
+        """Request ``i`` goes to a pod at ``sent``: its first token, the histograms, the token counters."""
+        timeline = self.timeline
+        prompt, output = timeline.prompts[i], timeline.outputs[i]
+        scheduled, first, end = self.cluster.assign(sent, prompt, output)
+        if self.phases is not None:
+            self.phases.observe(end, scheduled - sent, first - scheduled)
+        user = self.user_ttft[i] = first - timeline.arrivals[i]  # as the user saw it
+        row = self.ttft.row(first)
+        self.ttft.observe(row, first - sent)  # as the server measures it (the same without a router)
+        if self.router_ttft is not None:
+            self.router_ttft.observe(row, user)
+        self.tokens.prompt(first, prompt)
+        self.tokens.generation(first, end, output - 1)
+
+    # ---- control ticks -------------------------------------------------------------------
+
+    def tick(self, t: float) -> None:
+        """The control tick at ``t`` (simulation time): the policy reads the fleet and sets its replicas."""
+        if t >= self.w > t - self.tick_s:  # the scored trace starts: GPU time counts from here
+            self.cluster.advance(self.w)
+            self.gpu_at_start, self.pending_at_start = (
+                self.cluster.gpu_seconds,
+                self.cluster.pending_pod_seconds,
+            )
+        if self.router is not None:
+            self.router.release(t)
+        view = self.cluster.view(t)
+        tokens = self.tokens.rates(t)
+        w = self.w
+        inputs = TickInputs(
+            t - w,
+            self.start + timedelta(seconds=t - w),
+            self.spec,
+            view.replicas,
+            partial(self.observe, t, view, tokens),
+        )
+        wanted = self.policy.tick(inputs)
+        inputs.end()
+        if wanted is not None and wanted != self.spec:
+            self.cluster.scale_to(wanted, t)
+            self.spec = wanted
+            if t >= w:
+                self.scale_events += 1
+        if t < w:
+            return
+        self.peak = max(self.peak, self.spec)
+        self.ticks.record(t - w, self.spec, self.cluster.view(t))
+
+    def observe(self, t: float, view: FleetView, tokens: tuple[float, float]) -> tuple[PodSeries, Readings]:
+        """What Kubernetes and Prometheus would show at ``t``: the Deployment's pods, the servers'
+        series (built only when the policy reads them: ``TickInputs``). ``tokens``: the prompt and
+        generated tokens per second, as ``rate(...[1m])`` reads them."""
+        cfg, router = self.config, self.router
+        serving = self.cluster.ready + self.cluster.draining
+        waiting = [p.waiting(t) for p in serving]
+        running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
+        window = self.ttft.window(t)
+        # The KV cache's usage, the mean over the serving pods (cluster model).
+        kv = (
+            min(1.0, sum(running) * cfg.kv_cache_usage_full_batch / (len(running) * cfg.decode_slots))
+            if serving
+            else None
+        )
+        more = {
+            **(self.phases.rates(window) if self.phases is not None else {}),
+            **self.busiest(serving, running, t),
+        }
+        read = fleet_inputs(
+            view,
+            float(view.waiting),
+            float(view.running),
+            tokens,
+            cfg.gpus_per_replica,
+            self.cold_start.measure(self.cluster.ready_times),
+            self.spec,
+            self.ttft.sum_rate(window),
+            more,
+            kv,
+        )
+        histograms: dict[str, Mapping[float, float]] = {Reading.TTFT: self.ttft.buckets(window)}
+        if router is not None and self.router_ttft is not None:
+            # llm-d's router: its queue, its pool saturation (no endpoint is ever stale here)
+            # and its TTFT histogram, queue time included, as the live source reads them.
+            read[Input.ROUTER_QUEUE_WAITING] = float(router.queued)
+            read[Input.ROUTER_SATURATION] = router.saturation(t)
+            read[Reading.ROUTER_STALE_ENDPOINTS] = 0.0
+            histograms[Reading.ROUTER_TTFT] = self.router_ttft.buckets(window)
+        pods = PodSeries(
+            waiting,
+            running,
+            cfg.busy_fraction(*tokens),
+            view.ready,
+            cfg.gpus_per_replica,
+            cfg.decode_slots,
+            cfg.kv_cache_usage_full_batch,
+            0 if router is None else router.queued,
+        )
+        return pods, Readings(read, histograms)
+
+    def pod_prefill_rate(self, pod: ServingPod, t: float) -> float:
+        """Seconds of prefill per second assigned to ``pod`` over the rate window up to ``t``: the
+        requests in prefill there on average (Little), above 1 where its prompts queue up."""
+        history = self.pod_prefill.setdefault(pod.index, deque())
+        history.append((t, pod.prefill_s))
+        while len(history) > 1 and history[1][0] <= t - RATE_WINDOW_S:
+            history.popleft()
+        then, before = history[0]
+        return (pod.prefill_s - before) / (t - then) if t > then else 0.0
+
+    def busiest(self, serving: list[ServingPod], running: list[int], t: float) -> dict[str, float]:
+        """The busiest pod's running count and KV cache, and its prefill's rate (what ``max by`` pod
+        of the gauges and of ``rate(vllm:request_prefill_time_seconds_sum[1m])`` reads)."""
+        if not serving:
+            return {}
+        most = max(running)
+        out: dict[str, float] = {
+            Input.REQUESTS_RUNNING_MAX: float(most),
+            Input.KV_CACHE_USAGE_MAX: self.config.kv_cache_usage(most),
+        }
+        if self.phases is not None:
+            out[Reading.PREFILL_TIME_SUM_MAX] = max(self.pod_prefill_rate(p, t) for p in serving)
+        return out
+
+    # ---- the end -------------------------------------------------------------------------
+
+    def result(self, began: float) -> RunResult:
+        """The fleet run to the horizon, what the router still holds sent, and the run's figures
+        (``began``: the wall clock's reading when it started, for ``wall_s``)."""
+        cluster = self.cluster
+        cluster.advance(self.horizon)
+        gpu_seconds, pending_pod_seconds = cluster.gpu_seconds, cluster.pending_pod_seconds
+        if self.router is not None:  # what the router still holds goes as the fleet left at the end frees
+            self.router.release(math.inf)
+        ticks = self.ticks
+        return RunResult(
+            name=self.policy.name,
+            ttft=self.user_ttft[self.timeline.skip :],
+            arrivals=self.trace.arrivals,
+            horizon_s=self.horizon - self.w,
+            gpu_seconds=gpu_seconds - self.gpu_at_start,
+            pending_pod_seconds=pending_pod_seconds - self.pending_at_start,
+            scale_events=self.scale_events,
+            peak_replicas=self.peak,
+            wall_s=time.perf_counter() - began,
+            tick_t=np.asarray(ticks.t),
+            tick_spec=np.asarray(ticks.spec, dtype=np.int64),
+            tick_ready=np.asarray(ticks.ready, dtype=np.int64),
+            tick_pending=np.asarray(ticks.pending, dtype=np.int64),
+            tick_gpus=np.asarray(ticks.gpus, dtype=np.int64),
+        )
+
+
+def run(
     trace: Trace,
     cluster_config: ClusterConfig,
     policy: Policy,
@@ -106,284 +345,15 @@ def run(  # noqa: PLR0915 - the hot loop keeps its state in local variables, for
     trace only: its requests, and GPU time from its second 0.
     """
     began = time.perf_counter()
-    cfg = cluster_config
-    pre = trace.window(0.0, warmup_s) if warmup_s > 0 else trace.window(0.0, 0.0)
-    w = warmup_s if len(pre) else 0.0
-    # Simulation time s = trace time + w: the warm-up copy occupies [0, w), the trace [w, ...).
-    sim_arrivals = np.concatenate([pre.arrivals, trace.arrivals + w]).tolist()
-    prompts = np.concatenate([pre.prompt_tokens, trace.prompt_tokens]).tolist()
-    outputs = np.concatenate([pre.output_tokens, trace.output_tokens]).tolist()
-    skip = len(pre)
-    horizon = math.ceil(max(trace.duration_s, tick_s) / 60.0) * 60.0 + w
-    # The token rates of the first minute's arrivals stand for the history before it.
-    first_minute = slice(0, int(np.searchsorted(sim_arrivals, RATE_WINDOW_S)))
-    history_prompt = sum(prompts[first_minute]) / RATE_WINDOW_S
-    history_gen = sum(outputs[first_minute]) / RATE_WINDOW_S
-    cluster = Cluster(cfg, max(policy.min_replicas, min(initial_ready, policy.max_replicas)))
-    spec = len(cluster.active)
-    assign = cluster.assign
+    loop = ControlLoop(trace, cluster_config, policy, start, initial_ready, tick_s, warmup_s)
 
-    # Per-second token counters (prompt tokens added when a prefill ends; generation as a
-    # rate difference array spread over each decode). Bins past the horizon are dropped.
-    nbins = int(horizon) + 2
-    prompt_bin = [0.0] * nbins
-    gen_diff = [0.0] * nbins
-    prompt_cum = [0.0] * (nbins + 1)
-    gen_cum = [0.0] * (nbins + 1)
-    done_bins = 0
-    gen_rate_now = 0.0
-    # First tokens per HIST_BIN_S and TTFT bucket: the histogram's increments over time.
-    ttft_hist = np.zeros((nbins // HIST_BIN_S + 2, len(TTFT_BUCKETS)), dtype=np.int64)
-    ttft_sums = np.zeros(len(ttft_hist), dtype=np.float64)  # the histogram's _sum, per bin
-    last_hist = len(ttft_hist) - 1
-    bucket_of = bisect.bisect_left
-    ttft_all = np.full(len(sim_arrivals), math.inf, dtype=np.float64)  # inf: never served
-    last_bin = nbins - 1
-    # The phase-time histograms' _count and _sums per HIST_BIN_S, observed when a request ends.
-    phases = cfg.phase_histograms
-    phase_count = [0] * len(ttft_hist)
-    queue_sum = [0.0] * len(ttft_hist)
-    prefill_sum = [0.0] * len(ttft_hist)
+    def arrive(i: int) -> None:
+        loop.send(i)
+        if progress is not None and i % REPORT_EVERY == REPORT_EVERY - 1:
+            progress(REPORT_EVERY)
 
-    # Each pod's prefill seconds assigned at the ticks of the last rate window: its prefill's rate.
-    pod_prefill: dict[int, deque[tuple[float, float]]] = {}
-
-    def pod_prefill_rate(pod: ServingPod, t: float) -> float:
-        """Seconds of prefill per second assigned to ``pod`` over the rate window up to ``t``: the
-        requests in prefill there on average (Little), above 1 where its prompts queue up."""
-        history = pod_prefill.setdefault(pod.index, deque())
-        history.append((t, pod.prefill_s))
-        while len(history) > 1 and history[1][0] <= t - RATE_WINDOW_S:
-            history.popleft()
-        then, before = history[0]
-        return (pod.prefill_s - before) / (t - then) if t > then else 0.0
-
-    def busiest(serving: list[ServingPod], running: list[int], t: float) -> dict[str, float]:
-        """The busiest pod's running count and KV cache, and its prefill's rate (what ``max by`` pod
-        of the gauges and of ``rate(vllm:request_prefill_time_seconds_sum[1m])`` reads)."""
-        if not serving:
-            return {}
-        most = max(running)
-        out: dict[str, float] = {
-            Input.REQUESTS_RUNNING_MAX: float(most),
-            Input.KV_CACHE_USAGE_MAX: cfg.kv_cache_usage(most),
-        }
-        if phases:
-            out[Reading.PREFILL_TIME_SUM_MAX] = max(pod_prefill_rate(p, t) for p in serving)
-        return out
-
-    def phase_rates(first_bin: int, end_bin: int) -> dict[str, float]:
-        """The phase-time histograms' ``_count`` and ``_sum`` rates over bins [first_bin, end_bin)
-        (vllm:request_queue_time_seconds, vllm:request_prefill_time_seconds), as
-        ``rate(..._sum[1m])`` reads them: per second of the rate window; none where the pods export
-        none (``phase_histograms: false``)."""
-        if not phases:
-            return {}
-        count = sum(phase_count[first_bin:end_bin]) / RATE_WINDOW_S
-        return {
-            Reading.QUEUE_TIME_COUNT: count,
-            Reading.QUEUE_TIME_SUM: sum(queue_sum[first_bin:end_bin]) / RATE_WINDOW_S,
-            Reading.PREFILL_TIME_COUNT: count,
-            Reading.PREFILL_TIME_SUM: sum(prefill_sum[first_bin:end_bin]) / RATE_WINDOW_S,
-        }
-
-    def serve(i: int, sent: float) -> None:
-        """Request ``i`` goes to a pod at ``sent``: its first token, the histograms, the token counters."""
-        scheduled, first, end = assign(sent, prompts[i], outputs[i])
-        if phases:
-            ended = int(end) // HIST_BIN_S
-            if ended > last_hist:  # noqa: PLR1730 - cheaper than min(), once per request
-                ended = last_hist
-            phase_count[ended] += 1
-            queue_sum[ended] += scheduled - sent
-            prefill_sum[ended] += first - scheduled
-        ttft = first - sent  # as the server measures it
-        ttft_all[i] = first - sim_arrivals[i]  # as the user saw it (the same without a router)
-        hist_bin = min(int(first) // HIST_BIN_S, last_hist)
-        ttft_hist[hist_bin, bucket_of(TTFT_BUCKETS, ttft)] += 1
-        ttft_sums[hist_bin] += ttft
-        if router is not None:
-            router_hist[hist_bin, bucket_of(TTFT_BUCKETS, ttft_all[i])] += 1
-        b = int(first)
-        if b < last_bin:
-            prompt_bin[b] += prompts[i]
-            out = outputs[i] - 1
-            if out > 0 and end > first:
-                rate = out / (end - first)
-                gen_diff[b] += rate
-                e = int(end)
-                if e < last_bin:
-                    gen_diff[e] -= rate
-
-    # llm-d's endpoint picker with flow control in front of the pods, and its TTFT histogram.
-    router = FlowControlRouter(cluster, serve) if cfg.router == "llm-d" else None
-    router_hist = np.zeros_like(ttft_hist) if router is not None else ttft_hist
-
-    ticks_t: list[float] = []
-    ticks_spec: list[int] = []
-    ticks_ready: list[int] = []
-    ticks_pending: list[int] = []
-    ticks_gpus: list[int] = []
-    scale_events = 0
-    peak = spec
-    # The measured cold start changes only when a pod becomes Ready: measured again then.
-    cold_start_key: tuple[int, object] | None = None
-    cold_start = measure_cold_start(())
-
-    def integrate_to(second: int) -> None:
-        nonlocal done_bins, gen_rate_now
-        second = min(second, nbins)
-        for k in range(done_bins, second):
-            gen_rate_now += gen_diff[k]
-            prompt_cum[k + 1] = prompt_cum[k] + prompt_bin[k]
-            gen_cum[k + 1] = gen_cum[k] + gen_rate_now
-        done_bins = max(done_bins, second)
-
-    def control(t: float) -> None:
-        nonlocal spec, scale_events, peak
-        view = cluster.view(t)
-        second = int(t)
-        integrate_to(second)
-        # rate(counter[1m]); before the simulation's first minute, Prometheus' history is
-        # the steady state the warm-up opens with (history_prompt, history_gen tokens/s).
-        window = min(RATE_WINDOW_S, second)
-        before = RATE_WINDOW_S - window
-        prompt_rate = (
-            prompt_cum[second] - prompt_cum[second - window] + before * history_prompt
-        ) / RATE_WINDOW_S
-        gen_rate = max(0.0, gen_cum[second] - gen_cum[second - window] + before * history_gen) / RATE_WINDOW_S
-
-        def observe() -> tuple[PodSeries, Readings]:
-            """What Kubernetes and Prometheus would show now: the Deployment's pods, the servers'
-            series (built only when the policy reads them: ``TickInputs``)."""
-            nonlocal cold_start_key, cold_start
-            serving = cluster.ready + cluster.draining
-            waiting = [p.waiting(t) for p in serving]
-            running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
-            hist_end = min(second // HIST_BIN_S, last_hist)
-            hist_start = max(0, hist_end - RATE_WINDOW_S // HIST_BIN_S)
-            window_counts = ttft_hist[hist_start:hist_end].sum(axis=0)
-            ttft_window = cumulative_buckets(window_counts, RATE_WINDOW_S)
-            ttft_sum_rate = float(ttft_sums[hist_start:hist_end].sum()) / RATE_WINDOW_S
-            # The KV cache's usage, the mean over the serving pods (cluster model).
-            kv = (
-                min(1.0, sum(running) * cfg.kv_cache_usage_full_batch / (len(running) * cfg.decode_slots))
-                if serving
-                else None
-            )
-            ready_times = cluster.ready_times
-            key = (len(ready_times), ready_times[-1] if ready_times else None)
-            if key != cold_start_key:
-                cold_start_key, cold_start = key, measure_cold_start(ready_times)
-            read: dict[str, float] = {
-                Input.QUEUE_WAITING: float(view.waiting),
-                Input.REQUESTS_RUNNING: float(view.running),
-                Input.PROMPT_TOKENS_PER_S: prompt_rate,
-                Input.GENERATION_TOKENS_PER_S: gen_rate,
-                Input.CURRENT_REPLICAS: view.replicas,
-                Input.READY_REPLICAS: view.ready,
-                Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // cfg.gpus_per_replica,
-                Input.PENDING_REPLICAS: view.pending,
-                Input.STARTING_REPLICAS: view.starting,
-                Input.COLD_START_SAMPLES: cold_start.samples,
-                Input.DEPLOYMENT_REPLICAS: spec,
-                Reading.TTFT_SUM: ttft_sum_rate,
-                **phase_rates(hist_start, hist_end),
-                **busiest(serving, running, t),
-            }
-            for name, value in (
-                (Input.KV_CACHE_USAGE, None if kv is None else min(1.0, kv)),
-                (Input.COLD_START_SECONDS, cold_start.lead_p90_s),
-                (Input.COLD_START_PENDING_SECONDS, cold_start.pending_p90_s),
-            ):
-                if value is not None:
-                    read[name] = value
-            histograms: dict[str, Mapping[float, float]] = {Reading.TTFT: ttft_window}
-            if router is not None:
-                # llm-d's router: its queue, its pool saturation (no endpoint is ever stale here)
-                # and its TTFT histogram, queue time included, as the live source reads them.
-                read[Input.ROUTER_QUEUE_WAITING] = float(router.queued)
-                read[Input.ROUTER_SATURATION] = router.saturation(t)
-                read[Reading.ROUTER_STALE_ENDPOINTS] = 0.0
-                histograms[Reading.ROUTER_TTFT] = cumulative_buckets(
-                    router_hist[hist_start:hist_end].sum(axis=0), RATE_WINDOW_S
-                )
-            pods = PodSeries(
-                waiting,
-                running,
-                cfg.busy_fraction(prompt_rate, gen_rate),
-                view.ready,
-                cfg.gpus_per_replica,
-                cfg.decode_slots,
-                cfg.kv_cache_usage_full_batch,
-                0 if router is None else router.queued,
-            )
-            return pods, Readings(read, histograms)
-
-        inputs = TickInputs(t - w, start + timedelta(seconds=t - w), spec, view.replicas, observe)
-        wanted = policy.tick(inputs)
-        inputs.end()
-        if wanted is not None and wanted != spec:
-            cluster.scale_to(wanted, t)
-            spec = wanted
-            if t >= w:
-                scale_events += 1
-        if t < w:
-            return
-        peak = max(peak, spec)
-        after = cluster.view(t)
-        ticks_t.append(t - w)
-        ticks_spec.append(spec)
-        ticks_ready.append(after.ready)
-        ticks_pending.append(after.pending)
-        ticks_gpus.append(after.gpus_bound)
-
-    next_tick = 0.0
-    report_every = 10_000
-    gpu_at_start = pending_at_start = 0.0
-    for i in range(len(sim_arrivals)):
-        t = sim_arrivals[i]
-        while next_tick <= t:
-            if next_tick >= w > next_tick - tick_s:
-                cluster.advance(w)
-                gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
-            if router is not None:
-                router.release(next_tick)
-            control(next_tick)
-            next_tick += tick_s
-        if router is None:
-            serve(i, t)
-        else:
-            router.offer(i, t)
-        if progress is not None and i % report_every == report_every - 1:
-            progress(report_every)
-    while next_tick <= horizon:
-        if next_tick >= w > next_tick - tick_s:
-            cluster.advance(w)
-            gpu_at_start, pending_at_start = cluster.gpu_seconds, cluster.pending_pod_seconds
-        if router is not None:
-            router.release(next_tick)
-        control(next_tick)
-        next_tick += tick_s
-    cluster.advance(horizon)
-    gpu_seconds, pending_pod_seconds = cluster.gpu_seconds, cluster.pending_pod_seconds
-    if router is not None:  # what the router still holds goes as the fleet left at the end frees
-        router.release(math.inf)
+    drive(loop.timeline.arrivals, loop.horizon, tick_s, loop.tick, arrive)
+    result = loop.result(began)
     if progress is not None:
-        progress(len(sim_arrivals) % report_every)
-    return RunResult(
-        name=policy.name,
-        ttft=ttft_all[skip:],
-        arrivals=trace.arrivals,
-        horizon_s=horizon - w,
-        gpu_seconds=gpu_seconds - gpu_at_start,
-        pending_pod_seconds=pending_pod_seconds - pending_at_start,
-        scale_events=scale_events,
-        peak_replicas=peak,
-        wall_s=time.perf_counter() - began,
-        tick_t=np.asarray(ticks_t),
-        tick_spec=np.asarray(ticks_spec, dtype=np.int64),
-        tick_ready=np.asarray(ticks_ready, dtype=np.int64),
-        tick_pending=np.asarray(ticks_pending, dtype=np.int64),
-        tick_gpus=np.asarray(ticks_gpus, dtype=np.int64),
-    )
+        progress(len(loop.timeline.arrivals) % REPORT_EVERY)
+    return result

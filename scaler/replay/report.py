@@ -64,11 +64,6 @@ class Figures:
     hours: float = 0.0  # the span scored
 
     @property
-    def own_gpu_hours(self) -> float:
-        """GPU-hours held only for what the clairvoyant does not hold: the windows, a floor above its."""
-        return self.prewarm_gpu_hours + self.floor_above_gpu_hours
-
-    @property
     def scale_events_per_hour(self) -> float:
         """Scale changes per hour of the span."""
         return self.scale_events / self.hours if self.hours > 0 else 0.0

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from scaler.coldstart import measure
-from scaler.hpa import Hpa, HpaStep, MetricType
+from scaler.hpa import Hpa, HpaStep, Metric
 from scaler.inventory import WorkloadState
 from scaler.pods import Pod, PodLifecycle, PodState
 
@@ -59,7 +59,7 @@ class SimulatedCluster:
         with self._lock:
             self._hpa = hpa
 
-    def sync_hpa(self, metrics: Sequence[tuple[float, float, MetricType]]) -> HpaStep:
+    def sync_hpa(self, metrics: Sequence[Metric]) -> HpaStep:
         """One HPA sync on the metrics KEDA serves ((value, target, type) each); scale to its result."""
         with self._lock:
             if self._hpa is None:

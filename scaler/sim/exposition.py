@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from scaler.presets import Family, Preset, Select, Selector
@@ -33,6 +33,32 @@ class Simulated:
     value: float  # a gauge's value, a counter's total, or a histogram's _sum (seconds)
     count: float = 0.0  # a histogram's observations (_count)
     buckets: tuple[tuple[float, float], ...] = ()  # a histogram's (upper bound in s, cumulative count)
+
+
+@dataclass(slots=True)
+class Observed:
+    """A histogram a simulated server observes into: ``n`` observations of one value at a time,
+    counted in every bucket whose upper bound (``bounds``, seconds, +Inf left out) holds it."""
+
+    bounds: tuple[float, ...]
+    count: float = 0.0  # _count
+    total: float = 0.0  # _sum
+    buckets: list[float] = field(init=False)  # cumulative, one per bound
+
+    def __post_init__(self) -> None:
+        self.buckets = [0.0] * len(self.bounds)
+
+    def observe(self, value: float, n: float) -> None:
+        """``n`` observations (a rate times a span: fractional) of ``value``."""
+        self.count += n
+        self.total += n * value
+        for i, bound in enumerate(self.bounds):
+            if value <= bound:
+                self.buckets[i] += n
+
+    def simulated(self) -> Simulated:
+        """The histogram as the exposition writes it."""
+        return Simulated(self.total, self.count, tuple(zip(self.bounds, self.buckets, strict=True)))
 
 
 def default_generations(preset: Preset) -> tuple[str, ...]:
@@ -206,3 +232,39 @@ class MetricsServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class Exporter:
+    """A simulated server or router: ``/metrics`` over HTTP (``MetricsServer``) with what ``render``
+    writes, named as its ``preset`` names them, in the ``generations`` of names it writes; its
+    counters advance by ``clock`` under ``_lock``, from ``_last``."""
+
+    def __init__(
+        self, preset: Preset, model: str, generations: tuple[str, ...] | None, clock: Callable[[], float]
+    ) -> None:
+        self.preset = preset
+        self.model = model
+        # Which metric names it writes: the current, the older ("legacy": vLLM before 0.11
+        # wrote vllm:time_per_output_token_seconds), or both where the upstream writes both.
+        self.generations = generations or default_generations(preset)
+        self.clock = clock
+        self._last = clock()
+        self._lock = threading.Lock()
+        self._http = MetricsServer(self.render)
+
+    def render(self) -> str:
+        """The Prometheus text exposition, named as the preset's upstream names it."""
+        raise NotImplementedError
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve ``/metrics`` over HTTP from a daemon thread; returns the ``host:port`` it listens on."""
+        return self._http.start(host, port)
+
+    @property
+    def address(self) -> str:
+        """The ``host:port`` the server listens on; RuntimeError before ``start``."""
+        return self._http.address
+
+    def stop(self) -> None:
+        """Shut the metrics server down, if it runs."""
+        self._http.stop()

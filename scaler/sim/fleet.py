@@ -12,61 +12,14 @@ registered in a test included.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from scaler.inputs import Input, Reading
 from scaler.presets import DEFAULT_ENGINE, PRESETS, Combine
-from scaler.sim.exposition import Exposition, MetricsServer, Simulated, default_generations, write_preset
-
-# vLLM's inter-token latency buckets (vllm/v1/metrics/loggers.py), in seconds.
-ITL_BUCKETS = (
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.3,
-    0.4,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-)
-TTFT_BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-)
+from scaler.presets.engines import VLLM_ITL_BUCKETS, VLLM_TTFT_BUCKETS
+from scaler.sim.exposition import Exporter, Exposition, Observed, Simulated, write_preset
 
 
 @dataclass
@@ -98,16 +51,13 @@ class _PodState:
     prompt_total: float = 0.0
     generation_total: float = 0.0
     requests_total: float = 0.0
-    ttft_sum: float = 0.0
-    ttft_buckets: list[float] = field(default_factory=lambda: [0.0] * len(TTFT_BUCKETS))
-    itl_count: float = 0.0
-    itl_sum: float = 0.0
-    itl_buckets: list[float] = field(default_factory=lambda: [0.0] * len(ITL_BUCKETS))
+    ttft: Observed = field(default_factory=lambda: Observed(VLLM_TTFT_BUCKETS))
+    itl: Observed = field(default_factory=lambda: Observed(VLLM_ITL_BUCKETS))
     queue_time_sum: float = 0.0  # the phase-time histograms' _sum (their _count is requests_total)
     prefill_time_sum: float = 0.0
 
 
-class SimulatedFleet:
+class SimulatedFleet(Exporter):
     """Pods of one model in one namespace; ``engine`` picks the metric names."""
 
     def __init__(
@@ -121,22 +71,14 @@ class SimulatedFleet:
         preset = PRESETS.get(engine)
         if preset is None:
             raise ValueError(f"the simulator speaks {', '.join(PRESETS)}, not {engine!r}")
+        super().__init__(preset, model, generations, clock)
         self.namespace = namespace
-        self.model = model
         self.engine = engine
-        self.preset = preset
-        # Which metric names it writes: the current, the older ("legacy": vLLM before 0.11
-        # wrote vllm:time_per_output_token_seconds), or both where the upstream writes both.
-        self.generations = generations or default_generations(preset)
-        self.clock = clock
         self._pods: dict[str, _PodState] = {}
         # Labels the scrape's relabelling copies from each pod onto its series (a pod label such as
         # llm-d's role, llm-d.ai/role, arrives as llm_d_ai_role), or a server's own that differs
         # per pod (SGLang's engine_type): over the preset's.
         self.pod_labels: dict[str, dict[str, str]] = {}
-        self._last = clock()
-        self._lock = threading.Lock()
-        self._http = MetricsServer(self.render)
         self.scrapes = 0
         self.max_num_seqs = 256  # what Dynamo's frontend exports per replica
 
@@ -152,18 +94,11 @@ class SimulatedFleet:
             pod.generation_total += load.generation_tokens_per_s * dt
             n = load.requests_per_s * dt
             pod.requests_total += n
-            pod.ttft_sum += n * load.ttft_seconds
+            pod.ttft.observe(load.ttft_seconds, n)
             pod.queue_time_sum += n * load.queue_time_seconds
             pod.prefill_time_sum += n * load.prefill_seconds
-            for i, bound in enumerate(TTFT_BUCKETS):
-                if load.ttft_seconds <= bound:
-                    pod.ttft_buckets[i] += n
-            gaps = load.generation_tokens_per_s * dt  # one gap before each token after the first
-            pod.itl_count += gaps
-            pod.itl_sum += gaps * load.itl_seconds
-            for i, bound in enumerate(ITL_BUCKETS):
-                if load.itl_seconds <= bound:
-                    pod.itl_buckets[i] += gaps
+            # one gap before each token after the first
+            pod.itl.observe(load.itl_seconds, load.generation_tokens_per_s * dt)
 
     def set_pods(self, names: Iterable[str]) -> None:
         """Keep exactly these pods: add new ones idle, drop the others."""
@@ -226,12 +161,7 @@ class SimulatedFleet:
     def _values(self, state: _PodState) -> dict[str, Simulated]:
         """What one pod reports for each input a preset can read."""
         load = state.load
-        ttft = Simulated(
-            state.ttft_sum, state.requests_total, tuple(zip(TTFT_BUCKETS, state.ttft_buckets, strict=True))
-        )
-        itl = Simulated(
-            state.itl_sum, state.itl_count, tuple(zip(ITL_BUCKETS, state.itl_buckets, strict=True))
-        )
+        ttft, itl = state.ttft.simulated(), state.itl.simulated()
         return {
             Input.QUEUE_WAITING: Simulated(load.waiting),
             Input.REQUESTS_RUNNING: Simulated(load.running),
@@ -270,18 +200,3 @@ class SimulatedFleet:
             )
             out[name] = Simulated(sum(v.value for v in values) / n, sum(v.count for v in values) / n, buckets)
         return out
-
-    # ---- HTTP ----------------------------------------------------------------------------
-
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve ``/metrics`` over HTTP from a daemon thread; returns the ``host:port`` it listens on."""
-        return self._http.start(host, port)
-
-    @property
-    def address(self) -> str:
-        """The ``host:port`` the server listens on; RuntimeError before ``start``."""
-        return self._http.address
-
-    def stop(self) -> None:
-        """Shut the metrics server down, if it runs."""
-        self._http.stop()

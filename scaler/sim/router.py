@@ -11,16 +11,16 @@ served.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scaler.flowcontrol import pool_saturation
 from scaler.inputs import Input, Reading
 from scaler.presets import ROUTERS
-from scaler.sim.exposition import Exposition, MetricsServer, Simulated, default_generations, write_preset
-from scaler.sim.fleet import TTFT_BUCKETS, PodLoad
+from scaler.presets.engines import VLLM_TTFT_BUCKETS
+from scaler.sim.exposition import Exporter, Exposition, Observed, Simulated, write_preset
+from scaler.sim.fleet import PodLoad
 
 
 def saturation_of(pods: Iterable[PodLoad]) -> float:
@@ -41,14 +41,7 @@ class RouterLoad:
     ttft_seconds: float = 0.05  # the TTFT users see: router queue included
 
 
-@dataclass
-class _Counters:
-    requests_total: float = 0.0
-    ttft_sum: float = 0.0
-    ttft_buckets: list[float] = field(default_factory=lambda: [0.0] * len(TTFT_BUCKETS))
-
-
-class SimulatedRouter:
+class SimulatedRouter(Exporter):
     """A router of the registry (llm-d's endpoint picker, Dynamo's frontend), for one pool and model."""
 
     def __init__(
@@ -62,17 +55,11 @@ class SimulatedRouter:
         preset = ROUTERS.get(kind)
         if preset is None:
             raise ValueError(f"the simulated router is {' or '.join(ROUTERS)}, not {kind!r}")
+        super().__init__(preset, model, generations, clock)
         self.kind = kind
-        self.preset = preset
         self.pool = pool
-        self.model = model
-        self.generations = generations or default_generations(preset)
-        self.clock = clock
         self.load = RouterLoad()
-        self._counters = _Counters()
-        self._last = clock()
-        self._lock = threading.Lock()
-        self._http = MetricsServer(self.render)
+        self._ttft = Observed(VLLM_TTFT_BUCKETS)  # the TTFT the router measures
 
     def set_load(self, load: RouterLoad) -> None:
         """What the router reports from now on."""
@@ -84,26 +71,18 @@ class SimulatedRouter:
         now = self.clock()
         n = self.load.requests_per_s * max(0.0, now - self._last)
         self._last = now
-        c = self._counters
-        c.requests_total += n
-        c.ttft_sum += n * self.load.ttft_seconds
-        for i, bound in enumerate(TTFT_BUCKETS):
-            if self.load.ttft_seconds <= bound:
-                c.ttft_buckets[i] += n
+        self._ttft.observe(self.load.ttft_seconds, n)
 
     def render(self) -> str:
         """The Prometheus text exposition, named as the router names it."""
         with self._lock:
             self._advance()
-            c, load = self._counters, self.load
-            ttft = Simulated(
-                c.ttft_sum, c.requests_total, tuple(zip(TTFT_BUCKETS, c.ttft_buckets, strict=True))
-            )
+            load = self.load
             values: dict[str, Simulated] = {
                 Input.ROUTER_QUEUE_WAITING: Simulated(load.queued),
                 Input.ROUTER_SATURATION: Simulated(load.saturation),
                 Reading.ROUTER_STALE_ENDPOINTS: Simulated(load.stale_endpoints),
-                Reading.ROUTER_TTFT: ttft,
+                Reading.ROUTER_TTFT: self._ttft.simulated(),
             }
             out = Exposition()
             # A queue labelled by the workers it routes to (Dynamo's worker_type): queued waits for a
@@ -125,16 +104,3 @@ class SimulatedRouter:
                     generations=self.generations,
                 )
             return out.text()
-
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve ``/metrics`` from a daemon thread; returns the ``host:port`` it listens on."""
-        return self._http.start(host, port)
-
-    @property
-    def address(self) -> str:
-        """The ``host:port`` the server listens on."""
-        return self._http.address
-
-    def stop(self) -> None:
-        """Shut the metrics server down."""
-        self._http.stop()

@@ -57,7 +57,6 @@ class LiveSource:
         self.probe = probe or SeriesProbe(prometheus)
         self.workloads = workloads
         self.log = log
-        self.last_errors: dict[str, str] = {}
 
     def expects_data(self, target: Target) -> bool:
         """True when the target has somewhere to read from, so missing data means a fault."""

@@ -1,0 +1,287 @@
+"""What a replayed fleet exports, counted as its servers count it and read as Prometheus reads it.
+
+The one model of the simulated series that the replay (``scaler.replay.replay``) and the
+disaggregated replay (``scaler.replay.disagg_run``) show their policies:
+
+* **Token counters** (``TokenCounters``), binned by the second: prompt tokens counted when a
+  prefill ends, generated tokens spread evenly over a request's decode (a rate difference
+  array). Read as ``rate(counter[1m])`` reads them::
+
+      rate at second s = (counter(s) - counter(s - w) + (60 - w) * before) / 60,   w = min(60, s)
+
+  where ``before`` is the rate of the history before the simulation's first second: the
+  steady state the warm-up opens with (the first minute's arrivals' tokens per second).
+  *Example*: 3,000 prompt tokens counted by second 30 over a history of 50 tokens/s read
+  ``(3,000 + 30 * 50) / 60 = 75`` tokens/s at second 30; 6,000 counted over seconds 30 to 90,
+  ``6,000 / 60 = 100`` tokens/s at second 90.
+* **Histograms** (``Histogram``): observations binned every ``HIST_BIN_S`` (a first token into
+  vLLM's ``time_to_first_token_seconds`` buckets, +Inf last), read over the last minute as
+  ``sum(rate(..._bucket[1m]))`` and ``rate(..._sum[1m])`` read them.
+* **The phase times** (``PhaseTimes``): each request's queue time and prefill time, observed
+  when it ends as vLLM observes them (``vllm:request_queue_time_seconds``,
+  ``vllm:request_prefill_time_seconds``), read as their ``_count`` and ``_sum`` rates.
+* **The cold start** (``ColdStartWatch``): measured from the pods as they become Ready.
+* **The inputs the live source reads** (``fleet_inputs``), in one place for both replays.
+* **The timeline** (``Warmed``): the trace's first ``warmup_s`` seconds replayed once before
+  it, unscored, so that every policy starts in the steady state the trace opens with; simulation
+  time is trace time plus ``w``, the warm-up copy's length.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scaler.coldstart import ColdStart, PodTimes
+from scaler.coldstart import measure as measure_cold_start
+from scaler.inputs import Input, Reading
+from scaler.presets.engines import VLLM_TTFT_BUCKETS
+from scaler.replay.trace import Trace
+
+RATE_WINDOW_S = 60  # rate(...[1m])
+HIST_BIN_S = 5  # time resolution of the simulated histograms
+TTFT_BUCKETS = (*VLLM_TTFT_BUCKETS, math.inf)  # vLLM's vllm:time_to_first_token_seconds buckets, +Inf last
+
+
+def cumulative_buckets(counts: NDArray[np.int64], window_s: float) -> dict[float, float]:
+    """Per-bucket counts over a window as ``sum(rate(..._bucket[window]))`` reads them: cumulative
+    ``le`` rates, per second."""
+    return dict(zip(TTFT_BUCKETS, (np.cumsum(counts) / window_s).tolist(), strict=True))
+
+
+def bins(horizon_s: float) -> int:
+    """The per-second bins a simulation to ``horizon_s`` counts in (bins past it are dropped)."""
+    return int(horizon_s) + 2
+
+
+class TokenCounters:
+    """The prompt and generation token counters, per second, read as ``rate(...[1m])`` (module
+    docstring); ``history_prompt`` and ``history_gen``: the rates before second 0, tokens/s."""
+
+    def __init__(self, nbins: int, history_prompt: float, history_gen: float) -> None:
+        self.nbins = nbins
+        self.history = (history_prompt, history_gen)
+        self.prompt_bin = [0.0] * nbins
+        self.gen_diff = [0.0] * nbins
+        self.prompt_cum = [0.0] * (nbins + 1)
+        self.gen_cum = [0.0] * (nbins + 1)
+        self.done = 0
+        self.gen_now = 0.0
+
+    def prompt(self, t: float, tokens: float) -> None:
+        """Prompt tokens counted at ``t``."""
+        if int(t) < self.nbins - 1:
+            self.prompt_bin[int(t)] += tokens
+
+    def generation(self, start: float, end: float, tokens: float) -> None:
+        """``tokens`` generated evenly from ``start`` to ``end``."""
+        if tokens <= 0 or end <= start:
+            return
+        rate = tokens / (end - start)
+        if int(start) < self.nbins - 1:
+            self.gen_diff[int(start)] += rate
+            if int(end) < self.nbins - 1:
+                self.gen_diff[int(end)] -= rate
+
+    def rates(self, t: float) -> tuple[float, float]:
+        """The prompt and generated tokens per second at ``t``, over the last minute."""
+        second = min(int(t), self.nbins)
+        for k in range(self.done, second):
+            self.gen_now += self.gen_diff[k]
+            self.prompt_cum[k + 1] = self.prompt_cum[k] + self.prompt_bin[k]
+            self.gen_cum[k + 1] = self.gen_cum[k] + self.gen_now
+        self.done = max(self.done, second)
+        window = min(RATE_WINDOW_S, second)
+        before = RATE_WINDOW_S - window
+        hp, hg = self.history
+        prompt = (self.prompt_cum[second] - self.prompt_cum[second - window] + before * hp) / RATE_WINDOW_S
+        gen = max(0.0, self.gen_cum[second] - self.gen_cum[second - window] + before * hg) / RATE_WINDOW_S
+        return prompt, gen
+
+
+class Binned:
+    """Rows of ``HIST_BIN_S`` seconds up to the horizon (the last row takes what comes after it)."""
+
+    def __init__(self, nbins: int) -> None:
+        self.rows = nbins // HIST_BIN_S + 2
+        self.last = self.rows - 1
+
+    def row(self, t: float) -> int:
+        """The row that counts an observation at ``t``."""
+        return min(int(t) // HIST_BIN_S, self.last)
+
+    def window(self, t: float) -> slice:
+        """The rows of the rate window that ends at ``t``."""
+        end = min(int(t) // HIST_BIN_S, self.last)
+        return slice(max(0, end - RATE_WINDOW_S // HIST_BIN_S), end)
+
+
+class Histogram(Binned):
+    """A TTFT histogram over time: per row, the count in each bucket and the sum (seconds)."""
+
+    def __init__(self, nbins: int) -> None:
+        super().__init__(nbins)
+        self.counts = np.zeros((self.rows, len(TTFT_BUCKETS)), dtype=np.int64)
+        self.sums = np.zeros(self.rows, dtype=np.float64)
+
+    def observe(self, row: int, value: float) -> None:
+        """One observation of ``value`` seconds in ``row``."""
+        self.counts[row, bisect.bisect_left(TTFT_BUCKETS, value)] += 1
+        self.sums[row] += value
+
+    def buckets(self, window: slice) -> dict[float, float]:
+        """The buckets' rates over ``window``, as ``sum(rate(..._bucket[1m]))``."""
+        return cumulative_buckets(self.counts[window].sum(axis=0), RATE_WINDOW_S)
+
+    def sum_rate(self, window: slice) -> float:
+        """The rate of the histogram's ``_sum`` over ``window``."""
+        return float(self.sums[window].sum()) / RATE_WINDOW_S
+
+
+class PhaseTimes(Binned):
+    """The phase-time histograms' ``_count`` and ``_sum``s per row, observed when a request ends."""
+
+    def __init__(self, nbins: int) -> None:
+        super().__init__(nbins)
+        self.count = [0] * self.rows
+        self.queue_sum = [0.0] * self.rows
+        self.prefill_sum = [0.0] * self.rows
+
+    def observe(self, end: float, queue_s: float, prefill_s: float) -> None:
+        """A request that ended at ``end``, ``queue_s`` waiting to be scheduled, ``prefill_s`` from
+        then to its first token."""
+        row = self.row(end)
+        self.count[row] += 1
+        self.queue_sum[row] += queue_s
+        self.prefill_sum[row] += prefill_s
+
+    def rates(self, window: slice) -> dict[str, float]:
+        """The ``_count`` and ``_sum`` rates over ``window``, per second of the rate window."""
+        count = sum(self.count[window]) / RATE_WINDOW_S
+        return {
+            Reading.QUEUE_TIME_COUNT: count,
+            Reading.QUEUE_TIME_SUM: sum(self.queue_sum[window]) / RATE_WINDOW_S,
+            Reading.PREFILL_TIME_COUNT: count,
+            Reading.PREFILL_TIME_SUM: sum(self.prefill_sum[window]) / RATE_WINDOW_S,
+        }
+
+
+class ColdStartWatch:
+    """The cold start measured from a pool's pods (``scaler.coldstart``), measured again only when
+    a pod has become Ready since."""
+
+    def __init__(self) -> None:
+        self._key: tuple[int, object] | None = None
+        self.cold_start = measure_cold_start(())
+
+    def measure(self, ready_times: Sequence[PodTimes]) -> ColdStart:
+        """The cold start the pods that became Ready show."""
+        key = (len(ready_times), ready_times[-1] if ready_times else None)
+        if key != self._key:
+            self._key, self.cold_start = key, measure_cold_start(ready_times)
+        return self.cold_start
+
+
+class Counts(Protocol):
+    """The pod counts a view of a fleet or a pool shows."""
+
+    @property
+    def pending(self) -> int:
+        """Pods Pending."""
+
+    @property
+    def starting(self) -> int:
+        """Pods scheduled, not yet Ready."""
+
+    @property
+    def ready(self) -> int:
+        """Pods Ready."""
+
+    @property
+    def gpus_free(self) -> int:
+        """GPUs no pod holds."""
+
+    @property
+    def replicas(self) -> int:
+        """Pods the Deployment counts."""
+
+
+def fleet_inputs(
+    view: Counts,
+    waiting: float,
+    running: float,
+    tokens: tuple[float, float],
+    gpus_per_replica: int,
+    cold: ColdStart,
+    spec: int,
+    ttft_sum: float,
+    more: Mapping[str, float],
+    kv: float | None,
+) -> dict[str, float]:
+    """The inputs the live source would read of a fleet or pool (``tokens``: its prompt and generated
+    tokens per second; ``more``: the inputs only one replay reads), those that are unknown left out."""
+    prompt, gen = tokens
+    read: dict[str, float] = {
+        Input.QUEUE_WAITING: waiting,
+        Input.REQUESTS_RUNNING: running,
+        Input.PROMPT_TOKENS_PER_S: prompt,
+        Input.GENERATION_TOKENS_PER_S: gen,
+        Input.CURRENT_REPLICAS: view.replicas,
+        Input.READY_REPLICAS: view.ready,
+        Input.GPU_SCHEDULABLE_REPLICAS: max(0, view.gpus_free) // gpus_per_replica,
+        Input.PENDING_REPLICAS: view.pending,
+        Input.STARTING_REPLICAS: view.starting,
+        Input.COLD_START_SAMPLES: cold.samples,
+        Input.DEPLOYMENT_REPLICAS: spec,
+        Reading.TTFT_SUM: ttft_sum,
+        **more,
+    }
+    for name, value in (
+        (Input.KV_CACHE_USAGE, kv),
+        (Input.COLD_START_SECONDS, cold.lead_p90_s),
+        (Input.COLD_START_PENDING_SECONDS, cold.pending_p90_s),
+    ):
+        if value is not None:
+            read[name] = value
+    return read
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """A trace behind its warm-up copy (module docstring): the requests in simulation time, and how
+    many of them (``skip``) are the warm-up's, not scored."""
+
+    w: float  # the warm-up copy's length: simulation time = trace time + w
+    arrivals: list[float]
+    prompts: list[float]
+    outputs: list[float]
+    skip: int
+
+    @classmethod
+    def of(cls, trace: Trace, warmup_s: float) -> Warmed:
+        """``trace`` behind a copy of its first ``warmup_s`` seconds (none when 0 or empty)."""
+        pre = trace.window(0.0, warmup_s) if warmup_s > 0 else trace.window(0.0, 0.0)
+        w = warmup_s if len(pre) else 0.0
+        return cls(
+            w,
+            np.concatenate([pre.arrivals, trace.arrivals + w]).tolist(),
+            np.concatenate([pre.prompt_tokens, trace.prompt_tokens]).tolist(),
+            np.concatenate([pre.output_tokens, trace.output_tokens]).tolist(),
+            len(pre),
+        )
+
+    def history(self) -> tuple[float, float]:
+        """The prompt and output tokens per second of the first minute's arrivals: the rates of the
+        history before the simulation (``TokenCounters``)."""
+        first = slice(0, bisect.bisect_left(self.arrivals, RATE_WINDOW_S))
+        return sum(self.prompts[first]) / RATE_WINDOW_S, sum(self.outputs[first]) / RATE_WINDOW_S
+
+    def horizon(self, duration_s: float) -> float:
+        """The simulation's end: the trace's ``duration_s`` up to a whole minute, after the warm-up."""
+        return math.ceil(duration_s / 60.0) * 60.0 + self.w
