@@ -705,7 +705,9 @@ def _deltas(cells: Sequence[dict[str, Any]], name: str, **only: str) -> tuple[fl
     return float(np.mean([a for a, _ in changes])), float(np.mean([r for _, r in changes]))
 
 
-def ablation_table(cells: Sequence[dict[str, Any]]) -> list[str]:
+def ablation_table(
+    cells: Sequence[dict[str, Any]], conditions: Sequence[str] = ABLATION_CONDITIONS
+) -> list[str]:
     """Per mechanism off, the change against the whole decider: per trace and condition, and per
     serving model, each a mean over the rest (seeds, physics, and the other dimension)."""
     seeds = sorted({c["seed"] for c in cells})
@@ -717,7 +719,7 @@ def ablation_table(cells: Sequence[dict[str, Any]]) -> list[str]:
     ]
     for name in MECHANISMS:
         rows = []
-        for condition in ABLATION_CONDITIONS:
+        for condition in conditions:
             parts = []
             for trace in TRACES:
                 d = _deltas(cells, name, trace=trace, condition=condition)
@@ -755,6 +757,13 @@ def main() -> int:
     parser.add_argument(
         "--only", nargs="+", default=None, choices=MECHANISMS, help="with --ablation: only these mechanisms"
     )
+    parser.add_argument(
+        "--conditions",
+        nargs="+",
+        default=None,
+        choices=[label for label, _ in CONDITIONS],
+        help=f"with --ablation: the capacity conditions (default {', '.join(ABLATION_CONDITIONS)})",
+    )
     add_kv_full(parser)
     parser.add_argument("--workers", type=int, default=2, help="replays run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
@@ -763,7 +772,13 @@ def main() -> int:
     servings = args.serving or list(SERVING_QUICK if args.quick else SERVING_RUN)
     chosen = " (--quick's; --serving picks others)" if args.quick and not args.serving else ""
     ablations = ("none", *(args.only or MECHANISMS)) if args.ablation else ("none",)
-    conditions = ABLATION_CONDITIONS if args.ablation else tuple(label for label, _ in CONDITIONS)
+    if args.conditions and not args.ablation:
+        parser.error("--conditions is for --ablation (a full run replays every condition)")
+    conditions = (
+        tuple(args.conditions or ABLATION_CONDITIONS)
+        if args.ablation
+        else tuple(label for label, _ in CONDITIONS)
+    )
     began = time.perf_counter()
     cells = [
         Cell(name, seed, physics, serving, args.kv_full)
@@ -793,7 +808,7 @@ def main() -> int:
             print(_row({**f, "vs_clairvoyant_equal_attainment": math.nan}))
     checks: list[tuple[bool, str]] = []
     if args.ablation:
-        lines = ablation_table(results)
+        lines = ablation_table(results, conditions)
     else:
         checks = verdicts(results)
         lines = [*summary(results), "", *target_lines("Targets", checks)]
