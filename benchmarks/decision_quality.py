@@ -424,8 +424,8 @@ def estimate(capacity: Capacity | None, cfg: ClusterConfig) -> dict[str, Any]:
 def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
     """This scaler's replays, each with its figures and the capacity its decisions used beside the
     truth, each mechanism its ablation turns off switched off in its ``DeciderParams``."""
-    from scaler.engine import Engine
-    from scaler.params import DeciderParams
+    from scaler.decider.engine import Engine
+    from scaler.decider.params import DeciderParams
 
     out = []
     scaler_so = load_scaledobject_model(HERE / "scaledobject-70b.yaml")

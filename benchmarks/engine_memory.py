@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 from benchmarks.harness import ROOT
 from scaler.config import engine_for
-from scaler.engine import Observation
+from scaler.decider.engine import Observation
 from scaler.model import Decision
 
 RESULTS = ROOT / "benchmarks" / "results"

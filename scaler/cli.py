@@ -27,7 +27,7 @@ from scaler.replay import cli as replay_cli
 from scaler.sources.files import load_scaledobject, read_observations
 
 if TYPE_CHECKING:
-    from scaler.coldstart import PodTimes
+    from scaler.decider.coldstart import PodTimes
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 

@@ -29,12 +29,12 @@ from pydantic import (
     field_validator,
 )
 
+from scaler.decider.engine import Engine
+from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.spec import DeciderSpec, Window
-from scaler.engine import Engine
 from scaler.errors import InputError
 from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
-from scaler.params import DEFAULT, DeciderParams
 from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices, promql_problem
 from scaler.roles import Role, parse_role_label, role_matcher, role_problems
 
@@ -51,7 +51,7 @@ MAX_REPLICAS_LIMIT = 10_000
 MAX_COLD_START_SECONDS = 3600.0
 MAX_QUERY_LENGTH = 2048
 # The router whose endpoint picker gates dispatch on the pool's saturation (llm-d's flow control,
-# scaler.flowcontrol): the decider reads its servers' running count as held below their slots.
+# scaler.decider.flowcontrol): the decider reads its servers' running count as held below their slots.
 FLOW_CONTROL_ROUTER = "llm-d"
 
 

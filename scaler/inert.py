@@ -18,8 +18,8 @@ every poll) and do nothing. Each refresh looks for these, for every target:
                  offered demand moved beyond the HPA's tolerance since the hold began
                  (``scaler.decider.held``)
 ``not_landed``   the landing monitor's gap has a reason the HPA's own rules do not explain
-                 (``scaler.landing.ALERTING``) and has lasted longer than one cold start
-                 (``scaler.landing.inert``)
+                 (``scaler.decider.landing.ALERTING``) and has lasted longer than one cold start
+                 (``scaler.decider.landing.inert``)
 ===============  ===================================================================================
 
 The first four come from what Prometheus holds (``Layout``, read at the edge by

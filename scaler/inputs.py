@@ -194,7 +194,7 @@ class Input(StrEnum):
             _P,
             doc=(
                 "Where the engine exports no phase time, what the prefill rate is bounded from "
-                "(`scaler/capacity/`). Absent for "
+                "(`scaler/decider/capacity/`). Absent for "
                 "`engine: custom` and engines without a TTFT histogram."
             ),
         ),
@@ -205,7 +205,7 @@ class Input(StrEnum):
             "llm_scaler_input_requests_per_second",
             ("Requests per second whose first token came in the rate window (the TTFT histogram's count)."),
             _P,
-            doc="With the queue's growth, the requests offered to the fleet (`scaler/demand.py`).",
+            doc="With the queue's growth, the requests offered to the fleet (`scaler/decider/demand.py`).",
         ),
     )
     REQUESTS_RUNNING_MAX = (
@@ -217,7 +217,7 @@ class Input(StrEnum):
             doc=(
                 "`max` over the pods of the running gauge. Where `max_num_seqs` binds before the KV "
                 "cache fills, what a replica with requests waiting for a slot runs is its cap "
-                "(`scaler/capacity/`)."
+                "(`scaler/decider/capacity/`)."
             ),
         ),
     )
@@ -238,7 +238,7 @@ class Input(StrEnum):
             _P,
             doc=(
                 "`max` over the pods of the rate of vLLM's `vllm:request_prefill_time_seconds_sum`: "
-                "near 1 on a replica whose prompts queue behind its prefill (`scaler/capacity/`)."
+                "near 1 on a replica whose prompts queue behind its prefill (`scaler/decider/capacity/`)."
             ),
         ),
     )
@@ -255,7 +255,7 @@ class Input(StrEnum):
                 "vLLM's `vllm:request_queue_time_seconds` (time in WAITING: `scheduled_ts - queued_ts`, "
                 "`vllm/v1/metrics/stats.py`), SGLang's `sglang:queue_time_seconds`. Observed when a "
                 "request finishes. With the prefill time, it names why requests wait "
-                "(`scaler/capacity/`)."
+                "(`scaler/decider/capacity/`)."
             ),
         ),
     )
@@ -272,7 +272,7 @@ class Input(StrEnum):
                 "vLLM's `vllm:request_prefill_time_seconds` (`first_token_ts - scheduled_ts`, "
                 "`vllm/v1/metrics/stats.py`), observed when a request finishes. Prompt tokens per "
                 "request over it is the prefill rate a request sees, measured rather than inferred "
-                "(`scaler/capacity/`)."
+                "(`scaler/decider/capacity/`)."
             ),
         ),
     )
@@ -296,7 +296,7 @@ class Input(StrEnum):
                 "`vllm:time_per_output_token_seconds` where only it exists), SGLang's "
                 "`sglang:inter_token_latency_seconds`, Dynamo's "
                 "`dynamo_frontend_inter_token_latency_seconds`. What the batch the ITL objective allows "
-                "is learned from (`scaler/capacity/`)."
+                "is learned from (`scaler/decider/capacity/`)."
             ),
         ),
     )
@@ -343,7 +343,7 @@ class Input(StrEnum):
             doc=(
                 "`llm_d_epp_flow_control_pool_saturation`. Read only while "
                 "`llm_d_epp_flow_control_stale_endpoints` is 0: stale endpoints read as saturated. At 1 "
-                "or more every replica is full, which measures the batch slots (`scaler/capacity/`)."
+                "or more every replica is full, which measures the batch slots (`scaler/decider/capacity/`)."
             ),
         ),
     )
@@ -355,7 +355,7 @@ class Input(StrEnum):
             _P,
             doc=(
                 "Dynamo's `dynamo_frontend_model_max_num_seqs`; vLLM does not export it. The batch slots "
-                "(`scaler/capacity/`) are read from it, or from the KV cache where that says fewer."
+                "(`scaler/decider/capacity/`) are read from it, or from the KV cache where that says fewer."
             ),
         ),
     )
@@ -366,8 +366,8 @@ class Input(StrEnum):
             "Measured cold start: p90 of the Deployment's recent pods' creation to Ready.",
             _K,
             doc=(
-                "Over the 20 most recent pods that became Ready (`scaler/coldstart.py`). Absent until one"
-                " pod is measured; needs Kubernetes."
+                "Over the 20 most recent pods that became Ready (`scaler/decider/coldstart.py`). Absent until"
+                " one pod is measured; needs Kubernetes."
             ),
         ),
     )

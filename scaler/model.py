@@ -78,7 +78,7 @@ class InertReason(StrEnum):
     NOT_SCRAPED = "not_scraped"  # the engine's pods are not scraped: up == 0, or no target for them
     STRANDED = "stranded"  # a router series stranded on pods that no longer exist
     HELD = "held"  # the target held at the current replicas while the demand it reads moved
-    NOT_LANDED = "not_landed"  # the HPA does not land what was asked (scaler.landing)
+    NOT_LANDED = "not_landed"  # the HPA does not land what was asked (scaler.decider.landing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ CapacitySource = Literal["configured", "measured", "unknown"]
 @dataclass(frozen=True, slots=True)
 class Capacity:
     """What one Ready replica holds, as the load signal used it, and where each figure came from
-    (``scaler.capacity``): its prefill rate and its batch slots."""
+    (``scaler.decider.capacity``): its prefill rate and its batch slots."""
 
     prefill_tokens_per_s: float | None  # prompt tokens/s one replica computes; None: unknown
     slots: float | None  # sequences one replica runs at once (max_num_seqs or what its KV cache holds)
@@ -128,16 +128,16 @@ class Capacity:
     prefill_samples: int = 0  # refreshes that measured the prefill rate
     slots_samples: int = 0  # refreshes that measured the slots
     # How much a replica's prefill slows its decoding: 0 when they do not compete, 1 when they
-    # add as GPU time (scaler.capacity); None until the refreshes have shown it.
+    # add as GPU time (scaler.decider.capacity); None until the refreshes have shown it.
     decode_slowdown: float | None = None
-    # The sequences per replica whose inter-token latency meets itlObjectiveSeconds (scaler.capacity);
+    # The sequences per replica whose inter-token latency meets itlObjectiveSeconds (scaler.decider.capacity);
     # None without the objective or until the refreshes have shown how the latency grows.
     itl_slots: float | None = None
-    prefill_method: str = ""  # what the prefill rate was last read from (scaler.capacity.prefill)
-    slots_method: str = ""  # which reading binds the slots (scaler.capacity.slots)
-    saturation: str = "unsettled"  # why requests waited at this refresh (scaler.capacity.saturation)
+    prefill_method: str = ""  # what the prefill rate was last read from (scaler.decider.capacity.prefill)
+    slots_method: str = ""  # which reading binds the slots (scaler.decider.capacity.slots)
+    saturation: str = "unsettled"  # why requests waited at this refresh (scaler.decider.capacity.saturation)
     # Whether the dispatch pools the replicas (one queue for the fleet), measured from how evenly
-    # they are loaded (scaler.capacity.dispatch); None until measured: sized as pooled.
+    # they are loaded (scaler.decider.capacity.dispatch); None until measured: sized as pooled.
     pooled: bool | None = None
 
     @property
@@ -189,10 +189,11 @@ class Capacity:
 @dataclass(frozen=True, slots=True)
 class ForecastRecord:
     """What a decision forecast and sized on, each None where it was not computed: the offered
-    requests/s (``scaler.demand``); the prompt tokens/s and sequences in service planned one cold
+    requests/s (``scaler.decider.demand``); the prompt tokens/s and sequences in service planned one cold
     start ahead and their margins, the errors at the objective's percentile (0.2: 20%,
-    ``scaler.forecast``); the replicas busy now and at the horizon and the late share expected
-    (``scaler.signals.load``); the model's bias (measured over modelled late share, ``scaler.engine``)."""
+    ``scaler.decider.forecast``); the replicas busy now and at the horizon and the late share
+    expected (``scaler.decider.signals.load``); the model's bias (measured over modelled late share,
+    ``scaler.decider.engine``)."""
 
     arrivals_per_s: float | None = None
     prompt_tokens_per_s: float | None = None
@@ -212,7 +213,7 @@ class ForecastRecord:
 @dataclass(frozen=True, slots=True)
 class Lead:
     """How far ahead a decision orders replicas (the cold start) and where that came from:
-    ``configured``, ``measured p90 over N pods`` or ``default`` (scaler.coldstart)."""
+    ``configured``, ``measured p90 over N pods`` or ``default`` (scaler.decider.coldstart)."""
 
     seconds: float
     source: str
@@ -257,7 +258,7 @@ class Landing:
     ready: int | None
     target: int  # the previous decision's target
     gap: int  # target - landed
-    reason: str  # "landed", or why not (scaler.landing)
+    reason: str  # "landed", or why not (scaler.decider.landing)
     since_s: float  # how long the gap has lasted
     explanation: str
 
@@ -439,9 +440,11 @@ class Decision:
     reason: str
     observation: Observation
     forecast: ForecastRecord = ForecastRecord()
-    capacity: Capacity | None = None  # what one replica holds, as the load signal used it (scaler.capacity)
-    lead: Lead | None = None  # the cold start it ordered ahead by (scaler.coldstart)
-    landing: Landing | None = None  # whether the previous target landed (scaler.landing)
+    capacity: Capacity | None = (
+        None  # what one replica holds, as the load signal used it (scaler.decider.capacity)
+    )
+    lead: Lead | None = None  # the cold start it ordered ahead by (scaler.decider.coldstart)
+    landing: Landing | None = None  # whether the previous target landed (scaler.decider.landing)
     # Unix seconds when every demand input was last present, as of this decision (None: never).
     inputs_complete_at: float | None = None
     inert: tuple[Inert, ...] = ()  # why the target cannot act, if it cannot (scaler.inert)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Generic, TypeVar
 
-from scaler.coldstart import WINDOW, PodTimes
+from scaler.decider.coldstart import WINDOW, PodTimes
 
 
 class PodState(IntEnum):

@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from scaler.config import MetadataError, TargetPolicy, parse_metadata
-from scaler.engine import Engine
+from scaler.decider.engine import Engine
+from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.model import Decision, Observation
-from scaler.params import DEFAULT, DeciderParams
 
 PARSE_CACHE_SIZE = 4096
 

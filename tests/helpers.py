@@ -17,10 +17,10 @@ import grpc
 import pytest
 
 from scaler.config import parse_metadata
-from scaler.engine import Engine
+from scaler.decider.engine import Engine
+from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.model import Decision, Observation
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
-from scaler.params import DEFAULT, DeciderParams
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.registry import ObservationSource, Target, TargetKey, TargetRegistry

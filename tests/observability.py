@@ -108,7 +108,7 @@ def full_inputs(values: dict[str, Any]) -> dict[str, Any]:
 
 def slowdown_history(start: datetime, count: int = 300) -> list[Observation]:
     """``count`` refreshes from ``start``, 15 s apart, in which prefill keeps a replica 10-60% busy
-    and decoding slows with it: enough to fit the decode slowdown (``scaler.capacity``)."""
+    and decoding slows with it: enough to fit the decode slowdown (``scaler.decider.capacity``)."""
     out = []
     for i in range(count):
         busy = 0.1 + 0.5 * (i % 20) / 20

@@ -16,8 +16,8 @@ import pytest
 
 from benchmarks import decision_quality, pd_quality, router_quality
 from benchmarks.harness import target_lines
+from scaler.decider.params import DeciderParams
 from scaler.model import Capacity
-from scaler.params import DeciderParams
 from scaler.replay.cluster import ClusterConfig
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from scaler.capacity import CapacityModel
 from scaler.config import parse_metadata
-from scaler.demand import DemandReader
+from scaler.decider.capacity import CapacityModel
+from scaler.decider.demand import DemandReader
 from scaler.model import Observation
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaler import coldstart
-from scaler.coldstart import ColdStart, PodTimes
 from scaler.config import engine_for
-from scaler.engine import Observation
+from scaler.decider import coldstart
+from scaler.decider.coldstart import ColdStart, PodTimes
+from scaler.decider.engine import Observation
 from scaler.model import Signal
 
 

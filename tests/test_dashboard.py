@@ -226,7 +226,7 @@ def test_decision_series_follow_a_change_in_load(stand: Stand) -> None:
     # A smaller backlog, and free GPUs appear: the queue asks less and nothing is held back.
     stand.source.per_target[LLAMA].update(queue_waiting=1000.0, gpu_schedulable_replicas=12)
     assert wait_until(lambda: value(f"llm_scaler_input_waiting_requests{{{selector}}}") == 1000.0)
-    asked = 17  # (2 served/s + 1000 / 210 s) / 0.4 per replica, rounded up (scaler/signals/queue.py)
+    asked = 17  # (2 served/s + 1000 / 210 s) / 0.4 per replica, rounded up (scaler/decider/signals/queue.py)
     assert wait_until(lambda: stand.latest(LLAMA).proposals["queue"] == asked)
     after = stand.latest(LLAMA)
     assert after.replicas != before.replicas

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from scaler.config import engine_for
-from scaler.engine import Observation
+from scaler.decider.engine import Observation
 
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 MISSING = {"queue_waiting": "prometheus: connection refused"}

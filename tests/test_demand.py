@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scaler.demand import Demand, DemandReader
+from scaler.decider.demand import Demand, DemandReader
 from scaler.model import Observation
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

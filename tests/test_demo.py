@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaler.config import engine_for, parse_metadata
+from scaler.decider.combine import combine
+from scaler.decider.engine import Observation
 from scaler.demo import (
     BURST,
     LOW,
@@ -18,10 +20,8 @@ from scaler.demo import (
     served_metric,
     window_opening,
 )
-from scaler.engine import Observation
 from scaler.hpa import tolerances
 from scaler.model import Proposal, Signal
-from scaler.policy import combine
 from scaler.sim.cluster import SimulatedCluster
 from scaler.sources.files import scaledobject_from_dict
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from scaler.config import engine_for
-from scaler.engine import Observation
+from scaler.decider.engine import Observation
 from scaler.inventory import scaledobject_from_json
 from scaler.outputs.dryrun import Summary, format_line, manifest_warnings
 

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from scaler.config import engine_for
-from scaler.engine import Engine, Observation
+from scaler.decider.engine import Engine, Observation
 from scaler.model import ClampKind, Decision, Signal
 from tests.fleet_model import FleetModel
 
@@ -419,7 +419,7 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
     assert "safety net" in second.signal_reasons[Signal.QUEUE]
     assert second.replicas == math.ceil((2.0 + 400.0 / 180.0) / 1.0) == 5
     # Without the net the same fleet is judged to clear its queue: nothing more is asked.
-    from scaler.params import DeciderParams
+    from scaler.decider.params import DeciderParams
 
     trusting = engine_for(metadata, DeciderParams(backlog_net=False))
     unarmed = [trusting.decide(refresh(i)) for i in range(3)]
@@ -430,7 +430,7 @@ def test_a_pessimistic_model_measured_long_enough_is_loosened_down_to_its_floor(
     """A fleet held at the load signal's own answer for two hours with no first token ever late:
     the model expects some lateness there, the fleet shows none, so the model's bias falls below 1
     (never below bias_least) and the budget it sizes for widens; with the loosening off it stays 1."""
-    from scaler.params import DeciderParams
+    from scaler.decider.params import DeciderParams
 
     def settle(params: DeciderParams) -> Decision:
         engine = engine_for(LLAMA, params)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaler.forecast import Forecaster, _TimedWindow
-from scaler.params import DeciderParams
+from scaler.decider.forecast import Forecaster, _TimedWindow
+from scaler.decider.params import DeciderParams
 
 LEAD = 180.0
 

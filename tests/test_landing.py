@@ -14,8 +14,9 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from scaler import landing
 from scaler.config import engine_for
+from scaler.decider import landing
+from scaler.decider.landing import LandingMonitor
 from scaler.hpa import (
     hpa_from_json,
     landing_step_up,
@@ -23,7 +24,6 @@ from scaler.hpa import (
     tolerances,
     within_hpa_tolerance,
 )
-from scaler.landing import LandingMonitor
 from scaler.model import HpaStatus, Observation
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
@@ -342,8 +342,8 @@ def decide_through_the_hpa(
 ) -> tuple[int, list[str], list[str]]:
     """The policy alone: one proposal of ``want`` replicas at ``current``; (target, clamp kinds, notes)."""
     from scaler.config import parse_metadata
+    from scaler.decider.combine import combine
     from scaler.model import Proposal, Signal
-    from scaler.policy import combine
 
     observation = Observation(
         now=T0, current_replicas=current, ready_replicas=current, gpu_schedulable_replicas=50, hpa=hpa

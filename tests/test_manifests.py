@@ -16,9 +16,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scaler import coldstart
 from scaler.cli import build_parser
 from scaler.config import parse_metadata
+from scaler.decider import coldstart
 from scaler.outputs.trace import SERIES_BY_NAME
 from scaler.settings import from_args
 from scaler.sim.prometheus import find_binary
@@ -489,7 +489,7 @@ def test_the_not_landed_alert_fires_on_exactly_the_reasons_the_hpa_does_not_expl
     monitoring: list[dict[str, Any]],
 ) -> None:
     """The not-landed alert matches exactly landing.ALERTING, a strict subset of the known reasons."""
-    from scaler import landing
+    from scaler.decider import landing
 
     rules = {r.get("alert"): r for group in rule_groups(monitoring)["groups"] for r in group["rules"]}
     (pattern,) = re.findall(r'reason=~"([^"]+)"', rules["LLMScalerDecisionNotLanded"]["expr"])

@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from scaler.decider.signals import prewarm
 from scaler.decider.spec import Window
-from scaler.signals import prewarm
 
 NY = ZoneInfo("America/New_York")
 

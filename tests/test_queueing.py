@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaler import queueing
-from scaler.queueing import erlang_c, late_share
+from scaler.decider import queueing
+from scaler.decider.queueing import erlang_c, late_share
 
 
 @pytest.mark.parametrize(

@@ -163,7 +163,7 @@ def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() ->
         assert p.created_at is not None
         cold_starts.append(p.ready_at - p.created_at)
     assert cold_starts == [420.0] * 6
-    from scaler.coldstart import measure
+    from scaler.decider.coldstart import measure
     from scaler.inputs import Input
     from scaler.readings import Readings
     from scaler.replay.keda import PodSeries

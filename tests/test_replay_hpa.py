@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from scaler.config import parse_metadata
+from scaler.decider.combine import combine
+from scaler.decider.landing import IN_FLIGHT_S, LandingMonitor
 from scaler.hpa import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
@@ -21,9 +23,7 @@ from scaler.hpa import (
     metric_proposal,
     within_tolerance,
 )
-from scaler.landing import IN_FLIGHT_S, LandingMonitor
 from scaler.model import HpaStatus, Observation, Proposal, Signal
-from scaler.policy import combine
 from tests import k8s_double as k8s
 
 

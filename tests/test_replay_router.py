@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scaler.flowcontrol import pool_saturation
+from scaler.decider.flowcontrol import pool_saturation
 from scaler.inputs import Input, Reading
 from scaler.replay.cluster import ClusterConfig
 from scaler.replay.keda import ScaledObjectModel, scaledobject_model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaler.coldstart import PodTimes, startup_times
+from scaler.decider.coldstart import PodTimes, startup_times
 from scaler.replay.startup import choose, with_recorded
 
 # The module docstring's example: seven pods, scheduled 2 s after creation.

@@ -12,8 +12,8 @@ import pytest
 
 from scaler.app import wall_clock
 from scaler.config import parse_metadata
+from scaler.decider.params import DeciderParams
 from scaler.model import Decision
-from scaler.params import DeciderParams
 from scaler.presets import PRESETS
 from scaler.readings import Readings
 from scaler.registry import Target, TargetKey

@@ -1,4 +1,4 @@
-"""A prefill or decode pool is sized on its own resource (scaler.signals.load, scaler.signals.queue)."""
+"""A prefill or decode pool is sized on its own resource (scaler.decider.signals: load, queue)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from scaler.config import parse_metadata
-from scaler.demand import Demand
-from scaler.forecast import Forecast
+from scaler.decider.demand import Demand
+from scaler.decider.forecast import Forecast
+from scaler.decider.signals import load, queue
 from scaler.model import Capacity, Observation
-from scaler.signals import load, queue
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 # The load docstring's decode example: 1.3 requests/s of 1,300-token prompts, each holding a decode

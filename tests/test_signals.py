@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaler.config import engine_for, parse_metadata
+from scaler.decider.demand import Demand
+from scaler.decider.engine import Engine
+from scaler.decider.forecast import Forecast
+from scaler.decider.signals import floor, gpu, last_known, load, queue, table
+from scaler.decider.signals.context import SignalInputs
+from scaler.decider.signals.table import SIGNALS
 from scaler.decider.units import ceil_replicas
-from scaler.demand import Demand
-from scaler.engine import Engine
-from scaler.forecast import Forecast
 from scaler.model import Capacity, Decision, Observation, Proposal, Signal
-from scaler.signals import floor, gpu, last_known, load, queue, table
-from scaler.signals.context import SignalInputs
-from scaler.signals.table import SIGNALS
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 LEAD_S = 180.0
@@ -174,7 +174,7 @@ def test_gpu_capacity_unknown_without_inventory_or_current() -> None:
     assert "api down" in unknown.reason
 
 
-# The tie-break order: floor, then prewarm, queue, load, last_known (scaler.signals.table).
+# The tie-break order: floor, then prewarm, queue, load, last_known (scaler.decider.signals.table).
 ORDER = [Signal.FLOOR, Signal.PREWARM, Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN]
 ALWAYS_OPEN = {"prewarmStart": "0 0 * * *", "prewarmEnd": "59 23 * * *"}  # open at NOW (12:00 UTC)
 
@@ -242,12 +242,12 @@ def test_equal_proposals_go_to_the_earliest_signal_of_the_table(
 def test_a_fleet_that_does_not_pool_is_sized_as_a_queue_per_replica() -> None:
     """The same demand needs more replicas where each replica is its own queue (a random dispatch)
     than where one pooled queue serves it: 60 Erlangs of 12 s holds on 24 slots a replica."""
-    from scaler.capacity import CapacityModel  # noqa: F401 - the record's producer, for the reader
     from scaler.config import parse_metadata
-    from scaler.demand import Demand
-    from scaler.forecast import Forecaster
+    from scaler.decider.capacity import CapacityModel  # noqa: F401 - the record's producer, for the reader
+    from scaler.decider.demand import Demand
+    from scaler.decider.forecast import Forecaster
+    from scaler.decider.signals.load import need
     from scaler.model import Capacity
-    from scaler.signals.load import need
 
     policy = parse_metadata({"maxReplicas": "40"}).spec
     demand = Demand(0.0, 5.0, 5.0, 1000.0, 12.0, 5000.0, 60.0)

@@ -48,7 +48,7 @@ trigger with ``engine: vllm``, ``labelSelector: model_name="llama-70b"``,
 ``targetQueuePerReplica: "50"``, ``prewarmStart: 0 9 * * 1-5``, ``prewarmEnd: 0 12 * * 1-5``,
 ``prewarmReplicas: "8"``, ``timezone: Asia/Shanghai``, ``minReplicas: "2"``,
 and ``maxReplicas: "16"``; the utilisation trigger is gone, with a comment saying why. The
-per-replica capacities are not in the old object: the scaler measures them (``scaler.capacity``).
+per-replica capacities are not in the old object: the scaler measures them (``scaler.decider.capacity``).
 
 The modules, each one step: ``report`` (the change lines and the errors), ``keys`` (the keys
 KEDA accepts, did-you-mean for the rest), ``triggers`` (the walk over the old triggers),

@@ -6,8 +6,8 @@ two are the decider's: ``InertMonitor``, one per target, which the engine runs o
 ``held``         for ``HELD_REFRESHES`` refreshes the target equalled the current replicas while the
                  offered demand moved beyond the HPA's tolerance since the hold began
 ``not_landed``   the landing monitor's gap has a reason the HPA's own rules do not explain
-                 (``scaler.landing.ALERTING``) and has lasted longer than one cold start
-                 (``scaler.landing.inert``)
+                 (``scaler.decider.landing.ALERTING``) and has lasted longer than one cold start
+                 (``scaler.decider.landing.inert``)
 
 **held**, the formula. With ``d`` the offered demand (requests/s offered, ``arrivals_per_s``; else
 the prompt tokens/s) and ``d0`` its value at the first refresh of the hold:
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from scaler.decider.landing import inert as landing_inert
 from scaler.decider.units import ceil_replicas
 from scaler.hpa import tolerances, within_hpa_tolerance
-from scaler.landing import inert as landing_inert
 from scaler.model import Decision, Inert, InertReason, Signal
 
 # Refreshes the target may equal the current replicas while the demand moved beyond the HPA's
@@ -50,7 +50,7 @@ def _demand(decision: Decision) -> tuple[float, str] | None:
 
 def not_landed(decision: Decision) -> Inert | None:
     """not_landed: a landing gap the HPA's rules do not explain, lasting longer than one cold start
-    (the landing monitor's rule, ``scaler.landing.inert``)."""
+    (the landing monitor's rule, ``scaler.decider.landing.inert``)."""
     landing, lead = decision.landing, decision.lead
     if landing is None or lead is None or not landing_inert(landing, lead.seconds):
         return None

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from scaler.coldstart import NONE as NO_COLD_START
-from scaler.coldstart import ColdStart, PodTimes
-from scaler.coldstart import measure as measure_cold_start
+from scaler.decider.coldstart import NONE as NO_COLD_START
+from scaler.decider.coldstart import ColdStart, PodTimes
+from scaler.decider.coldstart import measure as measure_cold_start
 from scaler.inventory.dra import DeviceRequest, DraInventory
 from scaler.inventory.fit import NodeFit, schedulable_replicas
 from scaler.inventory.kueue import KueueInventory, admission
@@ -116,7 +116,7 @@ def workload_state(
     replaces the template's GPU count (on ``default_gpu_resource`` when the template
     requests none). The cold start is measured over the Deployment's pods that became
     Ready, and ``remembered`` ones (pods measured earlier and gone since; a pod present
-    now wins over its remembered times), per ``scaler.coldstart``. ``dra`` holds the devices DRA
+    now wins over its remembered times), per ``scaler.decider.coldstart``. ``dra`` holds the devices DRA
     publishes, what the claims hold and the ResourceClaimTemplates, ``kueue`` the queues; a
     GPU room that cannot be counted (no node offers the GPUs either way) is None, never 0.
     """

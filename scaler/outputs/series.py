@@ -75,7 +75,8 @@ REPLICA_STATE_SERIES: dict[str, tuple[str, str]] = {
 FORECAST_SERIES: dict[str, tuple[str, str]] = {
     "arrivals_per_s": (
         "llm_scaler_offered_requests_per_second",
-        "Requests per second offered to the fleet: those served plus the queue's growth (scaler/demand.py).",
+        "Requests per second offered to the fleet: those served plus the queue's growth"
+        " (scaler/decider/demand.py).",
     ),
     "prompt_tokens_per_s": (
         "llm_scaler_forecast_prompt_tokens_per_second",
@@ -179,7 +180,7 @@ SERIES: tuple[SeriesSpec, ...] = (
     _gauge(
         "llm_scaler_landing_gap_replicas",
         "The previous target minus the replicas that landed, with the reason it has not landed"
-        " (scaler.landing; 0 with reason landed).",
+        " (scaler.decider.landing; 0 with reason landed).",
         "reason",
     ),
     _gauge(

@@ -52,7 +52,7 @@ class Select(StrEnum):
 # What a family can read: an input Prometheus answers (``scaler.inputs.Input``), or what inputs are
 # derived from (``scaler.inputs.Reading``: a latency histogram's buckets and ``_sum``, the pods
 # exporting metrics, which stand for the replicas without Kubernetes). The KV cache's usage is the
-# mean over the pods (what measures a replica's batch slots, scaler.capacity).
+# mean over the pods (what measures a replica's batch slots, scaler.decider.capacity).
 FIELDS: tuple[str, ...] = (*(i for i in Input if i.spec.source is InputSource.PROMETHEUS), *Reading)
 # The family whose metric is each kind's queue: what `scaler convert` recognises in a KEDA query.
 QUEUE_FIELD = {Kind.ENGINE: Input.QUEUE_WAITING, Kind.ROUTER: Input.ROUTER_QUEUE_WAITING}

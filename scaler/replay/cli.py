@@ -16,8 +16,8 @@ from scaler import cliargs
 from scaler.replay import INSTALL_HINT, missing_extra
 
 if TYPE_CHECKING:
-    from scaler.coldstart import PodTimes
     from scaler.config import TargetPolicy
+    from scaler.decider.coldstart import PodTimes
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.history import HistoryReader, Measured, RouterFinder
     from scaler.replay.keda import ScaledObjectModel
@@ -340,7 +340,7 @@ def _cold_start(
         if unsupported is not None:
             choice = choose(configured, default, where, problem=unsupported)
         else:
-            from scaler.coldstart import startup_times
+            from scaler.decider.coldstart import startup_times
 
             try:
                 where, pods = upstream.read_pods(args.kubeconfig, target.namespace, target.target_name)
@@ -362,7 +362,7 @@ def _recorded_cold_start(
     """With ``--prometheus`` and no cold start measured through ``--kubeconfig``: the cold start of the
     Deployment's pods kube-state-metrics recorded over the span read (where one is configured, said
     beside it, not used)."""
-    from scaler.coldstart import startup_times
+    from scaler.decider.coldstart import startup_times
     from scaler.replay.startup import with_recorded
 
     target = so.scaledobject

@@ -13,7 +13,7 @@ step``, k = 0..N, each rate taken over the step before it: point k describes win
 
 A request still waiting at the end of a window arrived in it and is served later, so the
 queue's growth is added to the first tokens: the arrivals are the demand, not what the old
-fleet managed to serve (the rule ``scaler.demand`` applies live).
+fleet managed to serve (the rule ``scaler.decider.demand`` applies live).
 
 *Worked example* (step 60 s): in the minute to 10:01 the TTFT count rose by 120 (2.0/s),
 the requests waiting went from 4 to 10, the prompt-token counter rose by 144,000 (2,400/s)

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from scaler.config import parse_metadata
-from scaler.engine import Engine
+from scaler.decider.engine import Engine
+from scaler.decider.signals.prewarm import window_state
 from scaler.hpa import Hpa, Metric, metric_proposal
 from scaler.inputs import Input, Reading
 from scaler.model import Capacity, Decision, HpaStatus, Observation, Signal
@@ -36,7 +37,6 @@ from scaler.replay.keda import (
     ScaledObjectModel,
     aggregate,
 )
-from scaler.signals.prewarm import window_state
 
 # What a router is read as; a ScaledObject that names no router reads none of it.
 ROUTER_READS = frozenset(

@@ -13,7 +13,7 @@ start has its own choice, ``scaler.replay.startup``). For each, the first that a
 **Measured** as the decider measures a live fleet, by its own capacity model: an ``Engine`` of the
 ScaledObject's trigger (its capacity keys left out, so that nothing configured is mixed in) is
 warmed over the history's points one at a time (``Engine.warm``), and its ``Capacity`` record is
-read after each (``scaler.capacity``):
+read after each (``scaler.decider.capacity``):
 
     prefill_tokens_per_s = Capacity.prefill_tokens_per_s   the mean TTFT while nobody waited
     decode_slots         = Capacity.slots                  running over the KV cache's usage
@@ -23,7 +23,7 @@ read after each (``scaler.capacity``):
 A figure's samples are the refreshes that measured it (the record's count), its spread the 10th
 to 90th percentile of the estimate over the later half of the points since it was first measured
 (how much it still moved). The decode rate of a sequence is not in the record; it is read from the
-same points, by Little's law as ``scaler.capacity`` reads it, where nobody waits:
+same points, by Little's law as ``scaler.decider.capacity`` reads it, where nobody waits:
 
     decoding = running - served x mean TTFT       sequences past their first token
     r        = (generated - served) / decoding    tokens after the first, per sequence and second
@@ -45,9 +45,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scaler.coldstart import quantile
 from scaler.config import TargetPolicy
-from scaler.engine import Engine
+from scaler.decider.coldstart import quantile
+from scaler.decider.engine import Engine
 from scaler.model import Observation
 from scaler.presets import NO_ROUTER
 from scaler.replay.cluster import ClusterConfig
@@ -72,10 +72,10 @@ LABELS = {
     "gpus_per_replica": "GPUs per replica",
 }
 HOW = {
-    "prefill_tokens_per_s": "the mean TTFT while nobody waited, scaler/capacity.py",
-    "decode_slots": "the requests running against the KV cache's usage, scaler/capacity.py",
+    "prefill_tokens_per_s": "the mean TTFT while nobody waited, scaler/decider/capacity.py",
+    "decode_slots": "the requests running against the KV cache's usage, scaler/decider/capacity.py",
     "decode_tokens_per_s_per_seq": "tokens generated over the sequences decoding, by Little's law",
-    "physics": "how much decoding slowed while prompts were computed, scaler/capacity.py",
+    "physics": "how much decoding slowed while prompts were computed, scaler/decider/capacity.py",
 }
 TRIGGER_KEYS = {
     "prefill_tokens_per_s": "promptTokensPerSecondPerReplica",

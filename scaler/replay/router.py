@@ -1,6 +1,6 @@
 """llm-d's endpoint picker (EPP) with flow control, in front of the replay's fleet (``router: llm-d``).
 
-The rule is ``scaler.flowcontrol``'s, the one the simulated EPP of the live tests follows too:
+The rule is ``scaler.decider.flowcontrol``'s, the one the simulated EPP of the live tests follows too:
 the pool's saturation is the mean over the Ready pods of ``max(waiting / 5, kv_cache_usage / 0.8)``
 (1 with no Ready pod), and the EPP sends a request to the servers only while it is below 1.
 
@@ -32,7 +32,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 
-from scaler.flowcontrol import dispatches, pool_saturation
+from scaler.decider.flowcontrol import dispatches, pool_saturation
 from scaler.replay.cluster import Cluster
 
 

@@ -38,8 +38,8 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from scaler.coldstart import ColdStart, PodTimes
-from scaler.coldstart import measure as measure_cold_start
+from scaler.decider.coldstart import ColdStart, PodTimes
+from scaler.decider.coldstart import measure as measure_cold_start
 from scaler.inputs import Input, Reading
 from scaler.presets.engines import VLLM_TTFT_BUCKETS
 from scaler.replay.trace import Trace
@@ -173,7 +173,7 @@ class PhaseTimes(Binned):
 
 
 class ColdStartWatch:
-    """The cold start measured from a pool's pods (``scaler.coldstart``), measured again only when
+    """The cold start measured from a pool's pods (``scaler.decider.coldstart``), measured again only when
     a pod has become Ready since."""
 
     def __init__(self) -> None:

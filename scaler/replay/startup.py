@@ -3,7 +3,7 @@
 A simulated pod is Pending until its GPUs are free (the replay models that wait itself), then
 starting for ``cold_start_s``, then Ready. So what is measured is what a real pod took once it
 had a node, ``Ready - PodScheduled`` (``Ready - created`` where the scheduling time is
-unknown; ``scaler.coldstart.startup_times``), over the Deployment's current pods that are
+unknown; ``scaler.decider.coldstart.startup_times``), over the Deployment's current pods that are
 Ready (the 20 most recently created at most). One cold start stands for every replayed pod,
 so the replay takes the **median**: the typical pod, which one slow pull or one pod whose
 readiness flapped (its Ready time is its last change) does not move; the p90 and the range
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scaler.coldstart import MIN_SAMPLES, WINDOW, quantile
+from scaler.decider.coldstart import MIN_SAMPLES, WINDOW, quantile
 
 MIN_COLD_START_S = 1.0  # a pod Ready the second it was scheduled: the fleet's model needs a start > 0
 Source = Literal["configured", "measured", "history", "default"]

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from scaler.coldstart import measure
+from scaler.decider.coldstart import measure
 from scaler.hpa import Hpa, HpaStep, Metric
 from scaler.inventory import WorkloadState
 from scaler.pods import Pod, PodLifecycle, PodState

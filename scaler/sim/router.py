@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from scaler.flowcontrol import pool_saturation
+from scaler.decider.flowcontrol import pool_saturation
 from scaler.inputs import Input, Reading
 from scaler.presets import ROUTERS
 from scaler.presets.engines import VLLM_TTFT_BUCKETS
@@ -24,7 +24,7 @@ from scaler.sim.fleet import PodLoad
 
 
 def saturation_of(pods: Iterable[PodLoad]) -> float:
-    """The saturation llm-d's EPP reads from these pods' loads (``scaler.flowcontrol``, the rule the
+    """The saturation llm-d's EPP reads from these pods' loads (``scaler.decider.flowcontrol``, the rule the
     replay's router gates on too): what a test sets beside the queue it holds."""
     return pool_saturation((pod.waiting, pod.kv_cache_usage) for pod in pods)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from scaler.coldstart import PodTimes
+from scaler.decider.coldstart import PodTimes
 from scaler.sources.prometheus import PrometheusClient
 
 OWNED_BY = 'max_over_time(kube_replicaset_owner{{{ns}owner_kind="Deployment",owner_name="{name}"}}[{span}])'

@@ -33,8 +33,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes import config as _config
 
-from scaler.coldstart import WINDOW as COLD_START_WINDOW
-from scaler.coldstart import PodTimes
+from scaler.decider.coldstart import WINDOW as COLD_START_WINDOW
+from scaler.decider.coldstart import PodTimes
 from scaler.errors import UnreachableError
 from scaler.hpa import hpa_from_json
 from scaler.inventory import (

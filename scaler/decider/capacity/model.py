@@ -3,12 +3,12 @@
 Each refresh is classified once (``saturation``: why requests wait, if they do), then each figure
 learns from what it can read there, each in its own module with its formula and example:
 
-    saturation   room, slot-bound, prefill-bound, unsettled     scaler/capacity/saturation.py
-    prefill      P, prompt tokens/s a replica computes          scaler/capacity/prefill.py
-    slots        S, sequences a replica runs at once            scaler/capacity/slots.py
-    slowdown     beta, how prefill slows decoding               scaler/capacity/slowdown.py
-    itl          the batch the ITL objective allows             scaler/capacity/itl.py
-    dispatch     whether the dispatch pools the replicas        scaler/capacity/dispatch.py
+    saturation   room, slot-bound, prefill-bound, unsettled     scaler/decider/capacity/saturation.py
+    prefill      P, prompt tokens/s a replica computes          scaler/decider/capacity/prefill.py
+    slots        S, sequences a replica runs at once            scaler/decider/capacity/slots.py
+    slowdown     beta, how prefill slows decoding               scaler/decider/capacity/slowdown.py
+    itl          the batch the ITL objective allows             scaler/decider/capacity/itl.py
+    dispatch     whether the dispatch pools the replicas        scaler/decider/capacity/dispatch.py
 
 The order is fixed: the refresh is classified first, with the prefill estimate as it stood
 before it (read only where the engine exports no prefill time), then each figure learns from it.
@@ -16,16 +16,16 @@ before it (read only where the engine exports no prefill time), then each figure
 
 from __future__ import annotations
 
-from scaler.capacity.dispatch import Dispatch
-from scaler.capacity.itl import ItlSlots
-from scaler.capacity.prefill import PrefillRate
-from scaler.capacity.saturation import Bound, Saturation, SaturationReader
-from scaler.capacity.slots import EXPORTED, BatchSlots
-from scaler.capacity.slowdown import DecodeSlowdown
+from scaler.decider.capacity.dispatch import Dispatch
+from scaler.decider.capacity.itl import ItlSlots
+from scaler.decider.capacity.prefill import PrefillRate
+from scaler.decider.capacity.saturation import Bound, Saturation, SaturationReader
+from scaler.decider.capacity.slots import EXPORTED, BatchSlots
+from scaler.decider.capacity.slowdown import DecodeSlowdown
+from scaler.decider.demand import Demand
+from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.spec import DeciderSpec
-from scaler.demand import Demand
 from scaler.model import Capacity, CapacitySource, Observation
-from scaler.params import DEFAULT, DeciderParams
 
 
 class CapacityModel:
@@ -63,11 +63,11 @@ class CapacityModel:
 
     @property
     def saturation(self) -> Saturation:
-        """The last refresh's classification (``scaler.capacity.saturation``)."""
+        """The last refresh's classification (``scaler.decider.capacity.saturation``)."""
         return self._last
 
     def itl_slots(self) -> float | None:
-        """The sequences per replica within ``itlObjectiveSeconds`` (``scaler.capacity.itl``)."""
+        """The sequences per replica within ``itlObjectiveSeconds`` (``scaler.decider.capacity.itl``)."""
         return self._itl.value(self.slots.figure()[0])
 
     def capacity(self) -> Capacity:

@@ -2,9 +2,9 @@
 
 Each signal is a module with a pure ``propose`` of its own arguments; the table reads each one's
 from the decision's ``SignalInputs`` (so no signal knows that record), and lists them in
-``Signal`` order, which is also the order ties are broken in (``scaler.policy.combine``: the
+``Signal`` order, which is also the order ties are broken in (``scaler.decider.combine.combine``: the
 earliest of equal proposals binds). The GPU inventory is
-not here: it clamps the combined target (``scaler.signals.gpu``), it does not propose one.
+not here: it clamps the combined target (``scaler.decider.signals.gpu``), it does not propose one.
 
 ============  =========================================  ========================
 signal        proposes                                   module
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from scaler.decider.signals import floor, last_known, load, prewarm, queue
+from scaler.decider.signals.context import SignalInputs
 from scaler.model import Proposal, Signal
-from scaler.signals import floor, last_known, load, prewarm, queue
-from scaler.signals.context import SignalInputs
 
 
 def _floor(inputs: SignalInputs) -> Proposal:

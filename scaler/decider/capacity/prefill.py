@@ -3,7 +3,7 @@
 The engines time a request's phases; where they do, the rate is read from those timings, and no
 queueing model stands between the metric and the figure. Each refresh gives at most one reading,
 from the first of these that it has (``p`` the prompt tokens per request over the rate window,
-``scaler.demand``):
+``scaler.decider.demand``):
 
     1. prefill time (vLLM)       P = p / prefill time           first scheduled -> first token
     2. queue time (SGLang)       P = p / (mean TTFT - queue time)  the TTFT the wait leaves
@@ -15,7 +15,7 @@ from the first of these that it has (``p`` the prompt tokens per request over th
 1 and 2 are what a request sees: with chunked prefill sharing steps with decode, scheduling and
 tokenisation, the *effective* rate, which is what both the objective's allowance
 (``ttftObjectiveSeconds - p / P``) and the prefill's capacity are. 3 reads the capacity where
-the fleet shows it (``scaler.capacity.saturation``: requests wait on every replica behind
+the fleet shows it (``scaler.decider.capacity.saturation``: requests wait on every replica behind
 prompts); it counts replicas whose queue emptied within the window too, so it is a bound from
 below, tight when every replica is saturated. 4 needs no model at all: a request's first token
 comes after its own prefill, so its TTFT is never shorter. It is the fallback for an engine that
@@ -32,7 +32,7 @@ fleet is seen serving that much, so a configured rate above it is corrected with
 less of the same replica: the lightest of the last half hour reads most).
 ``promptTokensPerSecondPerReplica`` is where it starts, and stands until the first reading.
 
-What classifies a refresh (``scaler.capacity.saturation``) where the engine exports no prefill time
+What classifies a refresh (``scaler.decider.capacity.saturation``) where the engine exports no prefill time
 is ``measured``: the phase-time estimate once read, else the bounds alone, never the configured
 start (a configured rate too high would read a prefill backlog as full batches).
 
@@ -44,11 +44,11 @@ then lowers the estimate by 15 / 1,800 of the way only, to 3,325.
 
 from __future__ import annotations
 
-from scaler.capacity.estimate import Estimate
-from scaler.capacity.saturation import Bound, Saturation
-from scaler.demand import Demand
+from scaler.decider.capacity.estimate import Estimate
+from scaler.decider.capacity.saturation import Bound, Saturation
+from scaler.decider.demand import Demand
+from scaler.decider.params import DeciderParams
 from scaler.model import Observation
-from scaler.params import DeciderParams
 
 PREFILL_TIME = "prefill-time histogram"
 TTFT_LESS_QUEUE = "TTFT less the queue time"

@@ -21,11 +21,11 @@ one sequence decoding, and used once
 
 from __future__ import annotations
 
-from scaler.capacity.estimate import Line
-from scaler.capacity.saturation import Saturation
-from scaler.demand import Demand
+from scaler.decider.capacity.estimate import Line
+from scaler.decider.capacity.saturation import Saturation
+from scaler.decider.demand import Demand
+from scaler.decider.params import DeciderParams
 from scaler.model import Observation
-from scaler.params import DeciderParams
 
 
 class DecodeSlowdown:

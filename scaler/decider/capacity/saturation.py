@@ -7,7 +7,7 @@ for different figures: a slot-bound refresh shows how many sequences a replica r
 slots), a prefill-bound one how fast it computes prompts (the prefill rate). Reading one as the
 other halves the figure (a prefill backlog read as full batches says a replica holds the half of
 its slots it was running). So each refresh is classified here, and each figure is learned only
-from the refreshes that show it (``scaler.capacity.slots``, ``scaler.capacity.prefill``).
+from the refreshes that show it (``scaler.decider.capacity.slots``, ``scaler.decider.capacity.prefill``).
 
 The measure that tells them apart is the **prefill's busy share**, the mean requests in prefill
 per Ready replica (Little's law on the prefill time):
@@ -43,9 +43,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scaler.demand import Demand
+from scaler.decider.demand import Demand
+from scaler.decider.params import DeciderParams
 from scaler.model import Observation
-from scaler.params import DeciderParams
 
 
 class Bound(StrEnum):

@@ -1,6 +1,6 @@
 """Queueing estimates: the share of first tokens a fleet of N replicas would deliver late. Pure.
 
-The decider sizes each resource of a replica (``scaler.signals.load``) with the same
+The decider sizes each resource of a replica (``scaler.decider.signals.load``) with the same
 question: at the forecast load, how many replicas keep the share of requests whose first
 token misses ``ttftObjectiveSeconds`` within the objective's budget? Two resources queue:
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 
-from scaler.params import DEFAULT
+from scaler.decider.params import DEFAULT
 
 
 def erlang_c(servers: float, load: float, exact: int = DEFAULT.exact_servers) -> float:

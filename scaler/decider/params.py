@@ -2,8 +2,8 @@
 
 Every constant the demand, forecast, capacity and sizing steps use is a field here, with its
 unit and why it has the value it has; those steps hold no other tuned number (a test reads
-their source for one). The cold-start window (``scaler.coldstart``) and the landing monitor
-(``scaler.landing``) keep theirs: they describe Kubernetes, not the traffic. ``BENCHMARKS.md``
+their source for one). The cold-start window (``scaler.decider.coldstart``) and the landing monitor
+(``scaler.decider.landing``) keep theirs: they describe Kubernetes, not the traffic. ``BENCHMARKS.md``
 has the ablation that removes each mechanism in turn.
 
 What a caller sets is metadata (``scaler.config``): the TTFT objective and its percentile, the
@@ -50,17 +50,17 @@ class DeciderParams:
     prefill busy share for the decode slowdown, its share of slots in use for the inter-token
     latency): a fleet whose load never moved cannot show how a replica responds to it."""
     bias_least: float = 0.5
-    """The least the model's bias (measured late share over modelled, ``scaler.engine``) is taken
+    """The least the model's bias (measured late share over modelled, ``scaler.decider.engine``) is taken
     as: a model measured pessimistic for half an hour is loosened, but the objective's budget it
     sizes for is at most doubled, so a run of quiet windows cannot walk the fleet to its edge."""
     pooled_spread: float = 0.5
     """How unevenly the replicas may be loaded, in units of what a random dispatch gives (the
     busiest replica's running count above the mean, over the Poisson scatter of the largest of N),
-    below which the fleet is read as one pooled queue (``scaler.capacity.dispatch``): halfway
+    below which the fleet is read as one pooled queue (``scaler.decider.capacity.dispatch``): halfway
     between a least-loaded router (0) and a Kubernetes Service's random spread (1)."""
     prefill_bound_share: float = 0.8
     """Share of a replica's time its prefill is busy (the mean requests in prefill per Ready
-    replica, ``scaler.capacity.saturation``) from which requests waiting on every replica are read
+    replica, ``scaler.decider.capacity.saturation``) from which requests waiting on every replica are read
     as waiting for prefill rather than for a batch slot. A replica whose prompts queue computes
     prompts all the time (1); one whose requests wait for slots computes them only as often as a
     sequence ends. 0.8, not 1: the fleet's share is a mean over the rate window, and replicas whose
@@ -68,7 +68,7 @@ class DeciderParams:
     kv_full_usage: float = 0.9
     """Mean KV-cache usage below which a batch that has requests waiting for a slot is read as held
     by the engine's cap (``max_num_seqs``) rather than by its cache, so the cap is measured
-    (``scaler.capacity.slots``). vLLM admits a request while free blocks stay above a 1% watermark,
+    (``scaler.decider.capacity.slots``). vLLM admits a request while free blocks stay above a 1% watermark,
     so a cache that holds the batch runs nearly full; a tenth below leaves room for the replicas a
     dispatch left less full."""
     expectation_tolerance: float = 0.01

@@ -1,7 +1,7 @@
 """What the engine knows at one refresh, the signal table's one argument. Pure.
 
 The engine builds a ``SignalInputs`` once per decision (after learning from the
-observation) and walks ``scaler.signals.table.SIGNALS``, which reads each signal's
+observation) and walks ``scaler.decider.signals.table.SIGNALS``, which reads each signal's
 arguments from it; no signal module imports this one.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scaler.decider.demand import Demand
+from scaler.decider.params import DEFAULT, DeciderParams
+from scaler.decider.signals.load import LoadNeed
 from scaler.decider.spec import DeciderSpec
-from scaler.demand import Demand
 from scaler.model import Capacity, Observation
-from scaler.params import DEFAULT, DeciderParams
-from scaler.signals.load import LoadNeed
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class SignalInputs:
     input is missing), ``load_unknown`` why; ``previous_waiting``: the queue at the previous
     refresh; ``last_demand``: the last complete demand; ``missing``: the demand inputs missing now;
     ``backlog_alarm``: why the backlog outran the Ready replicas at this refresh and the previous one
-    (``scaler.signals.queue``), which arms the queue signal's safety net, or None."""
+    (``scaler.decider.signals.queue``), which arms the queue signal's safety net, or None."""
 
     spec: DeciderSpec
     observation: Observation

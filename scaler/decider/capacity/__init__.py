@@ -1,6 +1,6 @@
 """What one Ready replica holds (prefill rate, batch slots, decode slowdown), measured. Pure.
 
-The load signal (``scaler.signals.load``) sizes two resources of a replica, each on one number
+The load signal (``scaler.decider.signals.load``) sizes two resources of a replica, each on one number
 per replica that users rarely know and that changes with the model, the GPU, the engine's
 settings and the traffic's sequence lengths. Both are measured from what the engines export, at
 every refresh that can show them; a configured value is only where they start. ``model`` runs the
@@ -18,7 +18,7 @@ steps; each figure is its own module, with its formula and a worked example:
 * ``estimate``: the running averages they are kept in.
 """
 
-from scaler.capacity.model import CapacityModel
-from scaler.capacity.saturation import Bound, Saturation
+from scaler.decider.capacity.model import CapacityModel
+from scaler.decider.capacity.saturation import Bound, Saturation
 
 __all__ = ["Bound", "CapacityModel", "Saturation"]

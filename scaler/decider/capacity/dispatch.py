@@ -1,6 +1,6 @@
 """Whether the fleet's dispatch pools its replicas, measured from how evenly they are loaded. Pure.
 
-The load signal sizes each resource as a queue (``scaler.queueing``). Which queue depends on how
+The load signal sizes each resource as a queue (``scaler.decider.queueing``). Which queue depends on how
 requests reach the replicas: a router that sends each request to the least loaded replica (llm-d's
 endpoint picker, Dynamo's KV router) makes the fleet one pooled queue (M/M/c over every replica's
 servers); a Kubernetes Service, which spreads connections at random, makes each replica a queue of
@@ -29,9 +29,9 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from scaler.capacity.saturation import Saturation
+from scaler.decider.capacity.saturation import Saturation
+from scaler.decider.params import DeciderParams
 from scaler.model import Observation
-from scaler.params import DeciderParams
 
 _NORMAL = NormalDist()
 # Blom's plotting position for the largest of n normal draws, Phi^-1((n - a) / (n + 1 - 2a)) with

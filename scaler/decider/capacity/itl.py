@@ -15,9 +15,9 @@ least 1; none while ``c`` is not above 0), and the load signal sizes the slots o
 
 from __future__ import annotations
 
-from scaler.capacity.estimate import Line
+from scaler.decider.capacity.estimate import Line
+from scaler.decider.params import DeciderParams
 from scaler.model import Observation
-from scaler.params import DeciderParams
 
 
 class ItlSlots:

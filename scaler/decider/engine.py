@@ -1,17 +1,18 @@
 """The decision engine: one target's state, and the pipeline from an observation to a decision.
 
-    from scaler.config import engine_for
-    engine = engine_for({"minReplicas": "2", "maxReplicas": "16"})  # Engine(parse_metadata(...).spec)
+    engine = Engine(parse_metadata({"minReplicas": "2", "maxReplicas": "16"}).spec)
     decision = engine.decide(Observation(now=..., queue_waiting=40, ...))
+
+(``scaler.config.engine_for(metadata)`` does the first line at an edge.)
 
 ``decide`` is a short pipeline of named steps, each a pure module:
 
-    observe   -> demand     offered work, never capped by the fleet       (scaler.demand)
-              -> capacity   what one replica holds, measured              (scaler.capacity)
-              -> forecast   demand one cold start ahead, with its margin  (scaler.forecast)
-              -> need       replicas per resource, the largest binds      (scaler.signals.load)
-              -> combine    every signal's proposal, the largest wins     (scaler.signals.table)
-              -> clamp      maxReplicas, the GPU inventory, the HPA       (scaler.policy)
+    observe   -> demand     offered work, never capped by the fleet       (scaler.decider.demand)
+              -> capacity   what one replica holds, measured              (scaler.decider.capacity)
+              -> forecast   demand one cold start ahead, with its margin  (scaler.decider.forecast)
+              -> need       replicas per resource, the largest binds      (scaler.decider.signals.load)
+              -> combine    every signal's proposal, the largest wins     (scaler.decider.signals.table)
+              -> clamp      maxReplicas, the GPU inventory, the HPA       (scaler.decider.combine)
 
 The engine never reads the wall clock: ``Observation.now`` is the only time it knows. Equal
 observations in equal order give equal decisions, which is what lets several scaler
@@ -25,21 +26,21 @@ import math
 from collections.abc import Iterable
 from dataclasses import replace
 
-from scaler import coldstart
-from scaler.capacity import CapacityModel
+from scaler.decider import coldstart
+from scaler.decider.capacity import CapacityModel
+from scaler.decider.combine import combine
+from scaler.decider.demand import Demand, DemandReader, with_router_queue
+from scaler.decider.forecast import Forecast, Forecaster
 from scaler.decider.held import InertMonitor
+from scaler.decider.landing import LandingMonitor
+from scaler.decider.params import DEFAULT, DeciderParams
+from scaler.decider.signals import load as load_signal
+from scaler.decider.signals import queue as queue_signal
+from scaler.decider.signals.context import SignalInputs
+from scaler.decider.signals.table import propose_all
 from scaler.decider.spec import DeciderSpec
-from scaler.demand import Demand, DemandReader, with_router_queue
-from scaler.forecast import Forecast, Forecaster
 from scaler.inputs import Input
-from scaler.landing import LandingMonitor
 from scaler.model import Capacity, Decision, ForecastRecord, Lead, Note, NoteKind, Observation, Signal
-from scaler.params import DEFAULT, DeciderParams
-from scaler.policy import combine
-from scaler.signals import load as load_signal
-from scaler.signals import queue as queue_signal
-from scaler.signals.context import SignalInputs
-from scaler.signals.table import propose_all
 
 __all__ = ["Decision", "Engine", "Observation"]
 
@@ -60,7 +61,7 @@ class Engine:
         self._spec = spec
         self._demand = DemandReader(params.rate_window_s, params.offered_demand)
         self.capacity = CapacityModel(spec, params)
-        self._prompt = Forecaster(params)  # offered prompt tokens per second (scaler.demand)
+        self._prompt = Forecaster(params)  # offered prompt tokens per second (scaler.decider.demand)
         self._concurrency = Forecaster(params)  # offered sequences in service
         self._seen: set[str] = {Input.QUEUE_WAITING}
         self._last_demand: int | None = None
@@ -171,7 +172,7 @@ class Engine:
 
     def _forecasts(self, quantile: float, capacity: Capacity) -> tuple[Forecast | None, Forecast | None]:
         """The prompt and concurrency forecasts, each miss counted against the larger of its plan
-        and what the floor's replicas hold (``scaler.forecast``)."""
+        and what the floor's replicas hold (``scaler.decider.forecast``)."""
         floor = self._spec.min_replicas if self.params.errors_against_floor else 0
         prompt = self._prompt.forecast(quantile, floor * (capacity.prefill_tokens_per_s or 0.0))
         concurrency = self._concurrency.forecast(quantile, floor * math.floor(capacity.slots or 0.0))
@@ -179,7 +180,7 @@ class Engine:
 
     def _backlog_alarm(self, obs: Observation, demand: Demand) -> str | None:
         """Why the backlog outran the Ready replicas at this refresh and the previous one, arming the
-        queue signal's safety net (``scaler.signals.queue``), or None."""
+        queue signal's safety net (``scaler.decider.signals.queue``), or None."""
         spec = self._spec
         alarm = queue_signal.backlog_alarm(obs, demand, spec.ttft_objective_seconds, spec.late_budget)
         before, self._alarmed = self._alarmed, alarm is not None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scaler.decider.signals.gpu import capacity, queue_capacity
 from scaler.decider.spec import DeciderSpec
 from scaler.hpa import landing_step_up, tolerances, within_hpa_tolerance
 from scaler.model import (
@@ -46,7 +47,6 @@ from scaler.model import (
     Proposal,
     Signal,
 )
-from scaler.signals.gpu import capacity, queue_capacity
 
 _ORDER = {signal: index for index, signal in enumerate(Signal)}
 

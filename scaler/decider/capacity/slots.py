@@ -9,13 +9,13 @@ Two things bound a replica's batch, and each is read where it shows:
 
   at every refresh (no saturation needed). ``gate`` is 0.8 behind llm-d's flow control
   (``router: llm-d``): its endpoint picker sends a replica nothing more once its cache is 80%
-  used (``scaler.flowcontrol``), so a replica is given that share of what its cache holds; 1
+  used (``scaler.decider.flowcontrol``), so a replica is given that share of what its cache holds; 1
   otherwise.
 * **the engine's cap** (vLLM's ``max_num_seqs``) where it binds before the cache fills (a small
   model on a large cache): a full batch then leaves the cache partly empty and ``S_cache``
   counts slots the engine never opens. A request waits for a slot, for room in the cache or for
   the prefill (vLLM V1 schedules nothing else); so where requests wait on every replica for a
-  slot (``scaler.capacity.saturation``: SLOTS, at this refresh and the previous), no replica's
+  slot (``scaler.decider.capacity.saturation``: SLOTS, at this refresh and the previous), no replica's
   cache is full and no replica's prefill is busy, the replicas hold their cap, and the busiest
   runs exactly that, at both refreshes:
 
@@ -27,7 +27,7 @@ Two things bound a replica's batch, and each is read where it shows:
   Where the engines' series are read as sums only, a mean cannot tell a fleet whose every batch
   is at its cap from one whose dispatch left a few replicas full and the rest half empty; the cap
   is then read only as a plateau: requests wait on every replica of a settled fleet, slot-bound
-  (``scaler.capacity.saturation``), the cache below ``kv_full_usage``, and the running count the
+  (``scaler.decider.capacity.saturation``), the cache below ``kv_full_usage``, and the running count the
   same to within one sequence as at the previous refresh (a hard cap holds every replica at
   exactly it; a half-full fleet's count moves with its traffic): ``S_cap = running / ready``.
   While llm-d's router reads its pool saturated it stops dispatching, and each replica holds all
@@ -51,11 +51,11 @@ left one replica's cache full with a queue, and the rest half empty, teaches the
 
 from __future__ import annotations
 
-from scaler.capacity.estimate import Ceiling, Estimate
-from scaler.capacity.saturation import Bound, Saturation
-from scaler.flowcontrol import KV_CACHE_UTIL_THRESHOLD
+from scaler.decider.capacity.estimate import Ceiling, Estimate
+from scaler.decider.capacity.saturation import Bound, Saturation
+from scaler.decider.flowcontrol import KV_CACHE_UTIL_THRESHOLD
+from scaler.decider.params import DeciderParams
 from scaler.model import Observation
-from scaler.params import DeciderParams
 
 KV_CACHE = "KV cache usage"
 FULL_BATCH = "running while every slot was busy"

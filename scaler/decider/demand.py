@@ -13,8 +13,8 @@ Requests are conserved: whatever arrived was either served or is still waiting, 
     prefill work = arrivals x prompt                      offered prompt tokens per second
     concurrency  = arrivals x in_service                  offered sequences in service (Erlangs)
 
-The two offered series are what the decider forecasts (``scaler.forecast``) and sizes
-(``scaler.signals.load``): prefill work against what one replica prefills, concurrency
+The two offered series are what the decider forecasts (``scaler.decider.forecast``) and sizes
+(``scaler.decider.signals.load``): prefill work against what one replica prefills, concurrency
 against the batch slots one replica holds. The sizes per request are exponential averages
 over one rate window (``rate_window_s``): the running count is an instant reading
 whose Poisson scatter the queueing model already holds, and forecasting it as demand would
@@ -37,9 +37,9 @@ import math
 from collections import deque
 from dataclasses import dataclass, replace
 
+from scaler.decider.params import DEFAULT
 from scaler.inputs import Input
 from scaler.model import Observation
-from scaler.params import DEFAULT
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The demand forecast: a level and a trend, a held plan, and the plan's own past errors. Pure.
 
 One forecaster per demand series (the offered prompt tokens per second, the offered
-concurrency; ``scaler.demand``), sampled at irregular times:
+concurrency; ``scaler.decider.demand``), sampled at irregular times:
 
     level  <- level + alpha (value - (level + trend dt))       alpha = 1 - exp(-dt / 60 s)
     trend  <- trend + beta (slope of the level - trend)         beta  = 1 - exp(-dt / 300 s)
@@ -20,7 +20,7 @@ shorter than that releases nothing.
 the series' units; 0 while that is unknown): a miss the floor absorbs anyway costs nothing,
 so a surge from near idle, unbounded as a ratio to its plan, counts as what it is against the
 fleet that is always there. The errors of the last ``error_window_s`` are what the load signal
-sizes against (``scaler.signals.load``). The margin shown with a decision is their empirical
+sizes against (``scaler.decider.signals.load``). The margin shown with a decision is their empirical
 ``q`` quantile, ``q`` the objective's percentile: with ``n`` errors, the
 ``ceil((n + 1) q)``-th smallest (the split-conformal rule, which covers the next error with
 probability at least ``q`` when errors are exchangeable); while there are too few for that,
@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from scaler.params import DEFAULT, DeciderParams
+from scaler.decider.params import DEFAULT, DeciderParams
 
 
 @dataclass(frozen=True, slots=True)

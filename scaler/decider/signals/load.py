@@ -1,10 +1,10 @@
 """Load signal: the fewest replicas whose expected share of late first tokens is within budget.
 
-A replica has two resources a request queues for (``scaler.queueing``): a batch slot, held
+A replica has two resources a request queues for (``scaler.decider.queueing``): a batch slot, held
 from admission to its last token, and the prefill that computes its prompt. The demand
-(``scaler.demand``) is forecast one cold start ahead (``scaler.forecast``) as a point, and
+(``scaler.decider.demand``) is forecast one cold start ahead (``scaler.decider.forecast``) as a point, and
 the forecaster's own past errors say how far above that point the demand has landed; what one
-replica holds is measured (``scaler.capacity``). For ``N`` replicas the share of first tokens
+replica holds is measured (``scaler.decider.capacity``). For ``N`` replicas the share of first tokens
 expected late is
 
     late(N) = sum over the resources r, and over the past errors e (weighted 1 + e: the
@@ -19,9 +19,9 @@ expected late is
 
 Both resources are read as one queue over the fleet (M/M/c) where the dispatch pools the
 replicas (a router that sends a request to the least loaded replica: llm-d's endpoint picker,
-Dynamo's); where it is measured not to (``scaler.capacity.dispatch``: a Kubernetes Service spreads
+Dynamo's); where it is measured not to (``scaler.decider.capacity.dispatch``: a Kubernetes Service spreads
 connections at random), as ``N`` queues of one replica's servers, each with ``1/N`` of the load.
-``bias`` (``scaler.engine``) corrects the model where the measured share of late first tokens
+``bias`` (``scaler.decider.engine``) corrects the model where the measured share of late first tokens
 says it is wrong. So the headroom is neither a
 utilisation target nor a margin added to one: a fleet whose forecast has missed by 40% now and
 then needs room for that, one whose forecast has been right does not, and a small fleet of
@@ -32,7 +32,7 @@ checked yet, the demand seen is the forecast.
 Two refinements of the sum. A window of ``n`` requests measures their rate within
 ``1/sqrt(n)``, a scatter the queueing model already holds, so the errors are shrunk by the
 share of their spread it explains (``denoise``). Where prefill slows decoding (``beta`` of
-``scaler.capacity``), the time in service, and with it the slots' load, stretches as fewer
+``scaler.decider.capacity``), the time in service, and with it the slots' load, stretches as fewer
 replicas share the prefill: ``decode x (1 - beta f_now) / (1 - beta f(N))`` (``Stretch``).
 
 The resource that made the last replica necessary is named as binding; one whose capacity or
@@ -59,7 +59,7 @@ demand is read from its own series, and its target is sized on its own resource 
   its first token stalled (and, in a stream, every token after): the wait it may have is what is
   left of the objective after its prefill. The decode pool's mean TTFT while nobody waits for a
   slot is that prefill (the prefill pool's queue and compute, the KV transfer) and is read as
-  ``prompt / P`` exactly as the prefill rate is measured (``scaler.capacity``); while it is not
+  ``prompt / P`` exactly as the prefill rate is measured (``scaler.decider.capacity``); while it is not
   known the allowance is 0: every wait counts as late. The queue signal reads the pool's waiting,
   at ``S / time in service`` per replica.
 * ``both`` is every replica doing both: the sum above, unchanged.
@@ -81,13 +81,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from scaler.decider.demand import Demand
+from scaler.decider.forecast import Forecast
+from scaler.decider.params import DEFAULT, DeciderParams
+from scaler.decider.queueing import late_share
 from scaler.decider.spec import DeciderSpec
 from scaler.decider.units import FLOAT_SLACK, PERCENT
-from scaler.demand import Demand
-from scaler.forecast import Forecast
 from scaler.model import Capacity, Observation, Proposal, Signal
-from scaler.params import DEFAULT, DeciderParams
-from scaler.queueing import late_share
 
 # The share of a symmetric scatter that lies above its mean: a window's Poisson count scatter
 # raises half the errors it touches (``denoise``).
@@ -96,7 +96,8 @@ NOISE_ABOVE = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Stretch:
-    """How the time in service stretches with the fleet where prefill slows decoding (``scaler.capacity``).
+    """How the time in service stretches with the fleet where prefill slows decoding
+    (``scaler.decider.capacity``).
 
     With ``N`` replicas the prefill keeps each ``f(N) = prefill / N`` busy, and the decode part
     of the time in service is ``decode x (1 - beta f_now) / (1 - beta f(N))``."""
@@ -140,7 +141,7 @@ class Resource:
         if replicas < 1:
             return 0.0 if self.load <= 0 else 1.0
         # Pooled: one queue of every replica's servers. Not pooled: each replica a queue of its own
-        # servers with its share of the load, every replica alike (scaler.capacity.dispatch).
+        # servers with its share of the load, every replica alike (scaler.decider.capacity.dispatch).
         servers = replicas * self.per_replica if self.pooled else self.per_replica
         share_of = 1.0 if self.pooled else 1.0 / replicas
         total, left = 0.0, weight
@@ -309,7 +310,7 @@ def need(
     """The load signal's need (module docstring), or None when no demand is forecast at all.
 
     ``hint``, the last answer, only shortens the search; ``bias`` is the measured late share
-    over the modelled one (``scaler.engine``), which scales every modelled share; ``now`` is
+    over the modelled one (``scaler.decider.engine``), which scales every modelled share; ``now`` is
     the observation the stretch reads today's prefill load from."""
     if prompt is None and concurrency is None:
         return None

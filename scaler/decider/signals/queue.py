@@ -2,7 +2,7 @@
 
 Requests already waiting are demand the load signal's forecast does not hold (it sizes what
 *arrives*). With ``mu`` what one replica completes per second at its limit (the tighter of
-its prefill, ``P / prompt``, and its slots, ``S / time in service``; ``scaler.capacity``; a
+its prefill, ``P / prompt``, and its slots, ``S / time in service``; ``scaler.decider.capacity``; a
 prefill or decode pool, ``role``, only its own; never less than what each Ready replica is seen
 completing now),
 ``lead`` one cold start, and only the Ready replicas serving until then at the rate they serve
@@ -17,7 +17,7 @@ one-poll spike); one that outlasts them asks for the whole fleet it takes, so th
 not fall while requests still wait and starting replicas are not Ready yet. Replicas that are
 starting are not counted as serving before the lead: they may be Ready sooner, and the next
 refresh then sees the backlog shrink. What arrives beyond what is served is the load signal's:
-it sizes offered arrivals (``scaler.demand``).
+it sizes offered arrivals (``scaler.decider.demand``).
 
 Without a known capacity, ``mu`` is what each Ready replica served while every one of them had a
 request waiting (saturated, the served rate is the limit); without that either, the backlog is
@@ -36,7 +36,7 @@ checked against what is seen: it is *alarming* when requests wait on every repli
 
     waiting >= served x ttftObjectiveSeconds     a request arriving now waits longer than the
                                                   objective for its first token (Little's law)
-    or the queue grows                            arrivals above what is served (scaler.demand)
+    or the queue grows                            arrivals above what is served (scaler.decider.demand)
     or the share of first tokens over the objective is above its budget
 
 and at two refreshes in a row (a one-refresh spike may wait for anything) the proposal is at
@@ -54,8 +54,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scaler.decider.demand import Demand
 from scaler.decider.units import ceil_replicas
-from scaler.demand import Demand
 from scaler.inputs import Input
 from scaler.model import Capacity, Observation, Proposal, Signal
 from scaler.roles import Role
