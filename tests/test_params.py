@@ -46,6 +46,24 @@ def test_no_decision_constant_outside_the_parameter_object(module: str) -> None:
     assert not found, f"{module}: numbers to name (in DeciderParams, or at the module's head): {found}"
 
 
+@pytest.mark.parametrize("module", DECIDER)
+def test_each_named_number_says_its_unit_and_why(module: str) -> None:
+    """A module-level NAME = number of the decider carries a comment, on its line or just above."""
+    source = (ROOT / module).read_text()
+    lines = source.splitlines()
+    bare = [
+        node.targets[0].id  # type: ignore[attr-defined]
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, int | float)
+        and "#" not in lines[node.lineno - 1]
+        and not lines[node.lineno - 2].lstrip().startswith("#")
+    ]
+    assert not bare, f"{module}: named numbers without a comment saying their unit and why: {bare}"
+
+
 def test_at_most_fifteen_constants_each_documented() -> None:
     """The parameter object holds at most 15 constants, each with a docstring saying its unit and why,
     and its switches (one per mechanism, for the ablation), each documented too."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 WINDOW = 20  # the most recent pods measured
 MIN_SAMPLES = 5  # pods measured before the measurement replaces the configured or default lead
-DEFAULT_LEAD_S = 180.0
+DEFAULT_LEAD_S = 180.0  # s: the lead with none configured or measured (a vLLM pod: image, weights, warm-up)
 # The quantile of the measured pods a lead is read at: p90, so one slow pull in ten pods does not
 # set the lead and most replicas ordered one lead ahead are Ready in time.
 LEAD_QUANTILE = 0.9

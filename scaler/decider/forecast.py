@@ -42,6 +42,12 @@ from dataclasses import dataclass
 
 from scaler.decider.params import DEFAULT, DeciderParams
 
+# How much a full ring grows: doubling keeps an append O(1) amortised.
+RING_GROWTH = 2
+# Rate windows (the level's time constant) before a forecast is scored: by then the first value
+# weighs e^-2 = 14% in the level, so the first checks do not score a start-up transient.
+WARM_UP_WINDOWS = 2
+
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
@@ -98,12 +104,12 @@ class _TimedWindow:
         cap = len(self._t)
         if self._size == cap:
             pairs = list(self)
-            self._t = array("d", [0.0]) * (2 * cap)
-            self._v = array("d", [0.0]) * (2 * cap)
+            self._t = array("d", [0.0]) * (RING_GROWTH * cap)
+            self._v = array("d", [0.0]) * (RING_GROWTH * cap)
             for i, (pt, pv) in enumerate(pairs):
                 self._t[i] = pt
                 self._v[i] = pv
-            self._head, cap = 0, 2 * cap
+            self._head, cap = 0, RING_GROWTH * cap
         end = (self._head + self._size) % cap
         self._t[end] = t
         self._v[end] = value
@@ -167,7 +173,7 @@ class Forecaster:
             peaks.pop()
         peaks.append((t, peak))
         assert self.first_t is not None
-        if t - self.first_t < 2 * self.params.rate_window_s:
+        if t - self.first_t < WARM_UP_WINDOWS * self.params.rate_window_s:
             return  # the level still remembers its first value (e^-2 of it after two time constants)
         # A check is scored against the first sample at or after its due time; one whose time
         # passed in a gap of the data (a sample more than a rate window late) is dropped.

@@ -34,8 +34,11 @@ Erlang's square-root rule says.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 from scaler.decider.params import DEFAULT
+
+_STANDARD_NORMAL = NormalDist()  # phi and Phi of Halfin-Whitt's formula
 
 
 def erlang_c(servers: float, load: float, exact: int = DEFAULT.exact_servers) -> float:
@@ -62,10 +65,10 @@ def _halfin_whitt(c: int, load: float) -> float:
     """Halfin-Whitt: ``1 / (1 + beta Phi(beta) / phi(beta))``, ``beta = (c - a) / sqrt(a)``; 0 where
     the normal density underflows (far more servers than load: nobody waits)."""
     beta = (c - load) / math.sqrt(load)
-    phi = math.exp(-0.5 * beta * beta) / math.sqrt(2.0 * math.pi)
+    phi = _STANDARD_NORMAL.pdf(beta)
     if phi <= 0.0:
         return 0.0
-    big_phi = 0.5 * (1.0 + math.erf(beta / math.sqrt(2.0)))
+    big_phi = _STANDARD_NORMAL.cdf(beta)
     return 1.0 / (1.0 + beta * big_phi / phi)
 
 

@@ -37,7 +37,7 @@ ZONES_CACHED = 256
 # Fire times read past before giving up on skipping repeated wall times: a clock that goes back
 # repeats a wall time at most once per fire, so two reads always suffice; four leaves room.
 REPEAT_READS = 4
-SECONDS_PER_MINUTE = 60.0
+SECONDS_PER_MINUTE = 60.0  # the opening is said in minutes
 
 
 @lru_cache(maxsize=ZONES_CACHED)
