@@ -265,7 +265,6 @@ ABLATIONS: tuple[tuple[str, str, Any], ...] = (
     ("dispatch model", "dispatch_model", False),  # one pooled queue, whatever the dispatch
     ("decode slowdown", "fit_min_spread", math.inf),  # never fitted (nor the ITL line)
     ("model bias", "model_bias", False),
-    ("loosened bias", "loosen_bias", False),  # a pessimistic model is never loosened
     ("backlog (queue signal)", "queue_signal", False),
     ("safety net", "backlog_net", False),  # the queue signal trusts the capacity model
     ("slots resource", "size_slots", False),  # sizes on prefill only

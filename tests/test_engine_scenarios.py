@@ -424,26 +424,3 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
     trusting = engine_for(metadata, DeciderParams(backlog_net=False))
     unarmed = [trusting.decide(refresh(i)) for i in range(3)]
     assert unarmed[-1].replicas < second.replicas
-
-
-def test_a_pessimistic_model_measured_long_enough_is_loosened_down_to_its_floor() -> None:
-    """A fleet held at the load signal's own answer for two hours with no first token ever late:
-    the model expects some lateness there, the fleet shows none, so the model's bias falls below 1
-    (never below bias_least) and the budget it sizes for widens; with the loosening off it stays 1."""
-    from scaler.decider.params import DeciderParams
-
-    def settle(params: DeciderParams) -> Decision:
-        engine = engine_for(LLAMA, params)
-        fleet = FleetModel()
-        ready, d = 4, None
-        for i in range(480):  # two hours of 15 s refreshes at 8 requests/s
-            d = engine.decide(fleet.observe(T0 + i * STEP, 8.0, ready, ttft_over_objective=0.0))
-            ready = d.replicas
-        assert d is not None
-        return d
-
-    loosened, tight = settle(DeciderParams()), settle(DeciderParams(loosen_bias=False))
-    assert tight.forecast.model_bias == 1.0
-    assert loosened.forecast.model_bias is not None
-    assert 0.5 <= loosened.forecast.model_bias < 1.0
-    assert loosened.replicas <= tight.replicas

@@ -49,10 +49,6 @@ class DeciderParams:
     """Standard deviation a fitted line's regressor needs, as a share of its range (a replica's
     prefill busy share for the decode slowdown, its share of slots in use for the inter-token
     latency): a fleet whose load never moved cannot show how a replica responds to it."""
-    bias_least: float = 0.5
-    """The least the model's bias (measured late share over modelled, ``scaler.decider.engine``) is taken
-    as: a model measured pessimistic for half an hour is loosened, but the objective's budget it
-    sizes for is at most doubled, so a run of quiet windows cannot walk the fleet to its edge."""
     pooled_spread: float = 0.5
     """How unevenly the replicas may be loaded, in units of what a random dispatch gives (the
     busiest replica's running count above the mean, over the Poisson scatter of the largest of N),
@@ -114,8 +110,6 @@ class DeciderParams:
     """Size each resource by the queueing model's late share (off: just above its load)."""
     model_bias: bool = True
     """Correct the queueing model by the measured late share over the modelled one."""
-    loosen_bias: bool = True
-    """Loosen a pessimistic queueing model too, down to ``bias_least`` (off: only tightened)."""
     queue_signal: bool = True
     """The queue signal proposes (off: it abstains, and the backlog has no signal of its own)."""
     size_slots: bool = True
