@@ -78,7 +78,7 @@ FORECAST_SERIES: dict[str, tuple[str, str]] = {
         "Requests per second offered to the fleet: those served plus the queue's growth"
         " (scaler/decider/demand.py).",
     ),
-    "prompt_tokens_per_s": (
+    Input.PROMPT_TOKENS_PER_S: (  # the ForecastRecord field of the same name
         "llm_scaler_forecast_prompt_tokens_per_second",
         "Offered prompt tokens per second the load signal sized for: the largest forecast within the last"
         " cold start, before the forecast's errors.",
