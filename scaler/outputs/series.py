@@ -14,6 +14,7 @@ from typing import Literal
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
+from scaler.inputs import Input
 from scaler.model import INPUTS
 
 TARGET_LABELS = ("namespace", "scaledobject")
