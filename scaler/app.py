@@ -17,9 +17,9 @@ from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.inventory import ScaledObject
 from scaler.model import Decision, Observation
 from scaler.outputs.dryrun import CompactLines, Summary, format_json, format_line
+from scaler.outputs.endpoint import serve_metrics
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
-from scaler.outputs.trace import serve_metrics
 from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.settings import Settings

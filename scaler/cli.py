@@ -1,4 +1,4 @@
-"""Command line: every `scaler` subcommand (serve, dry-run, demo, replay, convert, doctor, trace)."""
+"""Command line: every `scaler` subcommand (serve, dry-run, demo, replay, convert, doctor, timeline)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from scaler import __version__, cliargs
 from scaler import convert as convert_cli
 from scaler import doctor as doctor_cli
-from scaler import picture as trace_cli
+from scaler import picture as timeline_cli
 from scaler import settings as serve_settings
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.errors import is_users
@@ -164,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cli.add_parser(sub)
     convert_cli.add_parser(sub)
     doctor_cli.add_parser(sub)
-    trace_cli.add_parser(sub)
-    for command in sub.choices.values():
+    timeline_cli.add_parser(sub)
+    for command in {id(p): p for p in sub.choices.values()}.values():  # an old name shares its parser
         command.formatter_class = HelpFormatter
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
@@ -304,8 +304,18 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": _replay,
     "convert": convert_cli.run,
     "doctor": doctor_cli.run,
-    "trace": trace_cli.run,
+    "timeline": timeline_cli.run,
 }
+# Old names of commands, still answered for one release with a deprecation line: "trace" is the
+# request trace a replay replays, so the decision history a command draws is a timeline.
+RENAMED_COMMANDS = {"trace": "timeline"}
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    """Each ``scaler`` subcommand's parser by its current name, in the order ``scaler --help`` lists
+    them (the old names of RENAMED_COMMANDS left out)."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: p for name, p in sub.choices.items() if name not in RENAMED_COMMANDS}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -319,6 +329,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # a bad command line (cliargs.Parser.error: its line said), --help
         return int(exc.code or 0)
+    if args.command in RENAMED_COMMANDS:
+        new = RENAMED_COMMANDS[args.command]
+        print(
+            f"scaler: deprecated: `scaler {args.command}` is now `scaler {new}`; the old name goes in the"
+            " next release",
+            file=sys.stderr,
+        )
+        args.command = new
     prog = f"scaler {args.command}"
     try:
         return COMMANDS[args.command](args)

@@ -8,7 +8,7 @@
 * **Its tolerance**: ``DEFAULT_TOLERANCE`` (written here only), the test on a usage ratio
   (``within_tolerance``), the tolerance a read HPA applies (``tolerances``), and the
   smallest step up that lands (``landing_step_up``). The policy, the
-  landing monitor, the decision trace and the model below all ask these.
+  landing monitor, the decision series and the model below all ask these.
 * **Its rules** (``Behavior``, ``Hpa``): the replay and the demo turn metrics into replicas
   with them.
 
@@ -72,7 +72,7 @@ def within_tolerance(ratio: float, up: float = DEFAULT_TOLERANCE, down: float = 
     The comparison Kubernetes makes since 1.33 (per-direction tolerances), in the same
     float arithmetic, so a ratio of exactly 1.1 is within 0.1. Before 1.33 it tested
     ``|1 - ratio| <= tolerance``, which in float arithmetic puts exactly 1.1 just outside;
-    that edge is the only difference. The policy, the landing monitor, the decision trace
+    that edge is the only difference. The policy, the landing monitor, the decision series
     and the model below all use this one test.
     """
     return 1.0 - down <= ratio <= 1.0 + up

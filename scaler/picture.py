@@ -1,4 +1,4 @@
-"""``scaler trace``: one ScaledObject's decision history from Prometheus, as a picture.
+"""``scaler timeline``: one ScaledObject's decision history from Prometheus, as a picture.
 
 Range queries over the series the scaler exports (docs/metrics.md), selected by
 ``{namespace="NS", scaledobject="NAME"}``, one step per ``--step`` (default: the span
@@ -279,9 +279,11 @@ def draw(history: History, path: Path, timezone: str = "UTC") -> None:
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register the ``scaler trace`` subcommand and its options."""
+    """Register the ``scaler timeline`` subcommand (``trace``, its old name, still answers) and its
+    options."""
     p = subparsers.add_parser(
-        "trace",
+        "timeline",
+        aliases=["trace"],
         help="draw one ScaledObject's decision history from Prometheus (needs the replay extra)",
         description="Draw one ScaledObject's decision history from the llm_scaler_* series in Prometheus:"
         " target vs landed vs demand, the binding signal, clamps, TTFT against the objective.",
@@ -338,7 +340,7 @@ def _span(args: argparse.Namespace) -> tuple[datetime, datetime, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``scaler trace``: fetch the history from Prometheus, draw the PNG, print the summary."""
+    """Run ``scaler timeline``: fetch the history from Prometheus, draw the PNG, print the summary."""
     from scaler.sources.prometheus import PrometheusClient
 
     if args.name is None:
@@ -359,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if not missing_extra(exc):
             raise
-        print(f"scaler trace: error: {INSTALL_HINT}", file=sys.stderr)
+        print(f"scaler timeline: error: {INSTALL_HINT}", file=sys.stderr)
         return 2
     for line in history.summary():
         print(line)

@@ -24,6 +24,7 @@ from pydantic.fields import FieldInfo
 
 from scaler import cliargs, config
 from scaler.cli import build_parser
+from scaler.cli import commands as cli_commands
 from scaler.model import INPUTS
 from scaler.outputs.series import TARGET_LABELS
 from scaler.presets import Kind, choices
@@ -171,9 +172,7 @@ def render_metadata(text: str) -> str:
 
 def commands() -> dict[str, argparse.ArgumentParser]:
     """Each ``scaler`` subcommand's parser, by name, in the order ``scaler --help`` lists them."""
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(sub.choices)
+    return cli_commands()
 
 
 def _cell(text: str) -> str:

@@ -12,9 +12,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from scaler.model import INPUTS, HpaStatus, Observation
+from scaler.outputs.endpoint import DecisionCollector, MetricsEndpoint, install
 from scaler.outputs.grpc_server import METRIC_NAME
 from scaler.outputs.logs import DecisionLogger
-from scaler.outputs.trace import DecisionTrace, MetricsEndpoint, install
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.registry import TargetKey
 from tests.helpers import ScriptedSource, ServerThread
@@ -138,7 +138,7 @@ def full_source() -> ScriptedSource:
 
 
 class TracedServer:
-    """ServerThread plus a decision trace on its own registry, served on a free loopback port."""
+    """ServerThread plus a decision series on its own registry, served on a free loopback port."""
 
     def __init__(
         self,
@@ -153,7 +153,7 @@ class TracedServer:
 
     def __enter__(self) -> TracedServer:
         self.thread.__enter__()
-        self.trace: DecisionTrace = install(
+        self.trace: DecisionCollector = install(
             self.thread.runtime, self.registry, lambda: self.thread.service.rpc_counts
         )
         if self.log is not None:

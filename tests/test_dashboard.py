@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from scaler.model import Inert, InertReason
-from scaler.outputs.trace import SERIES_BY_NAME
+from scaler.outputs.endpoint import SERIES_BY_NAME
 from scaler.registry import TargetKey
 from scaler.sim.prometheus import LocalPrometheus
 from tests.conftest import require_prometheus

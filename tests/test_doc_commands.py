@@ -38,13 +38,7 @@ DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 300  # the front door; the manual is docs/ (issue 29, item 3)
 
 
-def _commands() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return dict(sub.choices)
-
-
-COMMANDS = _commands()
+COMMANDS = cli.commands()
 
 
 # ---- the quoted commands ---------------------------------------------------------------------
@@ -150,7 +144,7 @@ HOW: dict[str, Run | By | NotRun] = {
     "docker push REGISTRY/llm-gpu-scaler:0.1.0": NotRun(DOCKER),
     "kubectl apply -k manifests/": NotRun(CLUSTER),
     "kubectl apply -f converted.yaml": NotRun(CLUSTER),
-    "scaler trace --name NS/NAME --prometheus URL": By(
+    "scaler timeline --name NS/NAME --prometheus URL": By(
         "tests/test_picture.py::test_the_decision_history_is_summed_up_and_drawn"
     ),
     # docs/cli.md

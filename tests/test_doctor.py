@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from scaler.cli import main
 from scaler.model import Inert, InertReason, Observation
-from scaler.outputs.collector import DecisionTrace
+from scaler.outputs.collector import DecisionCollector
 from scaler.registry import TargetKey
 from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import SimulatedFleet
@@ -404,7 +404,7 @@ def test_a_stranded_router_gauge_a_pod_not_scraped_and_what_the_scaler_reports(
     held = Inert(InertReason.HELD, "the target has equalled the current 2 replicas for 20 refreshes")
     target.latest = replace(decided, inert=(held,))
     registry = CollectorRegistry()
-    registry.register(DecisionTrace(lambda: [target], lambda: 0.0, 15.0))
+    registry.register(DecisionCollector(lambda: [target], lambda: 0.0, 15.0))
     scaler = MetricsServer(lambda: generate_latest(registry).decode())
     try:
         prometheus.set_targets([fleet.address, router.start(), scaler.start()])

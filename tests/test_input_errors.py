@@ -212,12 +212,12 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
             " 90s, 5m, 6h or 7d (or bare seconds)",
         ),
         (
-            ["trace", "--name", "llama", "--prometheus", "http://127.0.0.1:1"],
-            "scaler trace: error: --name 'llama': write it as NAMESPACE/NAME, such as inference/llama",
+            ["timeline", "--name", "llama", "--prometheus", "http://127.0.0.1:1"],
+            "scaler timeline: error: --name 'llama': write it as NAMESPACE/NAME, such as inference/llama",
         ),
         (
             ["trace", "--name", "a/b", "--prometheus", "http://127.0.0.1:1", "--since", "7"],
-            "scaler trace: error: --since '7' is not a duration such as 90s, 5m, 6h or 7d",
+            "scaler timeline: error: --since '7' is not a duration such as 90s, 5m, 6h or 7d",
         ),
         (
             ["doctor", "--max-generation", "0"],

@@ -19,7 +19,7 @@ import yaml
 from scaler.cli import build_parser
 from scaler.config import parse_metadata
 from scaler.decider import coldstart
-from scaler.outputs.trace import SERIES_BY_NAME
+from scaler.outputs.endpoint import SERIES_BY_NAME
 from scaler.settings import from_args
 from scaler.sim.prometheus import find_binary
 from tests.conftest import require_prometheus

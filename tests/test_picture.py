@@ -1,4 +1,4 @@
-"""scaler trace against a real Prometheus holding two hours of the scaler's series.
+"""scaler timeline against a real Prometheus holding two hours of the scaler's series.
 
 The history is written as OpenMetrics and loaded with ``promtool tsdb create-blocks-from
 openmetrics``, at fixed dates (retention long enough to keep them). Backfilled samples carry
@@ -113,11 +113,13 @@ def prometheus() -> Iterator[LocalPrometheus]:
         prom.close()
 
 
-def trace(prometheus: LocalPrometheus, tmp_path: Path, name: str, *extra: str) -> int:
-    """Run ``scaler trace`` on one inference ScaledObject over the two hours; its exit code."""
+def timeline(
+    prometheus: LocalPrometheus, tmp_path: Path, name: str, *extra: str, command: str = "timeline"
+) -> int:
+    """Run ``scaler timeline`` on one inference ScaledObject over the two hours; its exit code."""
     return main(
         [
-            "trace",
+            command,
             "--name",
             f"inference/{name}",
             "--prometheus",
@@ -143,8 +145,8 @@ def expected_steps() -> list[tuple[str, int, bool]]:
 def test_the_decision_history_is_summed_up_and_drawn(
     prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The trace summarises steps, binding shares, clamps, TTFT misses and landed series, and draws."""
-    assert trace(prometheus, tmp_path, "llama", "--timezone", "Asia/Shanghai") == 0
+    """The timeline summarises steps, binding shares, clamps, TTFT misses and landed series, and draws."""
+    assert timeline(prometheus, tmp_path, "llama", "--timezone", "Asia/Shanghai") == 0
     lines = capsys.readouterr().out.splitlines()
     steps = expected_steps()
     assert lines[0].startswith(f"inference/llama: {len(steps)} steps of 15s from 2026-11-30T08:00:00+00:00")
@@ -166,11 +168,21 @@ def test_the_decision_history_is_summed_up_and_drawn(
 def test_kube_state_metrics_stand_in_for_what_landed(
     prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Without a landed series the trace says so; with --deployment kube-state-metrics stands in."""
-    assert trace(prometheus, tmp_path, "mistral") == 0
+    """Without a landed series the timeline says so; with --deployment kube-state-metrics stands in."""
+    assert timeline(prometheus, tmp_path, "mistral") == 0
     assert "landed: no series" in capsys.readouterr().out
-    assert trace(prometheus, tmp_path, "mistral", "--deployment", "vllm-mistral") == 0
+    assert timeline(prometheus, tmp_path, "mistral", "--deployment", "vllm-mistral") == 0
     assert "landed: kube_deployment_spec_replicas (kube-state-metrics)" in capsys.readouterr().out
+
+
+def test_the_old_name_still_draws_and_says_it_is_going(
+    prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``scaler trace``, the command's old name, still draws the timeline, with one deprecation line."""
+    assert timeline(prometheus, tmp_path, "llama", command="trace") == 0
+    err = capsys.readouterr().err
+    assert "scaler: deprecated: `scaler trace` is now `scaler timeline`" in err
+    assert (tmp_path / "llama.png").exists()
 
 
 @pytest.mark.parametrize(
@@ -190,6 +202,6 @@ def test_nothing_to_draw_says_why(
     message: str,
 ) -> None:
     """An unknown ScaledObject or zone exits 2, says why on stderr and writes no picture."""
-    assert trace(prometheus, tmp_path, name, *extra) == 2
+    assert timeline(prometheus, tmp_path, name, *extra) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / f"{name}.png").exists()

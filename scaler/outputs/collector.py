@@ -1,6 +1,6 @@
-"""Decision traces as Prometheus series, computed at scrape time, and the server's telemetry.
+"""Decision seriess as Prometheus series, computed at scrape time, and the server's telemetry.
 
-``DecisionTrace`` is a custom ``prometheus_client`` collector: on every scrape it reads
+``DecisionCollector`` is a custom ``prometheus_client`` collector: on every scrape it reads
 the current targets (a callable, normally ``TargetRegistry.targets``) and renders each
 target's latest ``Decision`` and the inputs it was made from. Nothing is copied into
 gauges between scrapes, so a forgotten target's series disappear with it. The two
@@ -8,7 +8,7 @@ counters (decisions by binding signal, pending-pod seconds avoided) are kept by 
 same object acting as a decision sink (``record``), because a scrape cannot see the
 decisions made between two scrapes. The server's own telemetry (refresh duration and
 count, targets, RPCs by method and code) is read from callables at the same scrape.
-``install`` registers a trace on the registry it is given and adds its sink; the series
+``install`` registers a collector on the registry it is given and adds its sink; the series
 it renders are catalogued in scaler.outputs.series.
 
 Absent inputs are absent series: a TTFT the source could not read is not exported as
@@ -31,8 +31,8 @@ from scaler.registry import Target
 from scaler.runtime import Runtime
 
 
-class DecisionTrace:
-    """Collector of decision traces, and the decision sink that keeps its counters.
+class DecisionCollector:
+    """Collector of decision seriess, and the decision sink that keeps its counters.
 
     ``targets`` returns the current targets; ``clock`` returns the time (Unix seconds)
     used for ages. ``record`` is called from the refresh loop; ``collect`` from the
@@ -193,15 +193,15 @@ def install(
     runtime: Runtime,
     registry: CollectorRegistry,
     rpc_counts: Callable[[], Mapping[tuple[str, str], int]] | None = None,
-) -> DecisionTrace:
-    """Register a decision trace for ``runtime``'s targets on ``registry`` and add its sink."""
+) -> DecisionCollector:
+    """Register a decision series for ``runtime``'s targets on ``registry`` and add its sink."""
 
     def server_stats() -> dict[str, float]:
         return {"refresh_duration_seconds": runtime.last_refresh_seconds, "refreshes": runtime.refreshes}
 
-    trace = DecisionTrace(
+    collector = DecisionCollector(
         runtime.registry.targets, runtime.now_timestamp, runtime.refresh_interval_s, server_stats, rpc_counts
     )
-    registry.register(trace)
-    runtime.sinks.append(trace.record)
-    return trace
+    registry.register(collector)
+    runtime.sinks.append(collector.record)
+    return collector

@@ -1,6 +1,6 @@
 """The catalogue of exported series: every ``llm_scaler_*`` sample's name, type, labels and help.
 
-``SERIES`` lists every series the decision trace exports (``SERIES_BY_NAME`` indexes it),
+``SERIES`` lists every series the decision series exports (``SERIES_BY_NAME`` indexes it),
 each a ``SeriesSpec`` that builds its ``prometheus_client`` metric family; the
 ``*_SERIES`` tables map the Observation, forecast and capacity fields they render to
 their series. Every series is listed in ``SERIES`` and documented in ``docs/metrics.md``.

@@ -1,7 +1,7 @@
-"""The ``/metrics`` HTTP endpoint: the decision trace and process metrics, served.
+"""The ``/metrics`` HTTP endpoint: the decision series and process metrics, served.
 
 Nothing is registered or started at import: ``install`` (scaler.outputs.collector)
-registers a trace on the registry it is given, and ``serve_metrics`` serves that
+registers a collector on the registry it is given, and ``serve_metrics`` serves that
 registry, with process, platform and GC metrics, on ``/metrics`` from a daemon thread.
 The catalogue (scaler.outputs.series) and the collector are re-exported here for
 existing callers.
@@ -19,14 +19,14 @@ from prometheus_client import (
     start_http_server,
 )
 
-from scaler.outputs.collector import DecisionTrace, install
+from scaler.outputs.collector import DecisionCollector, install
 from scaler.outputs.series import SERIES, SERIES_BY_NAME
 from scaler.runtime import Runtime
 
 __all__ = [
     "SERIES",
     "SERIES_BY_NAME",
-    "DecisionTrace",
+    "DecisionCollector",
     "MetricsEndpoint",
     "install",
     "serve_metrics",
@@ -57,7 +57,7 @@ def serve_metrics(
     port: int | None,
     rpc_counts: Callable[[], Mapping[tuple[str, str], int]] | None = None,
 ) -> MetricsEndpoint | None:
-    """Serve the decision trace and process metrics on ``host:port``; ``0`` or ``None`` disables it."""
+    """Serve the decision series and process metrics on ``host:port``; ``0`` or ``None`` disables it."""
     if not port:
         return None
     registry = CollectorRegistry()

@@ -1,4 +1,4 @@
-"""Decision traces on /metrics: what each series carries, read back through real HTTP scrapes."""
+"""Decision seriess on /metrics: what each series carries, read back through real HTTP scrapes."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from scaler.model import INPUTS, Decision
-from scaler.outputs.trace import SERIES, SERIES_BY_NAME, install, serve_metrics
+from scaler.outputs.endpoint import SERIES, SERIES_BY_NAME, install, serve_metrics
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.registry import Target, TargetKey, TargetRegistry
