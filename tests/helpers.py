@@ -5,12 +5,14 @@ weekday cron trigger)."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import grpc
@@ -28,6 +30,17 @@ from scaler.runtime import OfflineSource, Runtime
 from tests.conftest import require_prometheus
 
 T = TypeVar("T")
+
+
+def script(name: str) -> Any:
+    """scripts/<name>.py of this repository, loaded as a module."""
+    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec
+    assert spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def target_of(

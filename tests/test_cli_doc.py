@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from scaler import cliargs
+from tests.helpers import script
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_DOC = ROOT / "docs" / "cli.md"
 
 
-def _gen_docs() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
-    assert spec
-    assert spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _gen_docs()
+GEN = script("gen_docs")
 COMMANDS: dict[str, argparse.ArgumentParser] = GEN.commands()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from scaler.presets import PRESETS, ROUTERS, Combine, Family
 from scaler.sources.files import OBSERVATION_FIELDS
 from scaler.sources.live import PROMETHEUS_FIELDS
 from scaler.sources.prometheus import CUSTOM_FIELDS
+from tests.helpers import script
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -70,18 +70,8 @@ def test_each_input_refuses_a_negative_value(name: str) -> None:
             Observation(now=NOW, **nan)
 
 
-def _script(name: str) -> Any:
-    """scripts/<name>.py, loaded as a module."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec
-    assert spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _gen_docs() -> Any:
-    return _script("gen_docs")
+    return script("gen_docs")
 
 
 def test_the_docs_input_table_is_generated_from_the_table() -> None:
@@ -111,7 +101,7 @@ def test_a_new_row_appears_in_the_rendered_docs(monkeypatch: pytest.MonkeyPatch)
 
 
 def _input_names() -> Any:
-    return _script("input_names")
+    return script("input_names")
 
 
 def test_no_other_list_of_input_names() -> None:

@@ -3,29 +3,19 @@ it prints are the ones the parser holds a value to."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from scaler.config import ALIASES, KEDA_KEYS, MetadataError, parse_metadata
+from tests.helpers import script
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "metadata.md"
 
 
-def _gen_docs() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
-    assert spec
-    assert spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _gen_docs()
+GEN = script("gen_docs")
 
 
 def rows() -> dict[str, list[str]]:
