@@ -293,10 +293,10 @@ def test_decode_slowdown_is_learned_from_the_refreshes(shared: bool, expected: f
 def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teaches_it_nothing() -> None:
     """With the busiest replica's running and the fullest cache read (``max`` over the pods):
     requests waiting for slots on every replica, the fullest cache at 60%, no prefill busy, the
-    busiest replica running 24 at two refreshes: the cap is 24, whatever the mean (18 a replica,
-    some replicas' queues emptied). A random dispatch that left one replica's cache full with a
-    queue and the rest half empty (the fullest cache at 100%) teaches it nothing: 12 a replica on a
-    half-full cache still reads 24 slots from the cache, not a cap of 12."""
+    busiest replica running 24 at two refreshes and the rest within one of it (23.5 a replica):
+    the cap is 24. A random dispatch that left one replica's cache full with a queue and the rest
+    half empty (the fullest cache at 100%) teaches it nothing: 12 a replica on a half-full cache
+    still reads 24 slots from the cache, not a cap of 12."""
     capped: Any = {"prefill_time_mean_seconds": 0.2, "prefill_busy_max": 0.3}
     model = CapacityModel(parse_metadata({}).spec)
     run(
@@ -304,8 +304,8 @@ def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teach
         [
             steady(
                 i,
-                running=72.0,
-                kv=0.45,
+                running=94.0,
+                kv=0.59,
                 waiting=12.0,
                 requests_running_max=24.0,
                 kv_cache_usage_max=0.6,
@@ -344,6 +344,37 @@ def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teach
         ],
     )
     assert moving.capacity().slots_method == "KV cache usage"
+
+
+def test_prompts_queued_on_some_replicas_teach_no_cap_and_a_replica_seen_above_a_cap_raises_it() -> None:
+    """Each replica queues its own prompts (a random dispatch, heavy prompts): 18 wait on 7
+    replicas, the busiest runs 7 at two refreshes while the mean is 4 and its prefill is 60% busy,
+    below the prefill-bound share. A cap that bound would hold every replica at it; these queues are
+    for the prefill, so no cap is read (broken once: without the guard the cap reads 7). And a cap
+    read too low rises the first time a replica runs above it (broken once: it stays 7)."""
+    queued: Any = {"prefill_time_mean_seconds": 2.8, "prefill_busy_max": 0.6, "requests_per_s": 1.5}
+    model = CapacityModel(parse_metadata({}).spec)
+    run(
+        model,
+        [
+            steady(
+                i,
+                ready=7,
+                running=28.0,
+                kv=28.0 / 7 / 24,
+                waiting=18.0,
+                requests_running_max=7.0,
+                kv_cache_usage_max=7.0 / 24,
+                **queued,
+            )
+            for i in range(8)
+        ],
+    )
+    assert model.capacity().slots_method != "running while every slot was busy"
+    low = CapacityModel(parse_metadata({}).spec)
+    low.slots.cap.measure(7.0, 1.0)  # a cap once read too low
+    run(low, [steady(i, ready=4, running=40.0, kv=None, requests_running_max=12.0) for i in range(8)])
+    assert low.slots.cap.value == pytest.approx(12.0)
 
 
 def test_the_dispatch_is_read_as_pooled_where_the_replicas_are_evenly_loaded_and_not_at_random() -> None:

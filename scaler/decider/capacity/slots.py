@@ -22,7 +22,8 @@ Two things bound a replica's batch, and each is read where it shows:
       S_cap = running on the busiest replica     slot-bound, the fullest cache below
                                                  kv_full_usage, the busiest prefill below
                                                  prefill_bound_share (the ``max`` over the pods),
-                                                 the same at the previous refresh
+                                                 the same at the previous refresh, and the mean
+                                                 within one sequence of it (every replica at it)
 
   Where the engines' series are read as sums only, a mean cannot tell a fleet whose every batch
   is at its cap from one whose dispatch left a few replicas full and the rest half empty; the cap
@@ -33,8 +34,11 @@ Two things bound a replica's batch, and each is read where it shows:
   While llm-d's router reads its pool saturated it stops dispatching, and each replica holds all
   it will be given: ``running / ready`` too.
 
-  A replica never runs more than its cap, so a higher reading is taken at once (``Ceiling``).
-  Prefill-bound refreshes teach it nothing: their batches are not full.
+  A replica never runs more than its cap, so a higher reading is taken at once (``Ceiling``), and
+  so is any refresh's busiest replica (or, from sums, the mean) running more than the cap read
+  so far, whatever the saturation: a cap read too low (a prefill-bound moment that passed the
+  guards) rises the first time a replica is seen above it. Prefill-bound refreshes teach it
+  nothing else: their batches are not full.
 * **an exported cap** (Dynamo's ``max_num_seqs``) is the cap itself.
 
     S = min(S_cache, S_cap, exported)
@@ -114,7 +118,11 @@ class BatchSlots:
         if busiest is not None and fullest is not None:
             prefill = saturation.busiest_prefill
             held = (prefill is None or prefill < share) and fullest < full and busiest == busiest_before
-            return busiest if slot_bound and held else None
+            # Requests wait on every replica, so a cap that binds holds every replica at it: the mean
+            # is within one sequence of the busiest. A mean well below says the queues are not for
+            # slots (a prompt queue, a heavy prompt ahead) and the busiest shows no cap.
+            everyone = running / ready >= busiest - 1
+            return busiest if slot_bound and held and everyone else None
         plateau = previous is not None and previous[0] == ready and abs(running - previous[1]) <= 1
         return running / ready if slot_bound and (kv is None or kv < full) and plateau else None
 
@@ -138,5 +146,8 @@ class BatchSlots:
         elif measure and cap is not None:
             self.cap_method = FULL_BATCH
             self.cap.measure(cap, weight)
+        seen = obs.requests_running_max if obs.requests_running_max is not None else per_replica
+        if measure and self.cap.value is not None and seen > self.cap.value:
+            self.cap.measure(seen, weight)  # a replica ran more: the cap is at least that (Ceiling)
         if not self.cache.measured and self.generation and obs.generation_tokens_per_s:
             self.cache.begin(self.generation * running / obs.generation_tokens_per_s)
