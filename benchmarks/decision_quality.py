@@ -660,7 +660,8 @@ def summary(cells: Sequence[dict[str, Any]]) -> list[str]:
     two ratios."""
     lines = [
         "",
-        "## Means over seeds and physics (attainment, x the clairvoyant, x it at equal attainment)",
+        "## Means over seeds and physics (attainment, x the clairvoyant, x it at equal attainment;"
+        " static at peak: the fleet the clairvoyant needs at its busiest minute, all day)",
     ]
     for trace in TRACES:
         for serving in SERVING:
@@ -668,7 +669,7 @@ def summary(cells: Sequence[dict[str, Any]]) -> list[str]:
             if not mine:
                 continue
             parts = []
-            for label in [f"scaler, {label}" for label, _ in CONDITIONS] + ["published", "clairvoyant"]:
+            for label in [f"scaler, {label}" for label, _ in CONDITIONS] + ["published", CLAIRVOYANT, STATIC]:
                 rows = [f for c in mine for f in c["figures"] if f["policy"] == label]
                 att = 100 * np.mean([f["within_objective"] for f in rows])
                 ratio = np.mean([f["vs_clairvoyant"] for f in rows])
