@@ -32,7 +32,9 @@ Serving models (``--serving`` picks some; by default the first four, with ``--qu
 * ``random``: a Kubernetes Service (a pod at random per request), waiting as vLLM V1;
 * ``round-robin``: each Ready pod in turn, waiting as vLLM V1;
 * ``v1-no-phases`` (not run unless named): ``v1`` without the queue- and prefill-time
-  histograms, a stack that exports none (the decider's fallback).
+  histograms, a stack that exports none (the decider's fallback);
+* ``random-sums`` (not run unless named): ``random`` read as the fleet's sums only, neither the
+  phase times nor the busiest pod (every fallback at once).
 
 Every pod exports vLLM's phase-time histograms (queue and prefill time) unless the serving model
 says not. The random dispatch's seed is the cell's seed.
@@ -155,6 +157,13 @@ SERVING: dict[str, dict[str, Any]] = {
     "random": {"dispatch": "random", "waiting": "prefill"},
     "round-robin": {"dispatch": "round-robin", "waiting": "prefill"},
     "v1-no-phases": {"dispatch": "least-outstanding", "waiting": "prefill", "phase_histograms": False},
+    # A Service in front of servers read as the fleet's sums only: no phase times, no busiest pod.
+    "random-sums": {
+        "dispatch": "random",
+        "waiting": "prefill",
+        "phase_histograms": False,
+        "pod_maxima": False,
+    },
 }
 SERVING_RUN = ("pooled", "v1", "random", "round-robin")  # what a run without --serving replays
 # --quick without --serving: the model the decider was built in (its figures are the run before

@@ -53,7 +53,7 @@ def test_the_serving_models_are_cluster_models_and_pooled_is_the_replays_default
         name: decision_quality.fleet(decision_quality.Cell("azure", 1, "shared", name))
         for name in decision_quality.SERVING
     }
-    serving = ("dispatch", "waiting", "phase_histograms")
+    serving = ("dispatch", "waiting", "phase_histograms", "pod_maxima")
     assert len({tuple(getattr(f, k) for k in serving) for f in fleets.values()}) == len(fleets)
     default = ClusterConfig.load(ROOT / "benchmarks" / "cluster-70b.yaml")
     assert all(getattr(fleets["pooled"], k) == getattr(default, k) for k in serving)

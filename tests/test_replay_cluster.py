@@ -286,12 +286,19 @@ def test_serving_model_keys_are_validated_each_named() -> None:
     """A typo in any serving-model key is an error naming every bad key and its choices."""
     with pytest.raises(ClusterError) as raised:
         ClusterConfig.from_mapping(
-            {"dispatch": "hash", "waiting": "kv", "phase_histograms": "yes", "dispatch_seed": -1}
+            {
+                "dispatch": "hash",
+                "waiting": "kv",
+                "phase_histograms": "yes",
+                "pod_maxima": 1,
+                "dispatch_seed": -1,
+            }
         )
     message = str(raised.value)
     assert "dispatch must be one of least-outstanding, random, round-robin, got 'hash'" in message
     assert "waiting must be one of slot, prefill, got 'kv'" in message
     assert "phase_histograms must be true or false, got 'yes'" in message
+    assert "pod_maxima must be true or false, got 1" in message
     assert "dispatch_seed must be an integer >= 0, got -1" in message
 
 
@@ -370,3 +377,17 @@ def test_without_phase_histograms_the_observations_have_no_phase_times() -> None
     )
     assert default[15.0].queue_time_mean_seconds is not None
     assert default[15.0].prefill_time_mean_seconds is not None
+
+
+def test_without_pod_maxima_the_observations_have_no_busiest_pod() -> None:
+    """``pod_maxima: false``, a stack read as the fleet's sums only: the Observations lack the
+    busiest pod's running count, KV cache and prefill, where with them (the default) they carry
+    them from the first refresh a pod serves."""
+    _, without = _replayed(waiting="prefill", pod_maxima=False)
+    _, default = _replayed(waiting="prefill")
+    assert all(
+        o.requests_running_max is None and o.kv_cache_usage_max is None and o.prefill_busy_max is None
+        for o in without.values()
+    )
+    assert default[15.0].requests_running_max is not None
+    assert default[15.0].kv_cache_usage_max is not None

@@ -47,6 +47,8 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
   vLLM's phase-time histograms (``vllm/v1/metrics/stats.py``) follow it: queue time is
   arrival at the pod to first scheduled, prefill time first scheduled to first token, both
   observed when the request finishes (``phase_histograms: false``: a stack exporting none).
+  The busiest pod's running count, KV cache and prefill are read beside the fleet's sums, as
+  ``max by (pod)`` reads them (``pod_maxima: false``: a stack read as the fleet's sums only).
   The KV cache's usage is the share of batch slots in use times ``kv_cache_usage_full_batch``:
   1 (default) where the KV cache is what bounds the batch, less where ``max_num_seqs`` does
   and the cache keeps room.
@@ -105,6 +107,7 @@ class ClusterConfig:
     dispatch_seed: int = 0  # the random dispatch's seed: the same picks on every run
     waiting: Waiting = "slot"  # until when a request counts as waiting (module docstring)
     phase_histograms: bool = True  # whether the pods export queue- and prefill-time histograms
+    pod_maxima: bool = True  # whether the busiest pod's running, KV cache and prefill are read
 
     def __post_init__(self) -> None:
         problems = []
@@ -116,8 +119,9 @@ class ClusterConfig:
         ):
             if getattr(self, name) not in choices:
                 problems.append(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
-        if not isinstance(self.phase_histograms, bool):
-            problems.append(f"phase_histograms must be true or false, got {self.phase_histograms!r}")
+        for flag in ("phase_histograms", "pod_maxima"):
+            if not isinstance(getattr(self, flag), bool):
+                problems.append(f"{flag} must be true or false, got {getattr(self, flag)!r}")
         seed = self.dispatch_seed
         if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
             problems.append(f"dispatch_seed must be an integer >= 0, got {seed!r}")
@@ -169,6 +173,8 @@ class ClusterConfig:
             words.append("waiting until its prefill starts (vLLM V1)")
         if not self.phase_histograms:
             words.append("no phase-time histograms")
+        if not self.pod_maxima:
+            words.append("sums only (no busiest pod)")
         return "".join(f", {w}" for w in words)
 
     def kv_cache_usage(self, running: float) -> float:

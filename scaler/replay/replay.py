@@ -287,7 +287,7 @@ class ControlLoop:
     def busiest(self, serving: list[ServingPod], running: list[int], t: float) -> dict[str, float]:
         """The busiest pod's running count and KV cache, and its prefill's rate (what ``max by`` pod
         of the gauges and of ``rate(vllm:request_prefill_time_seconds_sum[1m])`` reads)."""
-        if not serving:
+        if not serving or not self.config.pod_maxima:
             return {}
         most = max(running)
         out: dict[str, float] = {
