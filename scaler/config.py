@@ -31,12 +31,12 @@ from pydantic import (
 
 from scaler.decider.engine import Engine
 from scaler.decider.params import DEFAULT, DeciderParams
-from scaler.decider.spec import DeciderSpec, Window
+from scaler.decider.spec import DeciderSpec, Role, Window
 from scaler.errors import InputError
 from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
 from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices, promql_problem
-from scaler.roles import Role, parse_role_label, role_matcher, role_problems
+from scaler.roles import parse_role_label, role_matcher, role_problems
 
 # Keys KEDA itself reads from the same trigger metadata; accepted and ignored here.
 # Their values (addresses, certificate paths) are never logged.

@@ -39,11 +39,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
+from scaler.decider.spec import Role
 from scaler.matchers import LABEL_NAME, LabelMatcher, MatchOp
-
-Role = Literal["prefill", "decode", "both"]
 
 # A Kubernetes label key: an optional DNS-subdomain prefix and "/", then a name of at most 63
 # characters (alphanumerics, "-", "_", "." inside).

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from scaler.decider.units import PERCENT
-from scaler.roles import Role
+
+# Which pool of a prefill/decode deployment a target scales (``scaler.roles`` reads its label):
+# ``both`` a replica that does both, ``prefill`` or ``decode`` a pool sized on its own resource.
+Role = Literal["prefill", "decode", "both"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,10 +55,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scaler.decider.demand import Demand
+from scaler.decider.spec import Role
 from scaler.decider.units import ceil_replicas
 from scaler.inputs import Input
 from scaler.model import Capacity, Observation, Proposal, Signal
-from scaler.roles import Role
 
 
 @dataclass(frozen=True, slots=True)
