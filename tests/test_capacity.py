@@ -380,15 +380,22 @@ def test_prompts_queued_on_some_replicas_teach_no_cap_and_a_replica_seen_above_a
 def test_the_dispatch_is_read_as_pooled_where_the_replicas_are_evenly_loaded_and_not_at_random() -> None:
     """6 Ready replicas running 16 on average: the busiest at 17 is a least-loaded router's spread
     (0.2 of a random one's), pooled; at 23, a random spread (1.37), each replica its own queue, and
-    the load signal sizes per replica. Without the busiest replica's count it stays unmeasured."""
+    the load signal sizes per replica. Where the busiest replica's count is never read (a stack read
+    as sums only) a pooled queue cannot be assumed: each replica its own, unless a router that
+    dispatches to the least loaded is named (llm-d). Before a steady refresh nothing is known."""
 
-    def model(busiest: float | None) -> CapacityModel:
-        m = CapacityModel(parse_metadata({}).spec)
+    def model(
+        busiest: float | None, metadata: dict[str, str] | None = None, refreshes: int = 12
+    ) -> CapacityModel:
+        m = CapacityModel(parse_metadata(metadata or {}).spec)
         extra: Any = {} if busiest is None else {"requests_running_max": busiest}
-        run(m, [steady(i, ready=6, running=96.0, kv=0.5, **extra) for i in range(12)])
+        run(m, [steady(i, ready=6, running=96.0, kv=0.5, **extra) for i in range(refreshes)])
         return m
 
     assert model(17.0).capacity().pooled is True
     assert model(23.0).capacity().pooled is False
     assert "each replica its own queue" in model(23.0).capacity().describe()
-    assert model(None).capacity().pooled is None
+    assert model(None).capacity().pooled is False
+    routed = {"router": "llm-d", "inferencePool": "llama-pool"}
+    assert model(None, routed).capacity().pooled is True
+    assert model(None, refreshes=1).capacity().pooled is None

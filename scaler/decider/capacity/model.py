@@ -37,7 +37,7 @@ class CapacityModel:
         self._saturation = SaturationReader(params)
         self._last = Saturation(Bound.UNSETTLED, False, True, False, None, "")
         self._slowdown = DecodeSlowdown(params)
-        self._dispatch = Dispatch(params)
+        self._dispatch = Dispatch(params, spec.flow_control)
         self._itl = ItlSlots(spec.itl_objective_seconds, params)
         self._last_t: float | None = None
         self.configure(spec)
@@ -45,6 +45,7 @@ class CapacityModel:
     def configure(self, spec: DeciderSpec) -> None:
         """Set (or change) the configured starting points; measurements are kept unless they change."""
         self._itl.objective_s = spec.itl_objective_seconds
+        self._dispatch.routed = spec.flow_control
         configured = (
             spec.prompt_tokens_per_second_per_replica,
             spec.generation_tokens_per_second_per_replica,
