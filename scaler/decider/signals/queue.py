@@ -122,20 +122,11 @@ def safety_net(obs: Observation, demand: Demand, lead_s: float) -> tuple[int, fl
     return replicas, left, f"{left:.0f} left after {lead_s:g}s at the {seen:.2f}/s each Ready replica serves"
 
 
-def propose(
-    obs: Observation,
-    demand: Demand,
-    capacity: Capacity,
-    lead_s: float,
-    target_per_replica: float,
-    previous_waiting: float | None,
-    role: Role = "both",
-    alarm: str | None = None,
+def with_safety_net(
+    found: Proposal, obs: Observation, demand: Demand, lead_s: float, alarm: str | None
 ) -> Proposal:
-    """The backlog's proposal (module docstring); ``role``: the pool's resource (``service_rate``);
-    ``alarm``: why the backlog has outrun the Ready replicas at this refresh and the previous one
-    (``backlog_alarm``), which arms the safety net."""
-    found = _propose(obs, demand, capacity, lead_s, target_per_replica, previous_waiting, role)
+    """``found``, or the safety net's larger answer where ``alarm`` (why the backlog has outrun the
+    Ready replicas at this refresh and the previous one, ``backlog_alarm``) arms it."""
     net = safety_net(obs, demand, lead_s) if alarm is not None else None
     if net is None or (found.replicas is not None and found.replicas >= net[0]):
         return found
@@ -148,7 +139,7 @@ def propose(
     )
 
 
-def _propose(
+def propose(
     obs: Observation,
     demand: Demand,
     capacity: Capacity,
@@ -157,7 +148,8 @@ def _propose(
     previous_waiting: float | None,
     role: Role = "both",
 ) -> Proposal:
-    """The backlog's proposal from the service rate (module docstring)."""
+    """The backlog's proposal from the service rate (module docstring); ``role``: the pool's
+    resource (``service_rate``). The safety net is applied on top (``with_safety_net``)."""
     waiting = obs.queue_waiting
     if waiting is None:
         return Proposal(

@@ -40,16 +40,17 @@ def _queue(inputs: SignalInputs) -> Proposal:
     """The queue signal on the table's one signature."""
     if not inputs.params.queue_signal:
         return Proposal(Signal.QUEUE, None, "off (DeciderParams.queue_signal)")
-    return queue.propose(
-        inputs.observation,
-        inputs.demand,
+    obs, demand, lead_s = inputs.observation, inputs.demand, inputs.horizon_s
+    found = queue.propose(
+        obs,
+        demand,
         inputs.capacity,
-        inputs.horizon_s,
+        lead_s,
         inputs.spec.target_queue_per_replica,
         inputs.previous_waiting,
         inputs.spec.role,
-        inputs.backlog_alarm,
     )
+    return queue.with_safety_net(found, obs, demand, lead_s, inputs.backlog_alarm)
 
 
 def _load(inputs: SignalInputs) -> Proposal:
