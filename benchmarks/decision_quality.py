@@ -98,7 +98,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchmarks.harness import add_kv_full, target_lines, trace_parser  # noqa: E402
+from benchmarks.harness import add_kv_full, cell_record, target_lines, trace_parser  # noqa: E402
 from scaler.model import Capacity  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import (  # noqa: E402
@@ -107,7 +107,6 @@ from scaler.replay.compare import (  # noqa: E402
     STATIC,
     clairvoyant,
     initial_ready,
-    run_keda,
     run_policy,
     static_at_peak,
 )
@@ -363,7 +362,7 @@ def reference_cell(job: tuple[Cell, bool]) -> dict[str, Any]:
     results = []
     if full:
         published = load_scaledobject_model(HERE / "baseline-published.yaml")
-        results.append(run_keda("published", published, trace, cfg, START, initial))
+        results.append(run_policy(KedaPolicy("published", published), trace, cfg, START, initial))
     results.append(ref)
     results.append(static_at_peak(trace, cfg, START, search))  # issue 30: held at the clairvoyant's peak
     rows = [dataclasses.asdict(f) for f in all_figures(results, objective_s)]
@@ -371,19 +370,17 @@ def reference_cell(job: tuple[Cell, bool]) -> dict[str, Any]:
     points = frontier(trace, cfg, search, objective_s, lo) if full else []
     cv_row = next(r for r in rows if r["policy"] == "clairvoyant")
     points.append((cv_row["within_objective"], cv_row["gpu_hours"]))
-    return {
+    return cell_record(
+        trace,
+        rows,
+        began,
         **cell._asdict(),
-        "objective_s": objective_s,
-        "requests": len(trace),
-        "hours": trace.duration_s / 3600,
-        "note": trace.note,
-        "cluster": cfg,
-        "gpus_free": cfg.gpus_free,
-        "initial": initial,
-        "frontier": points,
-        "figures": rows,
-        "wall_s": time.perf_counter() - began,
-    }
+        objective_s=objective_s,
+        cluster=cfg,
+        gpus_free=cfg.gpus_free,
+        initial=initial,
+        frontier=points,
+    )
 
 
 def references(rows: Sequence[dict[str, Any]]) -> References:
@@ -514,8 +511,14 @@ def bench_example(physics: str) -> dict[str, Any]:
     ref, search = clairvoyant(trace, cfg, START, 2.0, so.min_replicas, so.max_replicas)
     initial = initial_ready(search, cfg.cold_start_s)
     results = [
-        run_keda("example", so, trace, cfg, START, initial),
-        run_keda("example, capacity keys deleted", with_capacities(so, None), trace, cfg, START, initial),
+        run_policy(KedaPolicy("example", so), trace, cfg, START, initial),
+        run_policy(
+            KedaPolicy("example, capacity keys deleted", with_capacities(so, None)),
+            trace,
+            cfg,
+            START,
+            initial,
+        ),
         ref,
     ]
     return {

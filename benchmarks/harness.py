@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -34,6 +34,9 @@ from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
+
+if TYPE_CHECKING:
+    from scaler.replay.trace import Trace
 
 
 def add_kv_full(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +78,21 @@ def run_cells(
     for one in cells:
         show(one)
     return cells
+
+
+def cell_record(
+    trace: Trace, rows: Sequence[dict[str, Any]], began: float, /, **fields: Any
+) -> dict[str, Any]:
+    """A replayed cell's JSON record: ``fields`` (which cell, its settings), the trace's size and
+    note, the figures' ``rows`` and the wall time since ``began`` (``time.perf_counter()``)."""
+    return {
+        **fields,
+        "requests": len(trace),
+        "hours": trace.duration_s / 3600,
+        "note": trace.note,
+        "figures": list(rows),
+        "wall_s": time.perf_counter() - began,
+    }
 
 
 def target_lines(title: str, checks: Sequence[tuple[bool, str]]) -> list[str]:

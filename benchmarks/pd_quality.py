@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
-from benchmarks.harness import run_cells, target_lines, trace_parser  # noqa: E402
+from benchmarks.harness import cell_record, run_cells, target_lines, trace_parser  # noqa: E402
 from scaler.replay.cluster import ClusterConfig  # noqa: E402
 from scaler.replay.disagg import ROLES, DisaggConfig  # noqa: E402
 from scaler.replay.disagg_run import (  # noqa: E402
@@ -117,17 +117,8 @@ def bench_cell(job: tuple[str, int]) -> dict[str, Any]:
         result = run_disagg(trace, config, policies, START, initial, f"scaler, capacities {label}")
         rows.append(figures(result, objective_s, ref))
     rows.append(figures(ref, objective_s, None))
-    return {
-        "trace": name,
-        "seed": seed,
-        "objective_s": objective_s,
-        "hours": trace.duration_s / 3600,
-        "note": trace.note,
-        "clairvoyant_iterations": search.iterations,
-        "clairvoyant_goal_met": search.goal_met,
-        "figures": rows,
-        "wall_s": time.perf_counter() - began,
-    }
+    searched = {"clairvoyant_iterations": search.iterations, "clairvoyant_goal_met": search.goal_met}
+    return cell_record(trace, rows, began, trace=name, seed=seed, objective_s=objective_s, **searched)
 
 
 def without_capacities(so: ScaledObjectModel) -> ScaledObjectModel:

@@ -46,7 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
-from benchmarks.harness import add_kv_full, run_cells, target_lines, trace_parser  # noqa: E402
+from benchmarks.harness import add_kv_full, cell_record, run_cells, target_lines, trace_parser  # noqa: E402
 from scaler.inputs import Input  # noqa: E402
 from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import clairvoyant, initial_ready  # noqa: E402
@@ -148,20 +148,9 @@ def bench_cell(job: tuple[str, int, str, float]) -> dict[str, Any]:
     rows = [dataclasses.asdict(f) for f in all_figures([*results, ref], objective_s)]
     for row, policy in zip(rows, policies, strict=False):
         row.update(policy.gate())
-    return {
-        "trace": name,
-        "seed": seed,
-        "physics": physics,
-        "kv_cache_usage_full_batch": kv_full,
-        "objective_s": objective_s,
-        "requests": len(trace),
-        "hours": trace.duration_s / 3600,
-        "note": trace.note,
-        "gpus_free": cfg.gpus_free,
-        "clairvoyant_goal_met": search.goal_met,
-        "figures": rows,
-        "wall_s": time.perf_counter() - began,
-    }
+    setting = {"physics": physics, "kv_cache_usage_full_batch": kv_full, "gpus_free": cfg.gpus_free}
+    cell = {"trace": name, "seed": seed, "objective_s": objective_s, "clairvoyant_goal_met": search.goal_met}
+    return cell_record(trace, rows, began, **cell, **setting)
 
 
 def verdicts(cells: Sequence[dict[str, Any]], configs: Sequence[str]) -> list[tuple[str, bool, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
@@ -169,21 +169,8 @@ class Capacity:
         return "per replica: " + ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        """The capacity as a JSON object."""
-        return {
-            "prefill_tokens_per_s": self.prefill_tokens_per_s,
-            "slots": self.slots,
-            "prefill_source": self.prefill_source,
-            "slots_source": self.slots_source,
-            "prefill_samples": self.prefill_samples,
-            "slots_samples": self.slots_samples,
-            "decode_slowdown": self.decode_slowdown,
-            "itl_slots": self.itl_slots,
-            "prefill_method": self.prefill_method,
-            "slots_method": self.slots_method,
-            "saturation": self.saturation,
-            "pooled": self.pooled,
-        }
+        """The capacity as a JSON object: every field, by its name."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,16 +250,8 @@ class Landing:
     explanation: str
 
     def to_json(self) -> dict[str, Any]:
-        """The landing as a JSON object."""
-        return {
-            "landed": self.landed,
-            "ready": self.ready,
-            "target": self.target,
-            "gap": self.gap,
-            "reason": self.reason,
-            "since_s": self.since_s,
-            "explanation": self.explanation,
-        }
+        """The landing as a JSON object: every field, by its name."""
+        return asdict(self)
 
 
 K = TypeVar("K")

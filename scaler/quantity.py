@@ -16,23 +16,15 @@ from fractions import Fraction
 from typing import Any
 
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$")
+_SI_PREFIXES = "kMGTPE"  # 10^3 .. 10^18, each a thousand times the one before
 _SUFFIX = {
     "": Fraction(1),
     "n": Fraction(1, 10**9),
     "u": Fraction(1, 10**6),
     "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
+    **{prefix: Fraction(1000) ** power for power, prefix in enumerate(_SI_PREFIXES, 1)},
+    # The binary suffixes: Ki = 2^10 .. Ei = 2^60, each 1024 times the one before (k becomes Ki).
+    **{f"{prefix.upper()}i": Fraction(1024) ** power for power, prefix in enumerate(_SI_PREFIXES, 1)},
 }
 
 

@@ -6,9 +6,11 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Generic, TypeVar
 from urllib.parse import parse_qs, urlparse
+
+from scaler.sim.exposition import QuietHandler
 
 Answer = tuple[int, bytes]
 """An HTTP status and the JSON body sent with it."""
@@ -27,17 +29,10 @@ class FakePrometheus(Generic[R]):
         self.respond = respond
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
+        class Handler(QuietHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
                 status, body = fake.respond(self.path)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
+                self.send_body(status, body, "application/json")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True  # a handler still sleeping in a slow answer never blocks close()

@@ -87,8 +87,20 @@ class StepClock:
         return self.now
 
 
-class ScriptedSource:
-    """A live source whose observations the test sets per target (or for all targets)."""
+class SecondsClock:
+    """A clock in seconds, as ``time.monotonic`` counts them, that the test sets by hand (``t``)."""
+
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        """The clock's current time, in seconds."""
+        return self.t
+
+
+class ScriptedSource(OfflineSource):
+    """A live source whose observations the test sets per target (or for all targets); like the
+    offline source it has no history to warm from."""
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
@@ -104,10 +116,6 @@ class ScriptedSource:
         return {
             t.key: Observation(now=now, **{**self.values, **self.per_target.get(t.key, {})}) for t in targets
         }
-
-    async def warm(self, targets: Sequence[Target], now: datetime, step_s: float | None = None) -> None:
-        """Nothing to warm: scripted values need no history."""
-        return None
 
     def expects_data(self, target: Target) -> bool:
         """Every target is expected to have data."""
@@ -230,6 +238,35 @@ def started(factory: Callable[[], C]) -> Iterator[C]:
 def replica_counts(state: Any) -> tuple[int, int, int, int]:
     """A WorkloadState's current, Ready, starting and Pending replicas."""
     return (state.current_replicas, state.ready_replicas, state.starting_replicas, state.pending_replicas)
+
+
+def slowdown_history(
+    start: datetime, count: int = 300, prefill_tokens_per_s: float = 9000.0, slows: bool = True
+) -> list[Observation]:
+    """``count`` refreshes from ``start``, 15 s apart, of 4 replicas computing ``prefill_tokens_per_s``
+    each on 1,000-token prompts, in which prefill keeps a replica 10-60% busy while 40 sequences
+    decode at 20 tokens/s, slowed by prefill's busy share when ``slows``: enough to fit the decode
+    slowdown (``scaler.decider.capacity``), 1 when it ``slows`` and 0 when not."""
+    out = []
+    for i in range(count):
+        busy = 0.1 + 0.5 * (i % 20) / 20
+        served = busy * 4 * prefill_tokens_per_s / 1000
+        speed = 20.0 * (1 - busy) if slows else 20.0
+        out.append(
+            Observation(
+                now=start + timedelta(seconds=15 * i),
+                ready_replicas=4,
+                current_replicas=4,
+                queue_waiting=0,
+                requests_per_s=served,
+                prompt_tokens_per_s=served * 1000,
+                generation_tokens_per_s=speed * 40,
+                requests_running=40.0 + served * 0.2,
+                ttft_mean_seconds=0.2,
+                kv_cache_usage=0.5,
+            )
+        )
+    return out
 
 
 # KEDA's cron trigger: 8 replicas on weekday mornings, 09:00 to 12:00 in Asia/Shanghai.

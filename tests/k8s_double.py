@@ -41,10 +41,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from scaler.sim.exposition import QuietHandler
 
 CREATED = "2026-12-01T08:00:00Z"
 DRA = "/apis/resource.k8s.io/v1"
@@ -473,7 +475,7 @@ class KubeDouble:
                 self.subscriptions.remove(sub)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
     server_double: KubeDouble
 
@@ -483,18 +485,10 @@ class _Handler(BaseHTTPRequestHandler):
         # algorithm against the client's delayed ACK would add 40 ms to every keep-alive request.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
     # ---- plumbing --------------------------------------------------------------------
 
     def _send_json(self, code: int, body: Mapping[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_body(code, json.dumps(body).encode(), "application/json")
 
     def _raw_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -526,7 +520,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- requests --------------------------------------------------------------------
 
-    def do_GET(self) -> None:  # noqa: PLR0911 - one early answer per outcome, as the API server does
+    def do_GET(self) -> None:  # noqa: N802, PLR0911 - http.server calls it; one early answer per outcome, as the API server does
         double = self.server_double
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -1083,18 +1077,22 @@ WHOLE_GPU = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.
 MIG = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"
 
 
+def api_object(
+    api_version: str, kind: str, name: str, spec: dict[str, Any], namespace: str | None = None, **fields: Any
+) -> dict[str, Any]:
+    """An object of ``kind`` named ``name``, in ``namespace`` unless it is cluster-scoped (None): its
+    ``spec`` and any other top-level ``fields`` (``status``)."""
+    metadata = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec, **fields}
+
+
 def deviceclass(name: str, expression: str, extended_resource_name: str | None = None) -> dict[str, Any]:
     """A DeviceClass as the NVIDIA DRA driver's chart installs it (``gpu.nvidia.com``, ``mig.nvidia.com``);
     ``extended_resource_name`` serves that extended resource through it (KEP-5004)."""
     spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
     if extended_resource_name:
         spec["extendedResourceName"] = extended_resource_name
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return api_object("resource.k8s.io/v1", "DeviceClass", name, spec)
 
 
 def _gpu_attributes(index: int, node: str, kind: str = "gpu", **more: dict[str, Any]) -> dict[str, Any]:
@@ -1261,12 +1259,8 @@ def resourceclaimtemplate(
     chosen = [{"cel": {"expression": e}} for e in selectors]
     if chosen:
         exactly["selectors"] = chosen
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
-    }
+    spec = {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+    return api_object("resource.k8s.io/v1", "ResourceClaimTemplate", name, spec, namespace)
 
 
 def _active(message: str) -> dict[str, Any]:
@@ -1336,36 +1330,27 @@ def clusterqueue(
     }  # fmt: skip
     if cohort:
         spec["cohort"] = cohort
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": spec,
-        "status": {
-            "conditions": [_active("Can admit new workloads")],
-            "flavorsReservation": usage,
-            "flavorsUsage": usage,
-            "pendingWorkloads": 0,
-            "reservingWorkloads": used,
-            "admittedWorkloads": used,
-        },
-    }  # fmt: skip
+    status = {
+        "conditions": [_active("Can admit new workloads")],
+        "flavorsReservation": usage,
+        "flavorsUsage": usage,
+        "pendingWorkloads": 0,
+        "reservingWorkloads": used,
+        "admittedWorkloads": used,
+    }
+    return api_object("kueue.x-k8s.io/v1beta1", "ClusterQueue", name, spec, status=status)
 
 
 def localqueue(name: str, namespace: str, cluster_queue: str) -> dict[str, Any]:
     """A LocalQueue pointing a namespace's workloads at a ClusterQueue."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": cluster_queue, "stopPolicy": "None"},
-        "status": {
-            "conditions": [_active("Can submit new workloads to localQueue")],
-            "pendingWorkloads": 0,
-            "reservingWorkloads": 0,
-            "admittedWorkloads": 0,
-        },
-    }  # fmt: skip
+    status = {
+        "conditions": [_active("Can submit new workloads to localQueue")],
+        "pendingWorkloads": 0,
+        "reservingWorkloads": 0,
+        "admittedWorkloads": 0,
+    }
+    spec = {"clusterQueue": cluster_queue, "stopPolicy": "None"}
+    return api_object("kueue.x-k8s.io/v1beta1", "LocalQueue", name, spec, namespace, status=status)
 
 
 def kubeconfig(path: Path, server: str, token: str) -> Path:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import urllib.request
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from scaler.model import INPUTS, HpaStatus, Observation
+from scaler.model import INPUTS, HpaStatus
 from scaler.outputs.endpoint import DecisionCollector, MetricsEndpoint, install
 from scaler.outputs.grpc_server import METRIC_NAME
 from scaler.outputs.logs import DecisionLogger
@@ -104,30 +104,6 @@ def full_inputs(values: dict[str, Any]) -> dict[str, Any]:
     example value (1 for a count, else 0.5), so that a new input is in a full decision too."""
     examples = {name: 1 if spec.count else 0.5 for name, spec in INPUTS.items()}
     return {**examples, **values}
-
-
-def slowdown_history(start: datetime, count: int = 300) -> list[Observation]:
-    """``count`` refreshes from ``start``, 15 s apart, in which prefill keeps a replica 10-60% busy
-    and decoding slows with it: enough to fit the decode slowdown (``scaler.decider.capacity``)."""
-    out = []
-    for i in range(count):
-        busy = 0.1 + 0.5 * (i % 20) / 20
-        served = busy * 4 * 9000 / 1000
-        out.append(
-            Observation(
-                now=start + timedelta(seconds=15 * i),
-                ready_replicas=4,
-                current_replicas=4,
-                queue_waiting=0,
-                requests_per_s=served,
-                prompt_tokens_per_s=served * 1000,
-                generation_tokens_per_s=20.0 * (1 - busy) * 40,
-                requests_running=40.0 + served * 0.2,
-                ttft_mean_seconds=0.2,
-                kv_cache_usage=0.5,
-            )
-        )
-    return out
 
 
 def full_source() -> ScriptedSource:

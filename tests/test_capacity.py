@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,7 +11,8 @@ import pytest
 from scaler.config import parse_metadata
 from scaler.decider.capacity import CapacityModel
 from scaler.decider.demand import DemandReader
-from scaler.model import Observation
+from scaler.model import Capacity, Observation
+from tests.helpers import slowdown_history
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -20,6 +22,13 @@ def run(model: CapacityModel, observations: list[Observation]) -> None:
     reader = DemandReader()
     for obs in observations:
         model.observe(obs, reader.read(obs))
+
+
+def measured(observations: Iterable[Observation]) -> Capacity:
+    """What a model with no capacity configured measures from ``observations``, fed as ``run`` does."""
+    model = CapacityModel(parse_metadata({}).spec)
+    run(model, list(observations))
+    return model.capacity()
 
 
 def steady(
@@ -266,25 +275,7 @@ def test_configured_generation_rate_gives_the_slots_until_measured() -> None:
 def test_decode_slowdown_is_learned_from_the_refreshes(shared: bool, expected: float) -> None:
     """Decode speed falling with prefill's busy share reads as 1; speed that ignores it, as 0."""
     model = CapacityModel(parse_metadata({"promptTokensPerSecondPerReplica": "5000"}).spec)
-    reader = DemandReader()
-    for i in range(400):
-        busy = 0.1 + 0.5 * (i % 20) / 20  # prefill keeps a replica 10% to 60% busy
-        served = busy * 4 * 5000 / 1000  # 4 replicas, 1,000-token prompts
-        speed = 20.0 * (1 - busy) if shared else 20.0
-        decoding = 40.0
-        obs = Observation(
-            now=T0 + timedelta(seconds=15 * i),
-            ready_replicas=4,
-            current_replicas=4,
-            queue_waiting=0,
-            requests_per_s=served,
-            prompt_tokens_per_s=served * 1000,
-            generation_tokens_per_s=speed * decoding,
-            requests_running=decoding + served * 0.2,
-            ttft_mean_seconds=0.2,
-            kv_cache_usage=0.5,
-        )
-        model.observe(obs, reader.read(obs))
+    run(model, slowdown_history(T0, count=400, prefill_tokens_per_s=5000.0, slows=shared))
     beta = model.capacity().decode_slowdown
     assert beta is not None
     assert beta == pytest.approx(expected, abs=0.1)
@@ -298,52 +289,21 @@ def test_the_cap_is_what_the_busiest_replica_runs_and_a_dispatch_imbalance_teach
     half empty (the fullest cache at 100%) teaches it nothing: 12 a replica on a half-full cache
     still reads 24 slots from the cache, not a cap of 12."""
     capped: Any = {"prefill_time_mean_seconds": 0.2, "prefill_busy_max": 0.3}
-    model = CapacityModel(parse_metadata({}).spec)
-    run(
-        model,
-        [
-            steady(
-                i,
-                running=94.0,
-                kv=0.59,
-                waiting=12.0,
-                requests_running_max=24.0,
-                kv_cache_usage_max=0.6,
-                **capped,
-            )
-            for i in range(8)
-        ],
+    busiest: Any = {**capped, "requests_running_max": 24.0}  # the busiest replica runs 24
+    at_cap = measured(
+        steady(i, running=94.0, kv=0.59, waiting=12.0, kv_cache_usage_max=0.6, **busiest) for i in range(8)
     )
-    assert model.capacity().slots == pytest.approx(24.0)
-    assert model.capacity().slots_method == "running while every slot was busy"
-    imbalanced = CapacityModel(parse_metadata({}).spec)
-    run(
-        imbalanced,
-        [
-            steady(
-                i,
-                running=48.0,
-                kv=0.5,
-                waiting=40.0,
-                requests_running_max=24.0,
-                kv_cache_usage_max=1.0,
-                **capped,
-            )
-            for i in range(40)
-        ],
+    assert (at_cap.slots, at_cap.slots_method) == pytest.approx((24.0, "running while every slot was busy"))
+    imbalanced = measured(
+        steady(i, running=48.0, kv=0.5, waiting=40.0, kv_cache_usage_max=1.0, **busiest) for i in range(40)
     )
-    assert imbalanced.capacity().slots == pytest.approx(24.0)
-    assert imbalanced.capacity().slots_method == "KV cache usage"
+    assert (imbalanced.slots, imbalanced.slots_method) == pytest.approx((24.0, "KV cache usage"))
     # Read as sums only, a fleet whose running count moves with its traffic is not at a cap.
-    moving = CapacityModel(parse_metadata({}).spec)
-    run(
-        moving,
-        [
-            steady(i, running=48.0 + 6 * (i % 3), kv=0.5 + 0.06 * (i % 3), waiting=40.0, **capped)
-            for i in range(40)
-        ],
+    moving = measured(
+        steady(i, running=48.0 + 6 * (i % 3), kv=0.5 + 0.06 * (i % 3), waiting=40.0, **capped)
+        for i in range(40)
     )
-    assert moving.capacity().slots_method == "KV cache usage"
+    assert moving.slots_method == "KV cache usage"
 
 
 def test_prompts_queued_on_some_replicas_teach_no_cap_and_a_replica_seen_above_a_cap_raises_it() -> None:

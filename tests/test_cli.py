@@ -43,32 +43,23 @@ def write_observations(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
+def row(now: str, waiting: float, prompt: float = 0, generation: float = 0) -> dict[str, object]:
+    """An observation-log row at ``now``: ``waiting`` queued, ``prompt`` and ``generation`` tokens/s,
+    2 replicas and GPUs for 4."""
+    return {
+        "now": now,
+        "queue_waiting": waiting,
+        "prompt_tokens_per_s": prompt,
+        "generation_tokens_per_s": generation,
+        "current_replicas": 2,
+        "gpu_schedulable_replicas": 4,
+    }
+
+
 def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
     """dry-run prints one line per observation, a backlog counting only at two refreshes in a row."""
-    obs = write_observations(
-        tmp_path / "obs.jsonl",
-        [
-            {
-                "now": "2026-12-01T03:00:00Z",
-                "queue_waiting": 0,
-                "prompt_tokens_per_s": 0,
-                "generation_tokens_per_s": 0,
-                "current_replicas": 2,
-                "gpu_schedulable_replicas": 4,
-            },
-            *(
-                {
-                    "now": f"2026-12-01T03:00:{second}Z",
-                    "queue_waiting": 400,
-                    "prompt_tokens_per_s": 0,
-                    "generation_tokens_per_s": 0,
-                    "current_replicas": 2,
-                    "gpu_schedulable_replicas": 4,
-                }
-                for second in (15, 30)
-            ),
-        ],
-    )
+    rows = [row("2026-12-01T03:00:00Z", 0), *(row(f"2026-12-01T03:00:{s}Z", 400) for s in (15, 30))]
+    obs = write_observations(tmp_path / "obs.jsonl", rows)
     lines = run("dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(obs)).stdout.splitlines()
     assert len(lines) == 4
     out, summary = lines[:3], lines[3]
@@ -90,17 +81,7 @@ def test_dry_run_prints_one_line_per_observation(tmp_path: Path) -> None:
 def test_dry_run_json_output(tmp_path: Path) -> None:
     """dry-run --output json prints the decision, its proposals, clamps and capacity as JSON."""
     obs = write_observations(
-        tmp_path / "obs.jsonl",
-        [
-            {
-                "now": "2026-12-05T03:00:00Z",
-                "queue_waiting": 5,
-                "prompt_tokens_per_s": 100,
-                "generation_tokens_per_s": 20,
-                "current_replicas": 2,
-                "gpu_schedulable_replicas": 4,
-            },
-        ],
+        tmp_path / "obs.jsonl", [row("2026-12-05T03:00:00Z", 5, prompt=100, generation=20)]
     )
     out = run(
         "dry-run", "--scaledobject", str(EXAMPLE), "--observations", str(obs), "--output", "json"

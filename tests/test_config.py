@@ -155,6 +155,35 @@ def test_min_replicas_zero_and_utilization_two_are_named_together() -> None:
         ({"surprise": "1"}, ["surprise"]),
         ({"minReplicas": "2", "minReplicasFromEnv": "3"}, ["minReplicasFromEnv"]),
         ({"engine": "x" * 9000}, ["engine"]),
+        # Rules between keys (bounds, complete windows, the pending cap) name the key that breaks them.
+        ({"minReplicas": "5", "maxReplicas": "3"}, ["maxReplicas"]),
+        ({"prewarmStart": "0 9 * * *"}, ["prewarmEnd", "prewarmReplicas"]),
+        (
+            {"prewarmStart": "0 9 * * *", "prewarmEnd": "0 9 * * *", "prewarmReplicas": "2"},
+            ["prewarmReplicas"],
+        ),
+        (
+            {
+                "prewarmStart": "0 9 * * *",
+                "prewarmEnd": "0 12 * * *",
+                "prewarmReplicas": "50",
+                "maxReplicas": "10",
+            },
+            ["prewarmReplicas"],
+        ),
+        ({"maxPendingReplicas": "20", "maxReplicas": "10"}, ["maxPendingReplicas"]),
+        # Custom queries need engine custom and a queueQuery, each non-blank, NUL-free, not too long
+        # and parsing as PromQL.
+        ({"engine": "custom"}, ["queueQuery"]),
+        ({"engine": "vllm", "queueQuery": "sum(x)"}, ["queueQuery"]),
+        ({"queueQuery": "sum(x)", "runningQuery": "sum(y)"}, ["queueQuery", "runningQuery"]),
+        ({"engine": "custom", "queueQuery": "   "}, ["queueQuery"]),
+        ({"engine": "custom", "queueQuery": "sum(x)\x00"}, ["queueQuery"]),
+        ({"engine": "custom", "queueQuery": "x" * 3000}, ["queueQuery"]),
+        (
+            {"engine": "custom", "queueQuery": "sum(rate(q[1m])", "runningQuery": "sum(r))"},
+            ["queueQuery", "runningQuery"],
+        ),
     ],
     ids=[
         "min-negative",
@@ -185,10 +214,23 @@ def test_min_replicas_zero_and_utilization_two_are_named_together() -> None:
         "unknown-key",
         "key-and-from-env",
         "engine-too-long",
+        "min-above-max",
+        "prewarm-start-alone",
+        "prewarm-empty-window",
+        "prewarm-above-max",
+        "pending-above-max",
+        "custom-without-queue",
+        "query-with-vllm",
+        "queries-with-default-engine",
+        "blank-query",
+        "nul-in-query",
+        "query-too-long",
+        "queries-that-do-not-parse",
     ],
 )
 def test_invalid_values_name_their_key(metadata: dict[str, str], bad_keys: list[str]) -> None:
-    """An invalid value raises MetadataError naming exactly the offending keys."""
+    """An invalid value, keys that break a rule between them, or a custom query that breaks its
+    rules raise MetadataError naming exactly the offending keys."""
     with pytest.raises(MetadataError) as caught:
         parse_metadata(metadata)
     assert caught.value.keys == bad_keys
@@ -203,41 +245,6 @@ def test_all_field_errors_are_reported_at_once() -> None:
             {"minReplicas": "0", "maxReplicas": "x", "engine": "?", "coldStartSeconds": "-1", "zzz": "1"}
         )
     assert caught.value.keys == ["coldStartSeconds", "engine", "maxReplicas", "minReplicas", "zzz"]
-
-
-@pytest.mark.parametrize(
-    ("metadata", "bad_keys"),
-    [
-        ({"minReplicas": "5", "maxReplicas": "3"}, ["maxReplicas"]),
-        ({"prewarmStart": "0 9 * * *"}, ["prewarmEnd", "prewarmReplicas"]),
-        (
-            {"prewarmStart": "0 9 * * *", "prewarmEnd": "0 9 * * *", "prewarmReplicas": "2"},
-            ["prewarmReplicas"],
-        ),
-        (
-            {
-                "prewarmStart": "0 9 * * *",
-                "prewarmEnd": "0 12 * * *",
-                "prewarmReplicas": "50",
-                "maxReplicas": "10",
-            },
-            ["prewarmReplicas"],
-        ),
-        ({"maxPendingReplicas": "20", "maxReplicas": "10"}, ["maxPendingReplicas"]),
-    ],
-    ids=[
-        "min-above-max",
-        "prewarm-start-alone",
-        "prewarm-empty-window",
-        "prewarm-above-max",
-        "pending-above-max",
-    ],
-)
-def test_cross_field_rules(metadata: dict[str, str], bad_keys: list[str]) -> None:
-    """Rules between keys (bounds, complete windows, pending cap) name the key that breaks them."""
-    with pytest.raises(MetadataError) as caught:
-        parse_metadata(metadata)
-    assert caught.value.keys == bad_keys
 
 
 def test_several_windows_combine_single_keys_and_json_list() -> None:
@@ -284,38 +291,6 @@ def test_custom_engine_takes_its_queries_from_metadata() -> None:
     )
     assert policy.queue_query == 'sum(my_queue{model="a"})'
     assert policy.prompt_tokens_query == "sum(rate(my_prompt_tokens_total[1m]))"
-
-
-@pytest.mark.parametrize(
-    ("metadata", "bad_keys"),
-    [
-        ({"engine": "custom"}, ["queueQuery"]),
-        ({"engine": "vllm", "queueQuery": "sum(x)"}, ["queueQuery"]),
-        ({"queueQuery": "sum(x)", "runningQuery": "sum(y)"}, ["queueQuery", "runningQuery"]),
-        ({"engine": "custom", "queueQuery": "   "}, ["queueQuery"]),
-        ({"engine": "custom", "queueQuery": "sum(x)\x00"}, ["queueQuery"]),
-        ({"engine": "custom", "queueQuery": "x" * 3000}, ["queueQuery"]),
-        (
-            {"engine": "custom", "queueQuery": "sum(rate(q[1m])", "runningQuery": "sum(r))"},
-            ["queueQuery", "runningQuery"],
-        ),
-    ],
-    ids=[
-        "custom-without-queue",
-        "query-with-vllm",
-        "queries-with-default-engine",
-        "blank-query",
-        "nul-in-query",
-        "query-too-long",
-        "queries-that-do-not-parse",
-    ],
-)
-def test_custom_query_rules(metadata: dict[str, str], bad_keys: list[str]) -> None:
-    """Custom queries need engine custom and a queueQuery, each non-blank, NUL-free, not too long
-    and parsing as PromQL."""
-    with pytest.raises(MetadataError) as caught:
-        parse_metadata(metadata)
-    assert caught.value.keys == bad_keys
 
 
 def test_a_query_that_does_not_parse_names_where_it_stops() -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,15 +20,16 @@ import structlog
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from scaler.model import INPUTS, Decision
+from scaler.model import INPUTS, Decision, Inert, InertReason, Observation
 from scaler.outputs.endpoint import SERIES, SERIES_BY_NAME, install, serve_metrics
+from scaler.outputs.logs import DecisionLogger
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
 from scaler.registry import Target, TargetKey, TargetRegistry
 from scaler.runtime import Runtime
 from scaler.sim.prometheus import find_binary, free_port
 from tests.conftest import require_prometheus
-from tests.helpers import ScriptedSource, StepClock, serve, target_of
+from tests.helpers import ScriptedSource, StepClock, serve, slowdown_history, target_of
 from tests.observability import (
     LLAMA,
     LOAD,
@@ -35,11 +37,21 @@ from tests.observability import (
     TracedServer,
     full_source,
     samples_for,
-    slowdown_history,
     value_for,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+class Capture:
+    """A structlog-style logger that keeps each info event, its fields included, as a dict."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, object]] = []
+
+    def info(self, event: str, **fields: object) -> None:
+        """Keep the event and its fields."""
+        self.events.append({"event": event, **fields})
 
 
 def json_logger(buffer: io.StringIO) -> object:
@@ -373,15 +385,6 @@ def test_server_series_count_rpcs_refreshes_and_targets() -> None:
 @pytest.mark.e2e
 def test_decision_log_of_changes_only_skips_repeats() -> None:
     """A changes-only decision logger writes a repeated decision once; the plain one every time."""
-    from scaler.outputs.logs import DecisionLogger
-
-    class Capture:
-        def __init__(self) -> None:
-            self.events: list[dict[str, object]] = []
-
-        def info(self, event: str, **fields: object) -> None:
-            self.events.append({"event": event, **fields})
-
     with TracedServer(full_source(), clock=StepClock()) as server:
         server.register(LLAMA)
         target = server.thread.runtime.registry.targets()[0]
@@ -398,18 +401,6 @@ def test_decision_log_of_changes_only_skips_repeats() -> None:
 
 def test_a_decision_that_becomes_inert_is_logged_with_why_even_when_only_changes_are() -> None:
     """The same target and binding, now stale: a changes-only log writes it, its inert field the reason."""
-    from dataclasses import replace
-
-    from scaler.model import Inert, InertReason, Observation
-    from scaler.outputs.logs import DecisionLogger
-
-    class Capture:
-        def __init__(self) -> None:
-            self.events: list[dict[str, object]] = []
-
-        def info(self, event: str, **fields: object) -> None:
-            self.events.append({"event": event, **fields})
-
     target = target_of(LLAMA, {"minReplicas": "2"})
     decided = target.engine.decide(Observation(now=datetime(2026, 12, 1, tzinfo=UTC), current_replicas=2))
     stale = Inert(InertReason.STALE, "the last sample is 8m old", ("queue_waiting",))

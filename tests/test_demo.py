@@ -24,6 +24,7 @@ from scaler.hpa import tolerances
 from scaler.model import Proposal, Signal
 from scaler.sim.cluster import SimulatedCluster
 from scaler.sources.files import scaledobject_from_dict
+from tests.helpers import SecondsClock
 
 START = datetime(2026, 12, 1, 15, 14, 15, tzinfo=UTC)
 
@@ -89,19 +90,9 @@ def test_showed_reports_the_prewarm_and_the_scale_down_after_the_peak() -> None:
     )
 
 
-class _Clock:
-    """A settable clock for the simulated cluster."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_the_demo_s_cluster_reports_the_tolerance_its_hpa_applies() -> None:
     """The cluster reports the demo's HPA (scaleUp tolerance 0): the policy asks 10 -> 11, and 11 lands."""
-    clock = _Clock()
+    clock = SecondsClock()
     cluster = SimulatedCluster(gpus_total=16, cold_start_s=20.0, initial_replicas=2, clock=clock)
     doc = demo_scaledobject(START)
     hpa = demo_hpa(scaledobject_from_dict(doc))

@@ -62,6 +62,14 @@ def ours(objs: list[dict[str, Any]]) -> dict[str, str]:
     return metadata
 
 
+def unread(
+    objs: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> list[dict[str, str]]:
+    """The ``router-queue-unread`` findings doctor reports for ``objs`` against the Prometheus at ``url``."""
+    _, findings = doctor(objs, tmp_path, capsys, "--prometheus", url)
+    return found(findings, "router-queue-unread")
+
+
 @pytest.mark.prometheus
 def test_flow_control_with_only_the_servers_queue_read_is_an_error(
     epp: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -75,12 +83,10 @@ def test_flow_control_with_only_the_servers_queue_read_is_an_error(
     assert "llm-d pool llama-pool" in finding["problem"]
     assert "router: llm-d and inferencePool: llama-pool" in finding["fix"]
     ours(objs).update({"router": "llm-d", "inferencePool": "llama-pool"})
-    _, findings = doctor(objs, tmp_path, capsys, "--prometheus", epp.url)
-    assert found(findings, "router-queue-unread") == []
+    assert unread(objs, tmp_path, capsys, epp.url) == []
     other = healthy()
     ours(other)["labelSelector"] = 'model_name="mistralai/Mistral-7B-Instruct"'
-    _, findings = doctor(other, tmp_path, capsys, "--prometheus", epp.url)
-    assert found(findings, "router-queue-unread") == []
+    assert unread(other, tmp_path, capsys, epp.url) == []
 
 
 @pytest.mark.prometheus
@@ -97,12 +103,10 @@ def test_a_keda_trigger_on_the_servers_queue_is_flagged_too(
             "metadata": {**server, "query": f'sum(vllm:num_requests_waiting{{model_name="{MODEL}"}})'},
         }
     ]
-    _, findings = doctor(objs, tmp_path, capsys, "--prometheus", epp.url)
-    assert [f["object"] for f in found(findings, "router-queue-unread")] == [f"ScaledObject {NS}/llama"]
+    assert [f["object"] for f in unread(objs, tmp_path, capsys, epp.url)] == [f"ScaledObject {NS}/llama"]
     router_queue = 'sum(llm_d_epp_flow_control_queue_size{inference_pool="llama-pool"})'
     so["spec"]["triggers"].append({"type": "prometheus", "metadata": {**server, "query": router_queue}})
-    _, findings = doctor(objs, tmp_path, capsys, "--prometheus", epp.url)
-    assert found(findings, "router-queue-unread") == []
+    assert unread(objs, tmp_path, capsys, epp.url) == []
 
 
 @pytest.mark.prometheus
@@ -111,8 +115,7 @@ def test_without_a_router_queue_nothing_is_flagged(
 ) -> None:
     """A Prometheus with the servers' series and no EPP's: flow control is off, no finding."""
     assert prometheus.wait_for("count(vllm:num_requests_running) >= 2", timeout_s=30)
-    _, findings = doctor(healthy(), tmp_path, capsys, "--prometheus", prometheus.url)
-    assert found(findings, "router-queue-unread") == []
+    assert unread(healthy(), tmp_path, capsys, prometheus.url) == []
 
 
 def pd_deployment(name: str, role: str, selector: dict[str, str], model: str = "llama") -> dict[str, Any]:

@@ -15,27 +15,19 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from scaler.model import ClampKind, Decision, NoteKind
+from scaler.model import ClampKind, Decision, Note, NoteKind
 from scaler.registry import TargetKey
-from scaler.sources.kubernetes import InventoryOptions, KubernetesInventory, Unknown, WorkloadState
+from scaler.sources.kubernetes import KubernetesInventory, Unknown, WorkloadState
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
 from tests import k8s_double as k8s
 from tests.helpers import eventually, target_of
 from tests.k8s_double import KubeDouble
-from tests.test_kubernetes import CaptureLog
+from tests.test_kubernetes import FAST, CaptureLog  # the inventory tests' short timeouts and paging
 
 pytestmark = pytest.mark.e2e  # every test serves the API double on a loopback port
 
 NS = "inference"
-FAST = InventoryOptions(
-    page_size=2,
-    watch_timeout_seconds=30,
-    request_timeout_seconds=5,
-    backoff_initial_seconds=0.02,
-    backoff_max_seconds=0.1,
-    failure_grace_seconds=0.5,
-)
 # A pre-warm window asking for 10 replicas at 09:00: a scale-up the gate must let through, or hold.
 PREWARM_10 = {
     "minReplicas": "1",
@@ -94,6 +86,11 @@ def decide(inventory: KubernetesInventory, metadata: dict[str, str]) -> Decision
     source = LiveSource(PrometheusReader(None), inventory)
     target = target_of(TargetKey(NS, "llama"), metadata, "fp")
     return target.engine.decide(source._observe([target], NINE)[TargetKey(NS, "llama")])
+
+
+def notes_of(decision: Decision, kind: NoteKind) -> list[Note]:
+    """The decision's notes of ``kind``, in order."""
+    return [n for n in decision.notes if n.kind is kind]
 
 
 def llama_pod(name: str, **kw: Any) -> dict[str, Any]:
@@ -310,9 +307,8 @@ def test_gpus_that_cannot_be_counted_never_clamp(start: Callable[..., Kubernetes
         decision = decide(inventory, PREWARM_10)
         assert decision.replicas == 10
         assert not [c for c in decision.clamps if c.kind is ClampKind.GPU_INVENTORY]
-        skipped = [n for n in decision.notes if n.kind is NoteKind.GPU_CHECK_SKIPPED]
-        assert len(skipped) == 1
-        assert "GPUs cannot be counted: no node's allocatable has nvidia.com/gpu" in skipped[0]
+        (skipped,) = notes_of(decision, NoteKind.GPU_CHECK_SKIPPED)
+        assert "GPUs cannot be counted: no node's allocatable has nvidia.com/gpu" in skipped
 
 
 def test_a_cluster_without_dra_or_kueue_says_so_once(
@@ -351,9 +347,8 @@ def test_a_cluster_without_dra_or_kueue_says_so_once(
         ]
         decision = decide(inventory, PREWARM_10)
         assert decision.replicas == 4
-        notes = [n for n in decision.notes if n.kind is NoteKind.KUEUE_QUOTA_UNKNOWN]
-        assert len(notes) == 1
-        assert "kueue.x-k8s.io not served by this cluster" in notes[0]
+        (quota_unknown,) = notes_of(decision, NoteKind.KUEUE_QUOTA_UNKNOWN)
+        assert "kueue.x-k8s.io not served by this cluster" in quota_unknown
 
 
 def test_resourceslices_the_scaler_may_not_read_leave_allocatable_counted(

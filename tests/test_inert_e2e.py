@@ -18,7 +18,7 @@ from kubernetes import client
 from scaler.app import dry_run_live, live_source, wall_clock
 from scaler.inputs import Input
 from scaler.inventory import scaledobject_from_json
-from scaler.model import Decision, InertReason, Observation
+from scaler.model import Decision, Inert, InertReason, Observation
 from scaler.outputs.dryrun import CompactLines, format_json
 from scaler.registry import Target, TargetKey, TargetRegistry
 from scaler.sim.exposition import MetricsServer
@@ -151,15 +151,19 @@ def healthy(stand: Stand) -> Observation:
     )
 
 
+def inert_for(stand: Stand, why: InertReason) -> tuple[Observation, Inert]:
+    """The first observation whose target is inert for ``why``, and that reason: its only one."""
+    seen = eventually(stand.observe, lambda o: why in reasons(o), timeout=TIMEOUT_S, every=0.5)
+    (reason,) = seen.inert
+    return seen, reason
+
+
 def test_a_renamed_model_label_is_named_with_what_the_pods_write_now_and_cleared(stand: Stand) -> None:
     """The servers' served-model-name changes: no_series, naming the value they write now with a
     did-you-mean (never "stale", never "no series match labelSelector"); renamed back, cleared."""
     healthy(stand)
     stand.fleet.model = "Llama-3.1-8B-Instruct"
-    seen = eventually(
-        stand.observe, lambda o: InertReason.NO_SERIES in reasons(o), timeout=TIMEOUT_S, every=0.5
-    )
-    (reason,) = seen.inert
+    seen, reason = inert_for(stand, InertReason.NO_SERIES)
     assert f'model_name="{MODEL}" matches no fresh series' in reason.text
     assert "llama-5d8f-a, llama-5d8f-b" in reason.text
     assert 'did you mean model_name="Llama-3.1-8B-Instruct"?' in reason.text
@@ -190,10 +194,7 @@ def test_a_stopped_exporter_is_not_scraped_and_cleared_when_it_is_back(stand: St
     serving again on the same port, cleared."""
     healthy(stand)
     stand.fleet.stop()
-    seen = eventually(
-        stand.observe, lambda o: InertReason.NOT_SCRAPED in reasons(o), timeout=TIMEOUT_S, every=0.5
-    )
-    (reason,) = seen.inert
+    seen, reason = inert_for(stand, InertReason.NOT_SCRAPED)
     assert f"up == 0 for scrape/{stand.fleet_address}" in reason.text
     assert "connection refused" in reason.text
     assert "2 of 2 Ready pods not scraped" in reason.text

@@ -422,18 +422,27 @@ def test_missing_and_unsupported_targets(
     eventually(lambda: inventory.workload(NS, "sts"), lambda s: isinstance(s, WorkloadState))
 
 
+def unlisted(
+    double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog, status: int, resource: str
+) -> tuple[KubernetesInventory, Unknown]:
+    """An inventory started on the seeded double while listing ``resource`` fails with ``status``,
+    once its watch has failed, and the Unknown it answers for llama."""
+    seed(double)
+    double.fail(status, resource=resource)
+    inventory = start(sync=False)
+    eventually(lambda: log.events("kubernetes_watch_failed", resource), bool)
+    state = inventory.workload(NS, "llama")
+    assert isinstance(state, Unknown)
+    return inventory, state
+
+
 def test_not_synced_is_unknown_until_the_first_list(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
     """Until the first list succeeds the state is Unknown with the API error; after it, known."""
-    seed(double)
-    double.fail(500, resource="nodes")
-    inventory = start(sync=False)
-    eventually(lambda: log.events("kubernetes_watch_failed", "nodes"), bool)
+    inventory, state = unlisted(double, start, log, 500, "nodes")
     assert not inventory.synced
     assert not inventory.wait_synced(0.05)
-    state = inventory.workload(NS, "llama")
-    assert isinstance(state, Unknown)
     assert state.reason == (
         "Kubernetes inventory unavailable: nodes not listed yet"
         " (HTTP 500 Internal Server Error: injected fault 500)"
@@ -447,12 +456,7 @@ def test_keda_missing_says_so(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog
 ) -> None:
     """A 404 on ScaledObjects gives an Unknown that asks whether KEDA is installed."""
-    seed(double)
-    double.fail(404, resource="scaledobjects")
-    inventory = start(sync=False)
-    eventually(lambda: log.events("kubernetes_watch_failed", "scaledobjects"), bool)
-    state = inventory.workload(NS, "llama")
-    assert isinstance(state, Unknown)
+    _, state = unlisted(double, start, log, 404, "scaledobjects")
     assert "is KEDA installed?" in state.reason
 
 

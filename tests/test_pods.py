@@ -6,6 +6,7 @@ import pytest
 
 from scaler.pods import Pod, PodLifecycle, PodState
 from scaler.sim.cluster import SimulatedCluster
+from tests.helpers import SecondsClock
 
 
 def _pods(gpus: int = 4, initial: int = 2) -> PodLifecycle[Pod]:
@@ -79,17 +80,9 @@ def test_gpu_and_pending_time_are_accounted() -> None:
     assert pods.pending_pod_seconds == pytest.approx(100.0)
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_simulated_cluster_reports_the_workload_like_the_inventory() -> None:
     """The demo's cluster: Pending beyond the pool, Ready after the cold start, cold start measured."""
-    clock = _Clock()
+    clock = SecondsClock()
     cluster = SimulatedCluster(gpus_total=3, cold_start_s=20.0, initial_replicas=2, clock=clock)
     first = cluster.workload("inference", "llama")
     assert (first.ready_replicas, first.gpu_schedulable_replicas) == (2, 1)

@@ -18,16 +18,12 @@ from scaler.replay.keda import load_scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy
 from scaler.replay.trace import Trace
 
+ROOT = Path(__file__).resolve().parent.parent
 START = datetime(2026, 12, 7, tzinfo=UTC)
-# The benchmark's replica (benchmarks/cluster-70b.yaml): 5,000 prompt tokens/s, 24 slots at 18 tokens/s.
-REPLICA = ClusterConfig(
-    prefill_tokens_per_s=5000.0,
-    decode_slots=24,
-    decode_tokens_per_s_per_seq=18.0,
-    cold_start_s=180.0,
-    gpus_per_replica=2,
-    gpus_free=32,
-)
+# The benchmark's replica, read from its file so the two cannot drift: 5,000 prompt tokens/s,
+# 24 slots at 18 tokens/s, 2 GPUs, a 180 s cold start. gpus_free, which the benchmark sets per
+# trace, is pinned to the 32 GPUs these tests' pools hold.
+REPLICA = ClusterConfig.load(ROOT / "benchmarks" / "cluster-70b.yaml").with_overrides(gpus_free=32)
 FLEET = DisaggConfig(REPLICA, prefill_gpus=32, decode_gpus=32)
 
 
@@ -98,7 +94,7 @@ def test_the_clairvoyant_grows_the_pool_that_held_the_late_requests(
 
 def role_policy(role: str) -> KedaPolicy:
     """The benchmark's ScaledObject (capacities configured, 2 to 16 replicas) for one pool."""
-    so = load_scaledobject_model(Path("benchmarks/scaledobject-70b.yaml"))
+    so = load_scaledobject_model(ROOT / "benchmarks" / "scaledobject-70b.yaml")
     return KedaPolicy(f"scaler {role}", role_scaledobject(so, role, coldStartSeconds="180"))
 
 

@@ -91,6 +91,19 @@ def query(key: str, stack: Stack, **metadata: str) -> TargetQuery:
     return TargetQuery(key, parse_metadata(metadata), stack.prometheus.url)
 
 
+def read_when(
+    reader: PrometheusReader, targets: Sequence[TargetQuery], key: str, name: str, expected: float
+) -> dict[str, Readings]:
+    """The readings of ``targets``, read again until target ``key`` reads ``expected`` for ``name``:
+    the load just set has been scraped."""
+    return eventually(
+        lambda: reader.read(targets),
+        lambda got: got[key].values.get(name) == expected,
+        timeout=25,
+        every=0.25,
+    )
+
+
 def test_each_role_reads_its_own_pool_and_an_unlabelled_pod_is_decode(stack: Stack) -> None:
     """Prefill pods wait 14 and decode pods 6 (one of them unlabelled): the prefill target reads
     14 on 2 pods, the decode target 6 on 2, role both 20 on 4; one query per family serves all
@@ -103,11 +116,7 @@ def test_each_role_reads_its_own_pool_and_an_unlabelled_pod_is_decode(stack: Sta
         query("both", stack, labelSelector=SELECTOR),
     ]
     before = reader.queries
-
-    def read() -> dict[str, Readings]:
-        return reader.read(targets)
-
-    got = eventually(read, lambda g: g["both"].values.get("queue_waiting") == 20, timeout=25, every=0.25)
+    got = read_when(reader, targets, "both", "queue_waiting", 20)
     assert (reader.queries - before) % len(PRESETS["vllm"].families) == 0
     assert got["prefill"].values["queue_waiting"] == 14
     assert got["prefill"].values["requests_running"] == 8
@@ -128,12 +137,7 @@ def test_sglang_roles_are_read_by_engine_type(stack: Stack) -> None:
         query(role, stack, engine="sglang", labelSelector=selector, role=role)
         for role in ("prefill", "decode")
     ]
-    got = eventually(
-        lambda: reader.read(targets),
-        lambda g: g["prefill"].values.get("queue_waiting") == 5,
-        timeout=25,
-        every=0.25,
-    )
+    got = read_when(reader, targets, "prefill", "queue_waiting", 5)
     assert got["decode"].values["queue_waiting"] == 3
     assert got["decode"].values["replicas_reporting"] == 1
 
@@ -148,12 +152,7 @@ def test_dynamo_router_queue_is_read_per_worker_type(stack: Stack) -> None:
         query("decode", stack, **common, role="decode"),
         query("both", stack, **common),
     ]
-    got = eventually(
-        lambda: reader.read(targets),
-        lambda g: g["both"].values.get("router_queue_waiting") == 130,
-        timeout=25,
-        every=0.25,
-    )
+    got = read_when(reader, targets, "both", "router_queue_waiting", 130)
     assert got["prefill"].values["router_queue_waiting"] == 90
     assert got["decode"].values["router_queue_waiting"] == 40
 

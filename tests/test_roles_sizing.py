@@ -68,7 +68,8 @@ def slots_of(role: str, capacity: Capacity, now: Observation | None = None) -> l
     """The slots resource ``role``'s load signal builds."""
     policy = parse_metadata({"role": role}).spec
     d = demand()
-    found, _ = load.resources(policy, capacity, d, flat(ARRIVALS * PROMPT), flat(ARRIVALS * HOLD), "", now)
+    sizing = load.Sizing(policy, capacity, d, flat(ARRIVALS * PROMPT), flat(ARRIVALS * HOLD), now)
+    found, _ = load.resources(sizing, "")
     return next(r for r, _ in found if r.name == "slots")
 
 

@@ -99,6 +99,24 @@ def _target(registry: TargetRegistry, key: TargetKey) -> Target:
     return target
 
 
+def _first_decision_of_a(
+    source: FakeSource, timeout_s: float = 1.0, **options: Any
+) -> tuple[Decision | None, Log]:
+    """A new target A's first decision (None if none came within ``timeout_s``) on a runtime over
+    ``source`` with no batch delay and ``options``, and what the runtime logged; closed after."""
+    registry = _registry(A)
+    log = Log()
+    runtime = Runtime(registry, source, Clock(), batch_delay_s=0.0, log=log, **options)
+
+    async def go() -> Decision | None:
+        runtime.on_new_target(_target(registry, A))
+        decision = await runtime.first_decision(_target(registry, A), timeout_s)
+        await runtime.close()
+        return decision
+
+    return asyncio.run(go()), log
+
+
 def test_one_refresh_decides_every_target_from_one_batched_observe_and_publishes() -> None:
     """refresh_once makes one observe call for all targets and publishes each decision to every sink."""
     registry = _registry(A, B, C)
@@ -293,17 +311,8 @@ def test_new_targets_are_warmed_and_decided_in_one_batch() -> None:
 
 def test_on_the_grid_warming_steps_by_the_refresh_interval_from_the_grid_time() -> None:
     """With a grid, new targets are warmed up to the grid time in steps of the refresh interval."""
-    registry = _registry(A)
     source = FakeSource({A: 0.0})
-    runtime = Runtime(
-        registry, source, Clock(), refresh_interval_s=15.0, batch_delay_s=0.0, grid=True, settle_s=1.0
-    )
-
-    async def go() -> Decision | None:
-        runtime.on_new_target(_target(registry, A))
-        return await runtime.first_decision(_target(registry, A), 1.0)
-
-    decision = asyncio.run(go())
+    decision, _ = _first_decision_of_a(source, refresh_interval_s=15.0, grid=True, settle_s=1.0)
     grid_time = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)  # 12:00:07 less 1 s settle, floored to 15 s
     assert source.warmed == [([A], grid_time, 15.0)]
     assert decision is not None
@@ -312,17 +321,9 @@ def test_on_the_grid_warming_steps_by_the_refresh_interval_from_the_grid_time() 
 
 def test_a_failed_warm_is_logged_and_the_target_is_still_decided() -> None:
     """Warming is best effort: its failure is logged and the first decision still comes."""
-    registry = _registry(A)
     source = FakeSource({A: 30.0})
     source.warm_fail = TimeoutError("history query timed out")
-    log = Log()
-    runtime = Runtime(registry, source, Clock(), batch_delay_s=0.0, log=log)
-
-    async def go() -> Decision | None:
-        runtime.on_new_target(_target(registry, A))
-        return await runtime.first_decision(_target(registry, A), 1.0)
-
-    decision = asyncio.run(go())
+    decision, log = _first_decision_of_a(source)
     assert decision is not None
     assert decision.replicas == 3
     assert log.events == [("warning", "warm_failed", {"targets": 1, "error": "history query timed out"})]
@@ -330,19 +331,10 @@ def test_a_failed_warm_is_logged_and_the_target_is_still_decided() -> None:
 
 def test_a_failed_first_decision_is_logged_and_waiters_time_out_without_one() -> None:
     """If the first decision's observe fails, it is logged and first_decision returns None at its timeout."""
-    registry = _registry(A)
     source = FakeSource({A: 30.0})
     source.fail = ConnectionError("refused")
-    log = Log()
-    runtime = Runtime(registry, source, Clock(), batch_delay_s=0.0, log=log)
-
-    async def go() -> Decision | None:
-        runtime.on_new_target(_target(registry, A))
-        decision = await runtime.first_decision(_target(registry, A), 0.05)
-        await runtime.close()
-        return decision
-
-    assert asyncio.run(go()) is None
+    decision, log = _first_decision_of_a(source, timeout_s=0.05)
+    assert decision is None
     assert log.events == [("warning", "first_decision_failed", {"targets": 1, "error": "refused"})]
 
 

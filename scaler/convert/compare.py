@@ -138,8 +138,9 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
 ) -> int:
     from pathlib import Path
 
-    from scaler.replay.compare import compare, initial_ready, replayed, run_keda
+    from scaler.replay.compare import compare, initial_ready, replayed, run_policy
     from scaler.replay.keda import scaledobject_model
+    from scaler.replay.policies import KedaPolicy
     from scaler.replay.report import all_figures, figures, own_lines, scale_lines, static_line, table
 
     upstream = _upstream()
@@ -187,7 +188,9 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
                 return None
             name = f"old, threshold {'/'.join(f'{t:g}' for t in thresholds)}"
             advance = progress.stage(f"the old object at equal attainment: {name}", replayed(trace))
-            run = run_keda(name, scaledobject_model(doc), trace, cluster, start, initial, advance)
+            run = run_policy(
+                KedaPolicy(name, scaledobject_model(doc)), trace, cluster, start, initial, advance
+            )
             return run, figures(run, objective, None).within_objective >= goal, min(thresholds)
 
         found = cheapest_attaining(attempt)

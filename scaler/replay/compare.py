@@ -152,22 +152,6 @@ def initial_ready(search: ClairvoyantSearch, lead_s: float) -> int:
     return policy.target(0.0)
 
 
-def run_keda(
-    name: str,
-    so: ScaledObjectModel,
-    trace: Trace,
-    cfg: ClusterConfig,
-    start: datetime,
-    initial: int,
-    progress: Callable[[int], None] | None = None,
-    reference_floor: int | None = None,
-) -> RunResult:
-    """Replay the trace under a ScaledObject as KEDA and the HPA run it; the GPU-seconds its floor
-    and pre-warm windows held in ``extra`` (``scaler.replay.held``: ``reference_floor`` is the
-    clairvoyant's minReplicas)."""
-    return run_policy(KedaPolicy(name, so), trace, cfg, start, initial, progress, reference_floor)
-
-
 def run_policy(
     policy: KedaPolicy,
     trace: Trace,
@@ -177,8 +161,9 @@ def run_policy(
     progress: Callable[[int], None] | None = None,
     reference_floor: int | None = None,
 ) -> RunResult:
-    """Replay the trace under ``policy``, with the GPU-seconds its floor and windows held in ``extra``
-    (``reference_floor``: the clairvoyant's minReplicas; None, the policy's own)."""
+    """Replay the trace under ``policy`` (a ScaledObject as KEDA and the HPA run it:
+    ``KedaPolicy(name, so)``), with the GPU-seconds its floor and pre-warm windows held in ``extra``
+    (``scaler.replay.held``; ``reference_floor``: the clairvoyant's minReplicas; None, the policy's own)."""
     result = run(trace, cfg, policy, start, initial, progress=progress)
     result.extra.update(held_gpu_seconds(policy.held_log, result, cfg.gpus_per_replica, reference_floor))
     return result
@@ -254,7 +239,8 @@ def compare(
     names = " and ".join(name for name, _ in policies)
     if workers <= 1 or len(policies) <= 1:
         results = [
-            run_keda(name, so, trace, cfg, start, initial, stage(name), floor) for name, so in policies
+            run_policy(KedaPolicy(name, so), trace, cfg, start, initial, stage(name), floor)
+            for name, so in policies
         ]
         fixed = None
         if static:
@@ -265,7 +251,8 @@ def compare(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(workers, len(policies)), mp_context=context) as pool:
         futures = [
-            pool.submit(run_keda, name, so, trace, cfg, start, initial, None, floor) for name, so in policies
+            pool.submit(run_policy, KedaPolicy(name, so), trace, cfg, start, initial, None, floor)
+            for name, so in policies
         ]
         fixed = None
         if static:  # meanwhile, in this process

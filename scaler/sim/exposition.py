@@ -186,6 +186,23 @@ class Exposition:
         return "\n".join(lines) + "\n"
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """An HTTP handler that logs nothing (a test's or the demo's exporters would flood stderr) and
+    sends a whole body with its length: what every loopback server here answers with."""
+
+    def send_body(self, status: int, body: bytes, content_type: str) -> None:
+        """Answer ``status`` with ``body`` of ``content_type``, its Content-Length set."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Nothing: the servers here are loopback doubles and simulators."""
+        return
+
+
 class MetricsServer:
     """``/metrics`` over HTTP from a daemon thread, with the text ``render`` returns at each scrape."""
 
@@ -198,20 +215,12 @@ class MetricsServer:
         """Start serving; returns the ``host:port`` it listens on."""
         render = self.render
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 if self.path.split("?")[0] != "/metrics":
                     self.send_error(404)
                     return
-                body = render().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
+                self.send_body(200, render().encode(), "text/plain; version=0.0.4; charset=utf-8")
 
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -210,17 +210,27 @@ class LoadNeed:
         return max((n.load_planned for n in self.needs), default=0.0)
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """What the load signal sizes the fleet for: the spec, a replica's capacity, the demand
+    measured, its forecasts (prompt tokens/s and requests in service; None where not forecast)
+    and the observation now, which today's prefill load is read from."""
+
+    spec: DeciderSpec
+    capacity: Capacity
+    demand: Demand
+    prompt: Forecast | None
+    concurrency: Forecast | None
+    now: Observation | None = None
+
+
 def resources(
-    spec: DeciderSpec,
-    capacity: Capacity,
-    demand: Demand,
-    prompt: Forecast | None,
-    concurrency: Forecast | None,
-    why: str,
-    now: Observation | None = None,
-    params: DeciderParams = DEFAULT,
+    sizing: Sizing, why: str, params: DeciderParams = DEFAULT
 ) -> tuple[list[tuple[Resource, Forecast]], list[str]]:
-    """The resources the demand can be sized on, each with its forecast, and why any other is left out."""
+    """The resources the demand can be sized on, each with its forecast, and why any other is left
+    out (``why``: why the demand is unknown, where it is)."""
+    spec, capacity, demand = sizing.spec, sizing.capacity, sizing.demand
+    prompt, concurrency, now = sizing.prompt, sizing.concurrency, sizing.now
     objective, role = spec.ttft_objective_seconds, spec.role
     out: list[tuple[Resource, Forecast]] = []
     unknown: list[str] = []
@@ -314,7 +324,7 @@ def need(
     the observation the stretch reads today's prefill load from."""
     if prompt is None and concurrency is None:
         return None
-    found, unknown = resources(spec, capacity, demand, prompt, concurrency, why, now, params)
+    found, unknown = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), why, params)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
     budget = spec.late_budget / bias
@@ -386,7 +396,7 @@ def late_now(
     (no forecast error): what the measured share over the objective is compared with."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(spec, capacity, demand, prompt, concurrency, "", now)
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "")
     if not found:
         return None
     current = [replace(r, load=r.load_now) for r, _ in found]

@@ -162,28 +162,34 @@ def propose(
         fresh = previous_waiting is None or obs.ready_replicas == 0
         persisted = waiting if fresh or previous_waiting is None else min(waiting, previous_waiting)
         replicas = ceil_replicas(persisted / target_per_replica)
-        return Proposal(
-            Signal.QUEUE,
+        return _backlog(
             replicas,
             f"{waiting:g} waiting, {persisted:g} of it also at the previous refresh, at"
             f" {target_per_replica:g} per replica (no service rate known)",
-            {Input.QUEUE_WAITING: waiting, "queue_left": persisted},
+            waiting,
+            persisted,
         )
     mu = rate.per_replica
     left = max(0.0, waiting + (served - obs.ready_replicas * mu) * lead_s)
     if left <= 0:
-        return Proposal(
-            Signal.QUEUE,
+        return _backlog(
             0,
             f"{waiting:g} waiting, cleared by the {obs.ready_replicas} Ready before a new replica could"
             f" serve ({served:.2f} served/s, {rate.how})",
-            {Input.QUEUE_WAITING: waiting, "queue_left": 0.0},
+            waiting,
+            0.0,
         )
     replicas = max(1, ceil_replicas((served + left / lead_s) / mu))
-    return Proposal(
-        Signal.QUEUE,
+    return _backlog(
         replicas,
         f"{waiting:g} waiting, {left:.0f} left after {lead_s:g}s with {obs.ready_replicas} Ready;"
         f" {served:.2f} served/s, {rate.how}",
-        {Input.QUEUE_WAITING: waiting, "queue_left": left},
+        waiting,
+        left,
     )
+
+
+def _backlog(replicas: int, why: str, waiting: float, left: float) -> Proposal:
+    """The queue signal's proposal, with the two figures it was sized from: what waits now and what
+    is left of it after the lead."""
+    return Proposal(Signal.QUEUE, replicas, why, {Input.QUEUE_WAITING: waiting, "queue_left": left})
