@@ -31,7 +31,7 @@ RUN /opt/tools/bin/python scripts/gen_proto.py
 # and that the server's modules load without the replay extra.
 RUN /opt/venv/bin/pip install --no-deps . \
  && /opt/venv/bin/pip check \
- && /opt/venv/bin/python -c "import scaler.proto.externalscaler_pb2_grpc, scaler.app" \
+ && /opt/venv/bin/python -c "import scaler.proto.externalscaler_pb2_grpc, scaler.service.app" \
  && ! /opt/venv/bin/python -c "import numpy" 2>/dev/null \
  && ! /opt/venv/bin/python -c "import ruamel.yaml" 2>/dev/null
 

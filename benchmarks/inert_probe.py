@@ -20,7 +20,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler.registry import TargetKey, TargetRegistry
+from scaler.service.registry import TargetKey, TargetRegistry
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource

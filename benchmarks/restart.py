@@ -7,7 +7,7 @@ new to the process, so each is warmed from an hour of history (``history_seconds
 first decision. A real Prometheus is filled with 75 minutes of ``--models`` vLLM models
 (``tests/fleet_history.py``: two pods each, token counters, queue, running, KV cache, TTFT and
 inter-token latency histograms, a sample every 15 s) by ``promtool tsdb create-blocks-from``.
-The serving runtime (``scaler.app.live_source`` and ``Runtime`` on the refresh grid, as
+The serving runtime (``scaler.service.app.live_source`` and ``Runtime`` on the refresh grid, as
 ``scaler serve`` wires them, its refresh loop running) then registers N targets the way KEDA's first calls do
 (``registry.resolve`` + ``on_new_target``, what the ExternalScaler service does), spread over
 the ``--spread`` seconds of KEDA's polling interval, or all at once with ``--spread 0``. Target
@@ -31,9 +31,9 @@ import urllib.request
 from typing import Any
 
 from benchmarks.harness import ROOT
-from scaler.app import live_source, wall_clock
-from scaler.registry import Target, TargetKey, TargetRegistry
-from scaler.runtime import Runtime
+from scaler.service.app import live_source, wall_clock
+from scaler.service.registry import Target, TargetKey, TargetRegistry
+from scaler.service.runtime import Runtime
 from scaler.sim.prometheus import LocalPrometheus
 from tests.fleet_history import history
 

@@ -18,12 +18,12 @@ from scaler import __version__, cliargs
 from scaler import convert as convert_cli
 from scaler import doctor as doctor_cli
 from scaler import picture as timeline_cli
-from scaler import settings as serve_settings
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.errors import is_users
 from scaler.inventory import ScaledObject
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
+from scaler.service import settings as serve_settings
 from scaler.sources.files import load_scaledobject, read_observations
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def _end(summary: dryrun.Summary, output: str) -> None:
 
 
 def _print_decisions(scaledobject: str, observations: str, output: str, trigger_index: int | None) -> int:
-    from scaler.app import dry_run_offline
+    from scaler.service.app import dry_run_offline
 
     spec = load_scaledobject(scaledobject, trigger_index)
     policy = _checked(spec)
@@ -210,7 +210,13 @@ def _print_decisions(scaledobject: str, observations: str, output: str, trigger_
 
 
 def _dry_run_live(args: argparse.Namespace) -> int:
-    from scaler.app import decider_params, decision_printer, dry_run_live, live_source, start_inventory
+    from scaler.service.app import (
+        decider_params,
+        decision_printer,
+        dry_run_live,
+        live_source,
+        start_inventory,
+    )
 
     spec = load_scaledobject(args.scaledobject, args.trigger_index)
     written = spec.metadata.get("prometheusAddress")
@@ -246,7 +252,7 @@ def _dry_run_live(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from scaler.app import serve
+    from scaler.service.app import serve
 
     settings = serve_settings.from_args(args)
     log = logs.configure(settings.log_format, settings.log_level)

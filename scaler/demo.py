@@ -39,13 +39,13 @@ from typing import Any
 
 import yaml
 
-from scaler.app import decider_params, decision_printer, dry_run_live, live_source, wall_clock
 from scaler.hpa import Hpa, Metric
 from scaler.inventory import ScaledObject
 from scaler.manifest import first_scaledobject
 from scaler.model import ClampKind, Decision, Signal
 from scaler.outputs.dryrun import Summary
-from scaler.registry import Target
+from scaler.service.app import decider_params, decision_printer, dry_run_live, live_source, wall_clock
+from scaler.service.registry import Target
 from scaler.sim.cluster import SimulatedCluster
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus

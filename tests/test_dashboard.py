@@ -17,7 +17,7 @@ import pytest
 
 from scaler.model import Inert, InertReason
 from scaler.outputs.endpoint import SERIES_BY_NAME
-from scaler.registry import TargetKey
+from scaler.service.registry import TargetKey
 from scaler.sim.prometheus import LocalPrometheus
 from tests.conftest import require_prometheus
 from tests.helpers import ScriptedSource

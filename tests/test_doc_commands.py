@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli, convert, demo, doctor, picture, settings
+from scaler import cli, convert, demo, doctor, picture
 from scaler.cli import build_parser
 from scaler.model import Signal
 from scaler.replay import cli as replay_cli
+from scaler.service import settings
 from scaler.sim.prometheus import LocalPrometheus
 from tests import k8s_double as k8s
 from tests.conftest import require_kubectl

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from scaler.cli import main
 from scaler.model import Inert, InertReason, Observation
 from scaler.outputs.collector import DecisionCollector
-from scaler.registry import TargetKey
+from scaler.service.registry import TargetKey
 from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus

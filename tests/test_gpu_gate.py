@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from scaler.model import ClampKind, Decision, Note, NoteKind
-from scaler.registry import TargetKey
+from scaler.service.registry import TargetKey
 from scaler.sources.kubernetes import KubernetesInventory, Unknown, WorkloadState
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from scaler.app import dry_run_live, live_source, wall_clock
 from scaler.inputs import Input
 from scaler.inventory import scaledobject_from_json
 from scaler.model import Decision, Inert, InertReason, Observation
 from scaler.outputs.dryrun import CompactLines, format_json
-from scaler.registry import Target, TargetKey, TargetRegistry
+from scaler.service.app import dry_run_live, live_source, wall_clock
+from scaler.service.registry import Target, TargetKey, TargetRegistry
 from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from scaler.app import wall_clock
 from scaler.model import Observation
-from scaler.registry import TargetKey
+from scaler.service.app import wall_clock
+from scaler.service.registry import TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource

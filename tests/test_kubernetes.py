@@ -18,7 +18,7 @@ from kubernetes import client, watch
 
 from scaler import inventory as scaler_inventory
 from scaler.model import Decision
-from scaler.registry import TargetKey
+from scaler.service.registry import TargetKey
 from scaler.sources import kubernetes as source
 from scaler.sources.kubernetes import (
     InventoryOptions,

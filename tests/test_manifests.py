@@ -20,7 +20,7 @@ from scaler.cli import build_parser
 from scaler.config import parse_metadata
 from scaler.decider import coldstart
 from scaler.outputs.endpoint import SERIES_BY_NAME
-from scaler.settings import from_args
+from scaler.service.settings import from_args
 from scaler.sim.prometheus import find_binary
 from tests.conftest import require_prometheus
 from tests.crd import CRD, crd_validator

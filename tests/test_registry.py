@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scaler import registry as registry_module
 from scaler.config import MetadataError, TargetPolicy, parse_metadata
 from scaler.model import Observation
-from scaler.registry import TargetKey, TargetRegistry, fingerprint
+from scaler.service import registry as registry_module
+from scaler.service.registry import TargetKey, TargetRegistry, fingerprint
 
 KEY = TargetKey("inference", "llama")
 OTHER = TargetKey("inference", "mistral")

@@ -10,13 +10,13 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from scaler.app import wall_clock
 from scaler.config import parse_metadata
 from scaler.decider.params import DeciderParams
 from scaler.model import Decision
 from scaler.presets import PRESETS
 from scaler.readings import Readings
-from scaler.registry import Target, TargetKey
+from scaler.service.app import wall_clock
+from scaler.service.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from scaler.app import wall_clock
 from scaler.model import Decision, Observation
-from scaler.registry import Target, TargetKey
+from scaler.service.app import wall_clock
+from scaler.service.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter, saturation_of

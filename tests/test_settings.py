@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scaler.cli import build_parser
-from scaler.settings import Settings, SettingsError, env_name, flag_name, from_args
+from scaler.service.settings import Settings, SettingsError, env_name, flag_name, from_args
 
 
 def serve_flags() -> set[str]:

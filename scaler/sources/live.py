@@ -20,7 +20,7 @@ from scaler.inputs import Input, InputSource, Reading
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import Observation
 from scaler.readings import Readings
-from scaler.registry import Target, TargetKey
+from scaler.service.registry import Target, TargetKey
 from scaler.sources.history import History
 from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader, TargetQuery

@@ -80,7 +80,7 @@ def fingerprint(metadata: Mapping[str, str]) -> str:
 class TargetRegistry:
     """The registered targets by key, and a bounded cache of parsed metadata. ``params``: the
     decider's constants every target's engine decides with (its ``rate_window_s`` the source's
-    PromQL rate window, ``scaler.app.decider_params``)."""
+    PromQL rate window, ``scaler.service.app.decider_params``)."""
 
     def __init__(self, idle_seconds: float = 3600.0, params: DeciderParams = DEFAULT) -> None:
         self.idle_seconds = idle_seconds

@@ -20,9 +20,9 @@ from scaler.outputs.dryrun import CompactLines, Summary, format_json, format_lin
 from scaler.outputs.endpoint import serve_metrics
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
-from scaler.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
-from scaler.runtime import Runtime
-from scaler.settings import Settings
+from scaler.service.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
+from scaler.service.runtime import Runtime
+from scaler.service.settings import Settings
 from scaler.sources.history import History
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource, WorkloadProvider
