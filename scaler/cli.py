@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, cast
 from pydantic import ValidationError
 
 from scaler import __version__, cliargs
-from scaler import convert as convert_cli
-from scaler import doctor as doctor_cli
-from scaler import picture as timeline_cli
+from scaler.adoption import convert as convert_cli
+from scaler.adoption import doctor as doctor_cli
+from scaler.adoption import timeline as timeline_cli
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.errors import is_users
 from scaler.inventory import ScaledObject

@@ -88,7 +88,7 @@ def prometheus(fleet: SimulatedFleet) -> Iterator[LocalPrometheus]:
 E2E_FIXTURES = frozenset(
     {
         "fleet",  # the simulated vLLM fleet's HTTP server (conftest)
-        "prometheus",  # Debian's Prometheus (conftest, test_picture)
+        "prometheus",  # Debian's Prometheus (conftest, test_timeline)
         "stack",  # Prometheus scraping a fleet (test_prometheus_source)
         "stand",  # Prometheus, a fleet and the scaler serving (test_dashboard)
         "scripted",  # a scripted Prometheus API over HTTP (test_faults)

@@ -11,11 +11,11 @@ import jsonschema
 import pytest
 import yaml
 
+from scaler.adoption.convert import ConvertError, convert_text
+from scaler.adoption.convert.compare import retuned_queue_triggers
+from scaler.adoption.convert.triggers import queue_conversion
 from scaler.cli import main
 from scaler.config import parse_metadata
-from scaler.convert import ConvertError, convert_text
-from scaler.convert.compare import retuned_queue_triggers
-from scaler.convert.triggers import queue_conversion
 from tests.crd import crd_errors, crd_validator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -457,7 +457,7 @@ def test_equal_attainment_takes_the_cheapest_threshold_that_attains() -> None:
     """The search halves until a run attains, tries three factors above it, keeps the cheapest."""
     from types import SimpleNamespace
 
-    from scaler.convert.compare import cheapest_attaining
+    from scaler.adoption.convert.compare import cheapest_attaining
 
     tried: list[float] = []
 
@@ -478,7 +478,7 @@ def test_equal_attainment_gives_up_at_a_threshold_of_one() -> None:
     """When no threshold down to one waiting request attains, there is no equal-attainment run."""
     from types import SimpleNamespace
 
-    from scaler.convert.compare import cheapest_attaining
+    from scaler.adoption.convert.compare import cheapest_attaining
 
     def attempt(factor: float) -> tuple[Any, bool, float]:
         return SimpleNamespace(name="x", gpu_seconds=1.0), False, max(1.0, 8 * factor)
@@ -661,7 +661,7 @@ def test_unknown_scaledobject_fields_are_refused_at_every_level(
 
 def test_every_key_of_the_queue_trigger_is_carried_or_dropped_with_a_reason() -> None:
     """Each prometheus key KEDA documents gets a report line for its trigger: where it went, or why not."""
-    from scaler.convert import PROMETHEUS_KEYS
+    from scaler.adoption.convert import PROMETHEUS_KEYS
 
     values = {
         "serverAddress": "http://prometheus:9090",

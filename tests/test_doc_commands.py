@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli, convert, demo, doctor, picture
+from scaler import cli, demo
+from scaler.adoption import convert, doctor
+from scaler.adoption import timeline as picture
 from scaler.cli import build_parser
 from scaler.model import Signal
 from scaler.replay import cli as replay_cli
@@ -146,7 +148,7 @@ HOW: dict[str, Run | By | NotRun] = {
     "kubectl apply -k manifests/": NotRun(CLUSTER),
     "kubectl apply -f converted.yaml": NotRun(CLUSTER),
     "scaler timeline --name NS/NAME --prometheus URL": By(
-        "tests/test_picture.py::test_the_decision_history_is_summed_up_and_drawn"
+        "tests/test_timeline.py::test_the_decision_history_is_summed_up_and_drawn"
     ),
     # docs/cli.md
     "scaler dry-run --scaledobject scaler/examples/scaledobject.yaml --observations"

@@ -47,7 +47,7 @@ def test_every_reader_uses_the_one_loader() -> None:
     """dry-run, replay and convert find the ScaledObject the same way (no second loader)."""
     import inspect
 
-    from scaler.convert import compare
+    from scaler.adoption.convert import compare
     from scaler.replay import keda
     from scaler.sources import files
 

@@ -10,9 +10,15 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from scaler import cliargs
-from scaler.doctor.diagnose import diagnose
-from scaler.doctor.objects import DEFAULT_MAX_GENERATION_S, Finding, Options
-from scaler.doctor.read import inert_reasons, inert_reported, read_cluster, router_queues, scraped_pods
+from scaler.adoption.doctor.diagnose import diagnose
+from scaler.adoption.doctor.objects import DEFAULT_MAX_GENERATION_S, Finding, Options
+from scaler.adoption.doctor.read import (
+    inert_reasons,
+    inert_reported,
+    read_cluster,
+    router_queues,
+    scraped_pods,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -91,9 +91,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scaler.convert.compare import replay
-    from scaler.convert.report import ConvertError, RefusedKeysError, print_report
-    from scaler.convert.rewrite import convert_text
+    from scaler.adoption.convert.compare import replay
+    from scaler.adoption.convert.report import ConvertError, RefusedKeysError, print_report
+    from scaler.adoption.convert.rewrite import convert_text
 
     try:
         text = Path(args.scaledobject).read_text()

@@ -13,7 +13,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from scaler.convert.report import Conversion, where_of
+from scaler.adoption.convert.report import Conversion, where_of
 from scaler.manifest import closest, unknown_fields
 
 # The metadata keys KEDA's prometheus scaler accepts, as its documentation lists them:

@@ -16,11 +16,11 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from scaler.adoption.convert.command import DEFAULT_SCALER_ADDRESS
+from scaler.adoption.convert.keys import unknown_keys
+from scaler.adoption.convert.report import Conversion, ConvertError, RefusedKeysError
+from scaler.adoption.convert.triggers import Triggers
 from scaler.config import MetadataError, parse_metadata
-from scaler.convert.command import DEFAULT_SCALER_ADDRESS
-from scaler.convert.keys import unknown_keys
-from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
-from scaler.convert.triggers import Triggers
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.manifest import yaml_problem
 

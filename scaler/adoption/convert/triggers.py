@@ -1,7 +1,7 @@
 """The old triggers, walked once: the queue trigger, utilisation triggers, cron windows, the rest.
 
 Each trigger becomes part of the one external trigger's metadata, is dropped with why, or
-is kept with a warning (module ``scaler.convert``'s docstring has the rules).
+is kept with a warning (module ``scaler.adoption.convert``'s docstring has the rules).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scaler.adoption.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
+from scaler.adoption.convert.report import Conversion, ConvertError, joined, where_of
 from scaler.config import FieldProblem, PrewarmWindow
-from scaler.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
-from scaler.convert.report import Conversion, ConvertError, joined, where_of
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.manifest import closest
 from scaler.matchers import MatchOp

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from scaler.doctor.objects import Cluster, Finding, Options, Severity, our_trigger, so_key
+from scaler.adoption.doctor.objects import Cluster, Finding, Options, Severity, our_trigger, so_key
 from scaler.model import InertReason
 
 SEVERITY: dict[InertReason, Severity] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from scaler.doctor.objects import (
+from scaler.adoption.doctor.objects import (
     Cluster,
     Finding,
     Options,

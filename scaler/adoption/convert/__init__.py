@@ -63,12 +63,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from scaler.convert.command import DEFAULT_SCALER_ADDRESS, add_parser, run
+from scaler.adoption.convert.command import DEFAULT_SCALER_ADDRESS, add_parser, run
 
 if TYPE_CHECKING:  # loaded on first use: ruamel.yaml is the convert extra, not in the server image
-    from scaler.convert.keys import CRON_KEYS, PROMETHEUS_KEYS
-    from scaler.convert.report import Conversion, ConvertError, RefusedKeysError
-    from scaler.convert.rewrite import convert, convert_text, dump
+    from scaler.adoption.convert.keys import CRON_KEYS, PROMETHEUS_KEYS
+    from scaler.adoption.convert.report import Conversion, ConvertError, RefusedKeysError
+    from scaler.adoption.convert.rewrite import convert, convert_text, dump
 
 _LAZY = {
     "CRON_KEYS": "keys",

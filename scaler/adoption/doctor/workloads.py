@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from scaler.doctor.objects import (
+from scaler.adoption.doctor.objects import (
     Cluster,
     Finding,
     Options,

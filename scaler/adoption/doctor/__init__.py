@@ -49,7 +49,7 @@ inert-no-series           error     the labelSelector matches no series while th
 inert-stale               error     its series exist, the last sample older than two scrape
                                     intervals
 inert-not-scraped         error     ``up == 0`` for its series' target, or Ready pods with
-                                    no series (``scaler.doctor.inert``)
+                                    no series (``scaler.adoption.doctor.inert``)
 inert-stranded            warning   a router's per-endpoint series (llm-d's in-flight gauges)
                                     for pods that are gone
 inert-held, -not-landed   warning   what a running scaler reports (``llm_scaler_inert``)
@@ -81,8 +81,8 @@ cluster and Prometheus) and ``command`` (the CLI).
 
 from __future__ import annotations
 
-from scaler.doctor.command import add_parser, format_text, run
-from scaler.doctor.diagnose import CHECKS, diagnose
-from scaler.doctor.objects import Cluster, Finding, Options
+from scaler.adoption.doctor.command import add_parser, format_text, run
+from scaler.adoption.doctor.diagnose import CHECKS, diagnose
+from scaler.adoption.doctor.objects import Cluster, Finding, Options
 
 __all__ = ["CHECKS", "Cluster", "Finding", "Options", "add_parser", "diagnose", "format_text", "run"]

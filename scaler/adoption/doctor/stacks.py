@@ -23,8 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scaler.config import CUSTOM_QUERY_KEYS
-from scaler.doctor.objects import (
+from scaler.adoption.doctor.objects import (
     Cluster,
     Finding,
     Options,
@@ -35,6 +34,7 @@ from scaler.doctor.objects import (
     so_key,
     targets_of,
 )
+from scaler.config import CUSTOM_QUERY_KEYS
 from scaler.inventory import ScaledObject, deployment_from_json
 from scaler.matchers import LabelMatcher
 from scaler.presets import NO_ROUTER, PRESETS, Kind, holds_for, queue_read, removed_in

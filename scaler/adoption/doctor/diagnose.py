@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from scaler.doctor.gpus import check_gpu_counted, check_kueue_quota
-from scaler.doctor.inert import check_inert
-from scaler.doctor.objects import Cluster, Finding, Options
-from scaler.doctor.scaling import check_bounds, check_hpas, check_scraped, check_tolerance, check_triggers
-from scaler.doctor.stacks import check_pd_roles, check_removed_metrics, check_router_queue
-from scaler.doctor.workloads import check_ingresses, check_nodes, check_pods
+from scaler.adoption.doctor.gpus import check_gpu_counted, check_kueue_quota
+from scaler.adoption.doctor.inert import check_inert
+from scaler.adoption.doctor.objects import Cluster, Finding, Options
+from scaler.adoption.doctor.scaling import (
+    check_bounds,
+    check_hpas,
+    check_scraped,
+    check_tolerance,
+    check_triggers,
+)
+from scaler.adoption.doctor.stacks import check_pd_roles, check_removed_metrics, check_router_queue
+from scaler.adoption.doctor.workloads import check_ingresses, check_nodes, check_pods
 
 CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_triggers,

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from scaler.doctor.objects import Cluster, Finding, Options, inference_deployments, so_key, targets_of
+from scaler.adoption.doctor.objects import (
+    Cluster,
+    Finding,
+    Options,
+    inference_deployments,
+    so_key,
+    targets_of,
+)
 from scaler.inventory import deployment_from_json, node_from_json, schedulable_replicas
 from scaler.inventory.dra import (
     claimtemplate_from_json,

@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from scaler.adoption.doctor.objects import Cluster, our_trigger, policy_of, so_key
+from scaler.adoption.doctor.stacks import engine_queue_only
 from scaler.cliargs import prometheus_over
-from scaler.doctor.objects import Cluster, our_trigger, policy_of, so_key
-from scaler.doctor.stacks import engine_queue_only
 from scaler.inert import Pods, layout_reasons
 from scaler.inventory import ScaledObject, Unknown, deployment_from_json, pod_from_json, workload_state
 from scaler.model import Inert
