@@ -28,8 +28,15 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
     chunked-prefill step carries the decode tokens almost for free). The pod's capacity
     is the tighter of two limits, ``prompt/P <= 1`` and ``slots busy <= decode_slots``.
 
-  Real vLLM lies between the two (docs/replay.md cites why); the scaler is not told which
-  one it runs in.
+  - ``step``: vLLM V1's scheduler step by step (``scaler.replay.stepped``): chunked prefill
+    sharing each step's token budget with the decodes, a KV cache in blocks with preemption, and
+    a step time that grows with the batch, the prompt tokens and the context, for one of the
+    replica ``profile``s taken from published vLLM measurements. ``prefill_tokens_per_s``,
+    ``decode_slots`` and ``decode_tokens_per_s_per_seq`` do not apply (the profile says what
+    the replica does), and ``waiting`` is vLLM V1's.
+
+  Real vLLM lies between the two fluid ones (docs/replay.md cites why), and ``step`` is a model
+  of it that the decider's figures are not the inputs of; the scaler is not told which it runs in.
 * **TTFT** = waiting for a slot and for the prefill queue + the prompt's prefill time.
 * **What the metrics show** (``waiting``): a request is *waiting* until it is first
   scheduled and *running* from then to its last token. When it is first scheduled is the
@@ -66,15 +73,17 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 
 from scaler.errors import InputError
 from scaler.pods import Pod, PodLifecycle, PodState
+from scaler.replay.stepped import DEFAULT_PROFILE, PROFILES, Request, Sink, StepPod
 
-Physics = Literal["shared", "separate"]
-PHYSICS: tuple[Physics, ...] = ("shared", "separate")
+Physics = Literal["shared", "separate", "step"]
+PHYSICS: tuple[Physics, ...] = ("shared", "separate", "step")
+FLUID: tuple[Physics, ...] = ("shared", "separate")  # the physics that compute a request at its arrival
 Router = Literal["none", "llm-d"]
 ROUTERS: tuple[Router, ...] = ("none", "llm-d")
 Dispatch = Literal["least-outstanding", "random", "round-robin"]
@@ -108,6 +117,7 @@ class ClusterConfig:
     waiting: Waiting = "slot"  # until when a request counts as waiting (module docstring)
     phase_histograms: bool = True  # whether the pods export queue- and prefill-time histograms
     pod_maxima: bool = True  # whether the busiest pod's running, KV cache and prefill are read
+    profile: str = DEFAULT_PROFILE  # step physics: the replica (scaler.replay.stepped.PROFILES)
 
     def __post_init__(self) -> None:
         problems = []
@@ -122,6 +132,7 @@ class ClusterConfig:
         for flag in ("phase_histograms", "pod_maxima"):
             if not isinstance(getattr(self, flag), bool):
                 problems.append(f"{flag} must be true or false, got {getattr(self, flag)!r}")
+        problems += self._profile_problems()
         seed = self.dispatch_seed
         if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
             problems.append(f"dispatch_seed must be an integer >= 0, got {seed!r}")
@@ -146,6 +157,18 @@ class ClusterConfig:
         if problems:
             raise ClusterError("; ".join(problems))
 
+    def _profile_problems(self) -> list[str]:
+        """What is wrong with the step physics' profile, if anything."""
+        if self.profile not in PROFILES:
+            return [f"profile must be one of {', '.join(PROFILES)}, got {self.profile!r}"]
+        gpus = PROFILES[self.profile].gpus
+        if self.physics == "step" and self.gpus_per_replica != gpus:
+            return [
+                f"gpus_per_replica must be {gpus} with physics step and profile {self.profile} (the"
+                f" profile's GPUs), got {self.gpus_per_replica!r}"
+            ]
+        return []
+
     @property
     def decode_tokens_per_s(self) -> float:
         """One replica's decode throughput with a full batch and no prefill."""
@@ -161,7 +184,8 @@ class ClusterConfig:
         serving model where it is not the default."""
         router = ", behind llm-d's flow control (router: llm-d)" if self.router == "llm-d" else ""
         gpus = f"{self.gpus_free} GPUs, {self.gpus_per_replica} per replica"
-        return f"{gpus}, cold start {self.cold_start_s:g}s{router}{self.serving_words()}"
+        step = f", step physics ({self.profile})" if self.physics == "step" else ""
+        return f"{gpus}, cold start {self.cold_start_s:g}s{router}{step}{self.serving_words()}"
 
     def serving_words(self) -> str:
         """The serving model where it differs from the default, as ``", ..."`` (empty for the default)."""
@@ -169,7 +193,7 @@ class ClusterConfig:
         if self.dispatch != "least-outstanding":
             seed = f" (seed {self.dispatch_seed})" if self.dispatch == "random" else ""
             words.append(f"{self.dispatch} dispatch{seed}")
-        if self.waiting == "prefill":
+        if self.waiting == "prefill" and self.physics != "step":
             words.append("waiting until its prefill starts (vLLM V1)")
         if not self.phase_histograms:
             words.append("no phase-time histograms")
@@ -199,12 +223,17 @@ class ClusterConfig:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> ClusterConfig:
-        """The defaults with these CLUSTER.yaml keys applied; ClusterError on an unknown key."""
+        """The defaults with these CLUSTER.yaml keys applied; ClusterError on an unknown key. With
+        ``physics: step`` and no ``gpus_per_replica``, a replica has its profile's GPUs."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ClusterError(f"unknown cluster keys {unknown}; known: {', '.join(sorted(known))}")
-        return cls().with_overrides(**dict(raw))
+        values = dict(raw)
+        profile = PROFILES.get(str(values.get("profile", DEFAULT_PROFILE)))
+        if values.get("physics") == "step" and "gpus_per_replica" not in values and profile is not None:
+            values["gpus_per_replica"] = profile.gpus
+        return cls().with_overrides(**values)
 
     @classmethod
     def load(cls, path: str | Path) -> ClusterConfig:
@@ -277,7 +306,10 @@ def pick(ready: Sequence[ServingPod], active: Iterable[ServingPod], now: float, 
     return first_to_be_ready(active, what)
 
 
-def first_to_be_ready(active: Iterable[ServingPod], what: str) -> ServingPod:
+PodT = TypeVar("PodT", bound=Pod)
+
+
+def first_to_be_ready(active: Iterable[PodT], what: str) -> PodT:
     """With no pod Ready, the starting one that is Ready first, where a request waits; ClusterError
     naming ``what`` when none is starting either."""
     starting = [p for p in active if p.state is PodState.STARTING]
@@ -432,3 +464,110 @@ class Cluster(PodLifecycle[ServingPod]):
     def ready_loads(self, now: float) -> list[int]:
         """Outstanding requests per Ready pod (for tests and max/avg queries)."""
         return [p.outstanding(now) for p in self.ready]
+
+
+class StepCluster(PodLifecycle[StepPod]):
+    """The fleet under one policy in the ``step`` physics: the pod lifecycle, and on every pod a vLLM
+    V1 engine (``scaler.replay.stepped``) whose events go to ``sink``. Requests must come in arrival
+    order; each pod's engine is run up to an instant before anything reads it at that instant."""
+
+    def __init__(self, config: ClusterConfig, initial_ready: int, sink: Sink, now: float = 0.0) -> None:
+        self.config = config
+        profile = PROFILES[config.profile]
+        super().__init__(
+            lambda index, t: StepPod(index, t, profile, sink),
+            config.gpus_free,
+            config.gpus_per_replica,
+            config.cold_start_s,
+            initial_ready,
+            now,
+        )
+        self._rng = random.Random(config.dispatch_seed)  # noqa: S311 - a seeded simulation, not cryptography
+        self._turn = 0
+        self._least = config.dispatch == "least-outstanding"
+        self._dispatch = config.dispatch
+
+    def _pick(self, now: float) -> StepPod:
+        ready = self.ready
+        if not ready:
+            return first_to_be_ready(self.active, "the fleet")
+        if self._dispatch == "random":
+            return ready[int(self._rng.random() * len(ready))]
+        if self._dispatch == "round-robin":
+            pod = ready[self._turn % len(ready)]
+            self._turn += 1
+            return pod
+        best = ready[0]
+        best_load = best.outstanding(now)
+        for pod in ready[1:]:
+            load = pod.outstanding(now)
+            if load < best_load:
+                best, best_load = pod, load
+        return best
+
+    def send(self, now: float, request: int, prompt_tokens: float, output_tokens: float) -> None:
+        """Request ``request`` arrives at ``now``: to a Ready pod by the dispatch (the engines run up to
+        ``now`` first where the dispatch reads them), or, with none Ready, to the first to be."""
+        if now >= self._next_event:
+            self.advance(now)
+        if self._least:  # the count each holds: only an engine whose decode run ended can have changed
+            for pod in self.ready:
+                if pod.engine.steady_until < now:
+                    pod.engine.advance(now)
+        pod = self._pick(now)
+        pod.add(Request(request, now, int(prompt_tokens), int(output_tokens)), now)
+
+    def run_engines(self, now: float) -> None:
+        """Run every serving pod's engine up to ``now``."""
+        for pod in self.ready:
+            pod.engine.advance(now)
+        for pod in self.active:
+            if pod.state is PodState.STARTING and pod.engine.busy:
+                pod.engine.advance(now)
+
+    def view(self, now: float) -> FleetView:
+        """Advance to ``now`` and return what Kubernetes and Prometheus would show of the fleet."""
+        self.advance(now)
+        self.run_engines(now)
+        pending, starting, ready = self.counts()
+        waiting = running = 0
+        for pod in self.ready + self.draining:
+            waiting += pod.waiting(now)
+            running += pod.running(now)
+        return FleetView(
+            now=now,
+            pending=pending,
+            starting=starting,
+            ready=ready,
+            draining=len(self.draining),
+            gpus_bound=self.gpus_bound,
+            gpus_free=self.config.gpus_free - self.gpus_bound,
+            waiting=waiting,
+            running=running,
+        )
+
+    def endpoints(self, now: float) -> list[tuple[int, float]]:
+        """Each Ready pod's (waiting, KV cache usage) at ``now``: what a router's picker reads."""
+        self.run_engines(now)
+        return [(pod.waiting(now), pod.kv_usage(now)) for pod in self.ready]
+
+    def next_change(self) -> float:
+        """The first instant at which ``endpoints`` can change: a busy Ready pod's next step, a pod
+        becoming Ready or going (inf: never)."""
+        nxt = self._next_event
+        for pod in self.ready:
+            engine = pod.engine
+            if engine.busy and engine.clock < nxt:
+                nxt = engine.clock
+        return nxt
+
+    def ready_loads(self, now: float) -> list[int]:
+        """Outstanding requests per Ready pod (for tests and max/avg queries)."""
+        self.run_engines(now)
+        return [p.outstanding(now) for p in self.ready]
+
+    def finish(self) -> None:
+        """Run every engine to its last request's end (the replay is over; nothing more arrives)."""
+        for pod in self.pods:
+            if pod.drained is None and pod.engine.busy:
+                pod.engine.drain()

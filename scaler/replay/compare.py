@@ -38,6 +38,7 @@ from scaler.replay.keda import ScaledObjectModel
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy
 from scaler.replay.progress import Progress
 from scaler.replay.replay import WARMUP_S, RunResult, run
+from scaler.replay.stepped import PROFILES, request_seconds
 from scaler.replay.trace import Trace
 
 BUCKET_S = 60.0
@@ -69,12 +70,19 @@ def busy_per_bucket(trace: Trace, cfg: ClusterConfig, bucket_s: float = BUCKET_S
 
     ``shared``: GPU seconds, prefill plus decode at a full batch. ``separate``: the tighter
     of prefill seconds and batch-slot seconds (prefill plus decode at the sequence's own
-    rate) over ``decode_slots``. Queueing is left out, so it is a lower bound on the need.
+    rate) over ``decode_slots``. ``step``: each request's tokens at the profile's rates, the steps'
+    base shared by an unbounded batch (``scaler.replay.stepped.request_seconds``). Queueing is left
+    out, so it is a lower bound on the need.
     """
     if len(trace) == 0:
         return np.zeros(1)
     buckets = (trace.arrivals // bucket_s).astype(np.int64)
     size = int(buckets[-1]) + 1
+    if cfg.physics == "step":
+        seconds = request_seconds(
+            PROFILES[cfg.profile], trace.prompt_tokens.tolist(), trace.output_tokens.tolist()
+        )
+        return np.bincount(buckets, weights=np.asarray(seconds), minlength=size) / bucket_s
     prefill = trace.prompt_tokens / cfg.prefill_tokens_per_s
     if cfg.physics == "shared":
         work = prefill + trace.output_tokens / cfg.decode_tokens_per_s

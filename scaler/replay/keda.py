@@ -258,6 +258,7 @@ class PodSeries:
     decode_slots: int
     kv_cache_usage_full_batch: float = 1.0  # the cluster model's KV cache usage with every slot busy
     router_queue: int = 0  # requests held in the router (llm-d's flow control), one sample
+    kv_cache_usage: Sequence[float] | None = None  # per serving pod (0-1) where known (step physics)
 
     def values(self, series: Series, per_pod: bool = False) -> list[float]:
         """The samples a query on ``series`` would return: one per pod, or per GPU for utilisation."""
@@ -268,12 +269,18 @@ class PodSeries:
         if series == Input.REQUESTS_RUNNING:
             return [float(v) for v in self.running]
         if series == Input.KV_CACHE_USAGE:
-            return [min(1.0, v / self.decode_slots * self.kv_cache_usage_full_batch) for v in self.running]
+            return self.kv_usage()
         # GPU utilisation: the fleet's busy time spread evenly over the Ready pods' GPUs.
         if self.ready == 0:
             return []
         per_gpu = min(100.0, 100.0 * self.busy_replicas / self.ready)
         return [per_gpu] * (self.ready * (1 if per_pod else self.gpus_per_replica))
+
+    def kv_usage(self) -> list[float]:
+        """Each serving pod's KV cache usage: as the step physics reads it, else from its running count."""
+        if self.kv_cache_usage is not None:
+            return [float(v) for v in self.kv_cache_usage]
+        return [min(1.0, v / self.decode_slots * self.kv_cache_usage_full_batch) for v in self.running]
 
 
 def aggregate(values: Sequence[float], how: Aggregation) -> float:

@@ -35,11 +35,12 @@ from numpy.typing import NDArray
 
 from scaler.inputs import Input, Reading
 from scaler.readings import Readings
-from scaler.replay.cluster import Cluster, ClusterConfig, FleetView, ServingPod
+from scaler.replay.cluster import Cluster, ClusterConfig, FleetView, ServingPod, StepCluster
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
 from scaler.replay.router import FlowControlRouter
 from scaler.replay.series import (
+    ITL_BUCKETS,
     RATE_WINDOW_S,
     ColdStartWatch,
     Histogram,
@@ -49,6 +50,7 @@ from scaler.replay.series import (
     bins,
     fleet_inputs,
 )
+from scaler.replay.stepped import Request, Sink, StepPod
 from scaler.replay.trace import Trace
 
 WARMUP_S = 600.0
@@ -127,10 +129,12 @@ class Ticks:
         self.gpus.append(view.gpus_bound)
 
 
-class ControlLoop:
+class ControlLoop(Sink):
     """One policy's replay of one trace: the fleet, the series it exports, the scale events and
     the ticks recorded. ``send`` hands it each request in arrival order, ``tick`` runs a control
-    tick between them (``drive``), ``result`` sums it up."""
+    tick between them (``drive``), ``result`` sums it up. In the ``step`` physics the engines tell
+    it what happens to each request as it happens (``Sink``); in the fluid ones each request's times
+    are known when it is sent."""
 
     def __init__(
         self,
@@ -151,7 +155,15 @@ class ControlLoop:
         self.ttft = Histogram(nbins)  # as the servers measure it
         self.phases = PhaseTimes(nbins) if config.phase_histograms else None
         self.user_ttft = np.full(len(timeline.arrivals), math.inf, dtype=np.float64)  # inf: never served
-        self.cluster = Cluster(config, max(policy.min_replicas, min(initial_ready, policy.max_replicas)))
+        initial = max(policy.min_replicas, min(initial_ready, policy.max_replicas))
+        self.stepped = config.physics == "step"
+        self.cluster: Cluster | StepCluster = (
+            StepCluster(config, initial, self) if self.stepped else Cluster(config, initial)
+        )
+        # The step physics' inter-token latencies (vllm:inter_token_latency_seconds), and each pod's
+        # busy seconds at the ticks of the last rate window (DCGM's utilisation).
+        self.itl = Histogram(nbins, ITL_BUCKETS) if self.stepped else None
+        self.pod_busy: dict[int, deque[tuple[float, float]]] = {}
         self.spec = len(self.cluster.active)
         # llm-d's endpoint picker with flow control in front of the pods, and its TTFT histogram.
         self.router = FlowControlRouter(self.cluster, self.serve) if config.router == "llm-d" else None
@@ -178,7 +190,11 @@ class ControlLoop:
         """Request ``i`` goes to a pod at ``sent``: its first token, the histograms, the token counters."""
         timeline = self.timeline
         prompt, output = timeline.prompts[i], timeline.outputs[i]
-        scheduled, first, end = self.cluster.assign(sent, prompt, output)
+        cluster = self.cluster
+        if isinstance(cluster, StepCluster):
+            cluster.send(sent, i, prompt, output)  # what happens to it comes back as events (Sink)
+            return
+        scheduled, first, end = cluster.assign(sent, prompt, output)
         if self.phases is not None:
             self.phases.observe(end, scheduled - sent, first - scheduled)
         user = self.user_ttft[i] = first - timeline.arrivals[i]  # as the user saw it
@@ -188,6 +204,31 @@ class ControlLoop:
             self.router_ttft.observe(row, user)
         self.tokens.prompt(first, prompt)
         self.tokens.generation(first, end, output - 1)
+
+    # ---- the step physics' events (Sink) --------------------------------------------------
+
+    def first_token(self, request: Request, t: float) -> None:
+        """A first token, sampled at ``t``: the user's TTFT, the servers' and the router's histograms,
+        the prompt tokens counted."""
+        i = request.i
+        user = self.user_ttft[i] = t - self.timeline.arrivals[i]
+        row = self.ttft.row(t)
+        self.ttft.observe(row, t - request.sent)
+        if self.router_ttft is not None:
+            self.router_ttft.observe(row, user)
+        self.tokens.prompt(t, self.timeline.prompts[i])
+
+    def finished(self, request: Request, t: float) -> None:
+        """A request ended at ``t``: its queue and prefill times observed, as vLLM observes them."""
+        if self.phases is not None and not math.isnan(request.first):
+            self.phases.observe(t, request.scheduled - request.sent, request.first - request.scheduled)
+
+    def generated(self, start: float, end: float, tokens: int, step_s: float) -> None:
+        """Tokens decoded between ``start`` and ``end``: the generation counter, one inter-token latency
+        each."""
+        self.tokens.generation(start, end, tokens)
+        if self.itl is not None:
+            self.itl.observe_spread(start, end, step_s, tokens)
 
     # ---- control ticks -------------------------------------------------------------------
 
@@ -228,19 +269,25 @@ class ControlLoop:
         series (built only when the policy reads them: ``TickInputs``). ``tokens``: the prompt and
         generated tokens per second, as ``rate(...[1m])`` reads them."""
         cfg, router = self.config, self.router
-        serving = self.cluster.ready + self.cluster.draining
-        waiting = [p.waiting(t) for p in serving]
-        running = [p.outstanding(t) - q for p, q in zip(serving, waiting, strict=True)]
+        serving: list[ServingPod] | list[StepPod]
+        if isinstance(self.cluster, StepCluster):
+            steps = serving = self.cluster.ready + self.cluster.draining
+            waiting = [p.waiting(t) for p in steps]
+            running = [p.running(t) for p in steps]
+            kvs = [p.kv_usage(t) for p in steps]
+            busy = sum(self.pod_busy_share(p, t) for p in steps)
+        else:
+            fluid = serving = self.cluster.ready + self.cluster.draining
+            waiting = [p.waiting(t) for p in fluid]
+            running = [p.outstanding(t) - q for p, q in zip(fluid, waiting, strict=True)]
+            kvs = [cfg.kv_cache_usage(r) for r in running]
+            busy = cfg.busy_fraction(*tokens)
         window = self.ttft.window(t)
-        # The KV cache's usage, the mean over the serving pods (cluster model).
-        kv = (
-            min(1.0, sum(running) * cfg.kv_cache_usage_full_batch / (len(running) * cfg.decode_slots))
-            if serving
-            else None
-        )
+        # The KV cache's usage, the mean over the serving pods.
+        kv = sum(kvs) / len(kvs) if kvs else None
         more = {
             **(self.phases.rates(window) if self.phases is not None else {}),
-            **self.busiest(serving, running, t),
+            **self.busiest(serving, running, kvs, t),
         }
         read = fleet_inputs(
             view,
@@ -255,6 +302,9 @@ class ControlLoop:
             kv,
         )
         histograms: dict[str, Mapping[float, float]] = {Reading.TTFT: self.ttft.buckets(window)}
+        if self.itl is not None:
+            histograms[Reading.ITL] = self.itl.buckets(window)
+            read[Reading.ITL_SUM] = self.itl.sum_rate(window)
         if router is not None and self.router_ttft is not None:
             # llm-d's router: its queue, its pool saturation (no endpoint is ever stale here)
             # and its TTFT histogram, queue time included, as the live source reads them.
@@ -262,19 +312,29 @@ class ControlLoop:
             read[Input.ROUTER_SATURATION] = router.saturation(t)
             read[Reading.ROUTER_STALE_ENDPOINTS] = 0.0
             histograms[Reading.ROUTER_TTFT] = self.router_ttft.buckets(window)
-        pods = PodSeries(
+        series = PodSeries(
             waiting,
             running,
-            cfg.busy_fraction(*tokens),
+            busy,
             view.ready,
             cfg.gpus_per_replica,
             cfg.decode_slots,
             cfg.kv_cache_usage_full_batch,
             0 if router is None else router.queued,
+            kvs if self.stepped else None,
         )
-        return pods, Readings(read, histograms)
+        return series, Readings(read, histograms)
 
-    def pod_prefill_rate(self, pod: ServingPod, t: float) -> float:
+    def pod_busy_share(self, pod: StepPod, t: float) -> float:
+        """The share of the rate window ``pod``'s engine spent running steps (its GPUs' utilisation)."""
+        history = self.pod_busy.setdefault(pod.index, deque())
+        history.append((t, pod.engine.busy_s))
+        while len(history) > 1 and history[1][0] <= t - RATE_WINDOW_S:
+            history.popleft()
+        then, before = history[0]
+        return min(1.0, (pod.engine.busy_s - before) / (t - then)) if t > then else 0.0
+
+    def pod_prefill_rate(self, pod: ServingPod | StepPod, t: float) -> float:
         """Seconds of prefill per second assigned to ``pod`` over the rate window up to ``t``: the
         requests in prefill there on average (Little), above 1 where its prompts queue up."""
         history = self.pod_prefill.setdefault(pod.index, deque())
@@ -284,15 +344,16 @@ class ControlLoop:
         then, before = history[0]
         return (pod.prefill_s - before) / (t - then) if t > then else 0.0
 
-    def busiest(self, serving: list[ServingPod], running: list[int], t: float) -> dict[str, float]:
+    def busiest(
+        self, serving: list[ServingPod] | list[StepPod], running: list[int], kvs: list[float], t: float
+    ) -> dict[str, float]:
         """The busiest pod's running count and KV cache, and its prefill's rate (what ``max by`` pod
         of the gauges and of ``rate(vllm:request_prefill_time_seconds_sum[1m])`` reads)."""
         if not serving or not self.config.pod_maxima:
             return {}
-        most = max(running)
         out: dict[str, float] = {
-            Input.REQUESTS_RUNNING_MAX: float(most),
-            Input.KV_CACHE_USAGE_MAX: self.config.kv_cache_usage(most),
+            Input.REQUESTS_RUNNING_MAX: float(max(running)),
+            Input.KV_CACHE_USAGE_MAX: max(kvs),
         }
         if self.phases is not None:
             out[Reading.PREFILL_TIME_SUM_MAX] = max(self.pod_prefill_rate(p, t) for p in serving)
@@ -308,6 +369,8 @@ class ControlLoop:
         gpu_seconds, pending_pod_seconds = cluster.gpu_seconds, cluster.pending_pod_seconds
         if self.router is not None:  # what the router still holds goes as the fleet left at the end frees
             self.router.release(math.inf)
+        if isinstance(cluster, StepCluster):  # every request's first token, however late
+            cluster.finish()
         ticks = self.ticks
         return RunResult(
             name=self.policy.name,

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable
 
 from scaler.decider.flowcontrol import dispatches, pool_saturation
-from scaler.replay.cluster import Cluster
+from scaler.replay.cluster import Cluster, StepCluster
 
 
 class FlowControlRouter:
@@ -43,7 +43,7 @@ class FlowControlRouter:
     times never go back.
     """
 
-    def __init__(self, cluster: Cluster, send: Callable[[int, float], None]) -> None:
+    def __init__(self, cluster: Cluster | StepCluster, send: Callable[[int, float], None]) -> None:
         self.cluster = cluster
         self.send = send
         self.held: deque[int] = deque()  # requests waiting in the router, oldest first

@@ -41,18 +41,21 @@ from numpy.typing import NDArray
 from scaler.decider.coldstart import ColdStart, PodTimes
 from scaler.decider.coldstart import measure as measure_cold_start
 from scaler.inputs import Input, Reading
-from scaler.presets.engines import VLLM_TTFT_BUCKETS
+from scaler.presets.engines import VLLM_ITL_BUCKETS, VLLM_TTFT_BUCKETS
 from scaler.replay.trace import Trace
 
 RATE_WINDOW_S = 60  # rate(...[1m])
 HIST_BIN_S = 5  # time resolution of the simulated histograms
 TTFT_BUCKETS = (*VLLM_TTFT_BUCKETS, math.inf)  # vLLM's vllm:time_to_first_token_seconds buckets, +Inf last
+ITL_BUCKETS = (*VLLM_ITL_BUCKETS, math.inf)  # vLLM's vllm:inter_token_latency_seconds buckets, +Inf last
 
 
-def cumulative_buckets(counts: NDArray[np.int64], window_s: float) -> dict[float, float]:
+def cumulative_buckets(
+    counts: NDArray[np.int64], window_s: float, bounds: Sequence[float] = TTFT_BUCKETS
+) -> dict[float, float]:
     """Per-bucket counts over a window as ``sum(rate(..._bucket[window]))`` reads them: cumulative
     ``le`` rates, per second."""
-    return dict(zip(TTFT_BUCKETS, (np.cumsum(counts) / window_s).tolist(), strict=True))
+    return dict(zip(bounds, (np.cumsum(counts) / window_s).tolist(), strict=True))
 
 
 def bins(horizon_s: float) -> int:
@@ -80,9 +83,13 @@ class TokenCounters:
             self.prompt_bin[int(t)] += tokens
 
     def generation(self, start: float, end: float, tokens: float) -> None:
-        """``tokens`` generated evenly from ``start`` to ``end``."""
-        if tokens <= 0 or end <= start:
+        """``tokens`` generated evenly from ``start`` to ``end`` (from the first second not read yet, where
+        ``start`` is before it: what was read is not read again)."""
+        start = max(start, float(self.done))
+        if tokens <= 0:
             return
+        if end <= start:
+            end = start + 1.0
         rate = tokens / (end - start)
         if int(start) < self.nbins - 1:
             self.gen_diff[int(start)] += rate
@@ -123,21 +130,39 @@ class Binned:
 
 
 class Histogram(Binned):
-    """A TTFT histogram over time: per row, the count in each bucket and the sum (seconds)."""
+    """A latency histogram over time (vLLM's TTFT buckets unless others are given): per row, the count
+    in each bucket and the sum (seconds)."""
 
-    def __init__(self, nbins: int) -> None:
+    def __init__(self, nbins: int, bounds: Sequence[float] = TTFT_BUCKETS) -> None:
         super().__init__(nbins)
-        self.counts = np.zeros((self.rows, len(TTFT_BUCKETS)), dtype=np.int64)
+        self.bounds = tuple(bounds)
+        self.counts = np.zeros((self.rows, len(self.bounds)), dtype=np.int64)
         self.sums = np.zeros(self.rows, dtype=np.float64)
 
     def observe(self, row: int, value: float) -> None:
         """One observation of ``value`` seconds in ``row``."""
-        self.counts[row, bisect.bisect_left(TTFT_BUCKETS, value)] += 1
+        self.counts[row, bisect.bisect_left(self.bounds, value)] += 1
         self.sums[row] += value
+
+    def observe_spread(self, start: float, end: float, value: float, count: int) -> None:
+        """``count`` observations of ``value`` seconds made evenly from ``start`` to ``end``."""
+        column = bisect.bisect_left(self.bounds, value)
+        first, last = self.row(start), self.row(end)
+        if first == last or end <= start:
+            self.counts[last, column] += count
+            self.sums[last] += value * count
+            return
+        left = count
+        for row in range(first, last + 1):
+            share = min(end, (row + 1) * HIST_BIN_S) - max(start, row * HIST_BIN_S)
+            n = left if row == last else min(left, round(count * share / (end - start)))
+            self.counts[row, column] += n
+            self.sums[row] += value * n
+            left -= n
 
     def buckets(self, window: slice) -> dict[float, float]:
         """The buckets' rates over ``window``, as ``sum(rate(..._bucket[1m]))``."""
-        return cumulative_buckets(self.counts[window].sum(axis=0), RATE_WINDOW_S)
+        return cumulative_buckets(self.counts[window].sum(axis=0), RATE_WINDOW_S, self.bounds)
 
     def sum_rate(self, window: slice) -> float:
         """The rate of the histogram's ``_sum`` over ``window``."""
