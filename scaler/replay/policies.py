@@ -20,6 +20,7 @@ import bisect
 import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from scaler.config import parse_metadata
 from scaler.decider.engine import Engine
@@ -45,6 +46,14 @@ ROUTER_READS = frozenset(
 # The signals of this scaler that read demand; the floor and the pre-warm windows are the user's.
 DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN)
 HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default
+
+
+class Decides(Protocol):
+    """What a ScaledObject's external trigger runs: this scaler's ``Engine``, or the reference policy
+    (``scaler.replay.reference``)."""
+
+    def decide(self, observation: Observation) -> Decision:
+        """The decision for one refresh."""
 
 
 class TickInputs:
@@ -133,7 +142,7 @@ class KedaPolicy:
         external = scaledobject.external
         # This scaler's trigger: its metadata parsed, and the engine deciding under it.
         self.target_policy = parse_metadata(external.metadata) if external else None
-        self.engine = Engine(self.target_policy.spec) if self.target_policy else None
+        self.engine: Decides | None = Engine(self.target_policy.spec) if self.target_policy else None
         self.refresh_s = refresh_s
         self.hpa_sync_s = hpa_sync_s
         # Ticks may start before the trace's second 0 (the warm-up): the first one acts.
