@@ -181,8 +181,9 @@ class Input(StrEnum):
             _P,
             doc=(
                 "From the TTFT histogram's buckets (exact at the bucket bounds, log-linear between them; "
-                "`scaler/histogram.py`). What the load model's bias is measured against. Absent for "
-                "`engine: custom` (its queries give quantiles only)."
+                "`scaler/histogram.py`). What the capacity scale is calibrated against "
+                "(scaler/decider/calibration.py). Absent for `engine: custom` (its queries give quantiles "
+                "only)."
             ),
         ),
     )

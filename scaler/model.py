@@ -179,8 +179,8 @@ class ForecastRecord:
     requests/s (``scaler.decider.demand``); the prompt tokens/s and sequences in service planned one cold
     start ahead and their margins, the errors at the objective's percentile (0.2: 20%,
     ``scaler.decider.forecast``); the replicas busy now and at the horizon and the late share
-    expected (``scaler.decider.signals.load``); the model's bias (measured over modelled late share,
-    ``scaler.decider.engine``)."""
+    expected (``scaler.decider.signals.load``); the scale of the model's capacities the measured
+    objective calibrated (``scaler.decider.calibration``)."""
 
     arrivals_per_s: float | None = None
     prompt_tokens_per_s: float | None = None
@@ -190,7 +190,7 @@ class ForecastRecord:
     busy_replicas_now: float | None = None
     busy_replicas_at_horizon: float | None = None
     late_expected: float | None = None
-    model_bias: float | None = None
+    capacity_scale: float | None = None
 
     def to_json(self) -> dict[str, float]:
         """The figures computed (None left out), by field name."""

@@ -136,11 +136,21 @@ def test_every_slot_busy_with_requests_waiting_measures_the_slots_without_a_kv_g
 
 
 def test_slots_from_a_saturated_router_and_from_an_exported_max_num_seqs() -> None:
-    """A router that stops dispatching at saturation says each replica holds what it runs now; an
-    exported max_num_seqs is the slots, unless the KV cache says fewer."""
+    """A router that holds requests (it stopped dispatching at saturation) says each replica holds what
+    it runs now, whether its saturation gauge is read or dropped for a stale endpoint; an exported
+    max_num_seqs is the slots, unless the KV cache says fewer."""
     gated = CapacityModel(parse_metadata({}).spec)
-    run(gated, [steady(i, running=64.0, kv=0.8, router_saturation=1.02) for i in range(3)])
+    run(
+        gated,
+        [
+            steady(i, running=64.0, kv=0.8, router_saturation=1.02, router_queue_waiting=30.0)
+            for i in range(3)
+        ],
+    )
     assert gated.capacity().slots == pytest.approx(16.0)  # not 64 / 4 / 0.8 = 20: the router's limit
+    stale = CapacityModel(parse_metadata({}).spec)
+    run(stale, [steady(i, running=64.0, kv=0.8, router_queue_waiting=30.0) for i in range(3)])
+    assert stale.capacity().slots == pytest.approx(16.0)  # the gauge dropped, the queue still read
     # Below saturation the KV reading holds the router's threshold: its flow control sends a replica
     # nothing more once the cache is 80% used, so 48 / 4 / 0.6 = 20 sequences fit, 16 are given.
     below = CapacityModel(parse_metadata({"router": "llm-d", "inferencePool": "pool"}).spec)

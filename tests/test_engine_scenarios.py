@@ -159,14 +159,15 @@ def test_the_target_never_falls_while_the_queue_grows_and_new_replicas_are_not_r
 
 
 def test_a_one_poll_spike_buys_nothing_while_a_sustained_one_does() -> None:
-    """315 waiting at one poll, gone at the next: no replica. Arrivals 2x for a cold start: replicas."""
+    """315 waiting at one poll, gone at the next: no replica (the target does not change at all, let
+    alone twice). Arrivals 2x for a cold start: replicas."""
     engine = engine_for(LLAMA)
     fleet = FleetModel()
     quiet = walk(engine, fleet, T0, [5.0] * 40, 4)[-1].replicas
     t = T0 + 40 * STEP
     spike = engine.decide(fleet.observe(t, 5.0, 4, queue_waiting=315))
     after = engine.decide(fleet.observe(t + STEP, 5.0, 4))
-    assert spike.proposals[Signal.QUEUE] == 0  # cleared by the Ready replicas in time
+    assert Signal.QUEUE not in spike.proposals  # the backlog is the load signal's, in its one proposal
     assert spike.replicas == quiet
     assert after.replicas == quiet
     sustained = walk(engine, fleet, t + 2 * STEP, [10.0] * 12, 4)
@@ -389,8 +390,8 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
     """Capacities configured 4x too high (20,000 prompt tokens/s and 1,728 generated tokens/s a
     replica) while 2 Ready replicas serve 2 requests/s between them and 400 stay waiting: the model
     says 2 replicas clear it, the fleet says otherwise. From the second refresh that sees it, the
-    queue signal asks for what the observed 1 request/s a replica drains within one more cold start,
-    ceil((2 + 400 / 180) / 1) = 5, and says it is the safety net."""
+    load signal's one proposal is at least what the observed 1 request/s a replica drains within one
+    more cold start, ceil((2 + 400 / 180) / 1) = 5, and says it is the safety net."""
     metadata = {
         **LLAMA,
         "promptTokensPerSecondPerReplica": "20000",
@@ -415,8 +416,8 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
     decisions = [engine.decide(refresh(i)) for i in range(3)]
     assert decisions[0].replicas < 5  # one refresh is not yet an alarm
     second = decisions[1]
-    assert second.binding is Signal.QUEUE
-    assert "safety net" in second.signal_reasons[Signal.QUEUE]
+    assert second.binding is Signal.LOAD
+    assert "safety net" in second.signal_reasons[Signal.LOAD]
     assert second.replicas == math.ceil((2.0 + 400.0 / 180.0) / 1.0) == 5
     # Without the net the same fleet is judged to clear its queue: nothing more is asked.
     from scaler.decider.params import DeciderParams

@@ -280,9 +280,11 @@ def test_decode_bound_traffic_over_the_itl_objective_raises_decode_and_leaves_pr
 
 
 def test_prompt_bound_traffic_raises_prefill_and_leaves_decode(stack: Stack) -> None:
-    """Prompts of 2,000 tokens at 20 a second on the prefill pool, 80 of them waiting: 40,000 tokens
-    a second at 10,000 a replica need more than 4 replicas; the decode pool, as light as before,
-    stays at its floor, its own queue empty."""
+    """Prompts of 2,000 tokens at 20 a second on the prefill pool's two pods, 80 of them waiting, each
+    1.5 s in prefill: 15 prompts in prefill at once on a pod (chunked prefill shares each step among
+    them), so a pod computes 20,000 tokens a second, all of it busy. The 40,000 offered and the 80
+    waiting need more than the two: the prefill pool rises to at least 4; the decode pool, as light
+    as before, stays at its floor, its own queue empty."""
     source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window=f"{WINDOW_S}s"))
     ts = targets(prefill={"role": "prefill"}, decode={"role": "decode"})
     heavy = PodLoad(waiting=80, running=8, prompt_tokens_per_s=40000, requests_per_s=20, ttft_seconds=1.5)
@@ -290,7 +292,10 @@ def test_prompt_bound_traffic_raises_prefill_and_leaves_decode(stack: Stack) -> 
     stack.pools(heavy, light_decode)
     wait_until(lambda: settled(stack, heavy, light_decode), timeout_s=60)
     decisions = [refresh(source, ts) for _ in range(3)]
-    assert min(d["prefill"].replicas for d in decisions) >= 5
+    assert min(d["prefill"].replicas for d in decisions) >= 4
+    capacity = decisions[-1]["prefill"].capacity
+    assert capacity is not None
+    assert capacity.prefill_tokens_per_s == pytest.approx(20000, rel=0.02)
     assert {d["decode"].replicas for d in decisions} == {2}
     assert decisions[-1]["decode"].observation.queue_waiting == 0
     assert decisions[-1]["prefill"].observation.queue_waiting == 80

@@ -5,14 +5,8 @@
 
 (``scaler.config.engine_for(metadata)`` does the first line at an edge.)
 
-``decide`` is a short pipeline of named steps, each a pure module:
-
-    observe   -> demand     offered work, never capped by the fleet       (scaler.decider.demand)
-              -> capacity   what one replica holds, measured              (scaler.decider.capacity)
-              -> forecast   demand one cold start ahead, with its margin  (scaler.decider.forecast)
-              -> need       replicas per resource, the largest binds      (scaler.decider.signals.load)
-              -> combine    every signal's proposal, the largest wins     (scaler.decider.signals.table)
-              -> clamp      maxReplicas, the GPU inventory, the HPA       (scaler.decider.combine)
+``decide`` is the pipeline of ``scaler.decider``'s docstring, each step a module that owns its own
+state: the engine holds each step's state and hands it back, and nothing else.
 
 The engine never reads the wall clock: ``Observation.now`` is the only time it knows. Equal
 observations in equal order give equal decisions, which is what lets several scaler
@@ -22,58 +16,44 @@ replicas answer alike and a restarted one rebuild its state from Prometheus hist
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import replace
 
-from scaler.decider import coldstart
+from scaler.decider import calibration, coldstart
 from scaler.decider.capacity import CapacityModel
 from scaler.decider.combine import combine
 from scaler.decider.demand import Demand, DemandReader, with_router_queue
-from scaler.decider.forecast import Forecast, Forecaster
+from scaler.decider.forecast import Forecast, Forecasts
 from scaler.decider.held import InertMonitor
 from scaler.decider.landing import LandingMonitor
 from scaler.decider.params import DEFAULT, DeciderParams
+from scaler.decider.signals import last_known
 from scaler.decider.signals import load as load_signal
 from scaler.decider.signals import queue as queue_signal
 from scaler.decider.signals.context import SignalInputs
 from scaler.decider.signals.table import propose_all
 from scaler.decider.spec import DeciderSpec
 from scaler.inputs import Input
-from scaler.model import Capacity, Decision, ForecastRecord, Lead, Note, NoteKind, Observation, Signal
+from scaler.model import Decision, ForecastRecord, Lead, Note, NoteKind, Observation, Proposal, Signal
 
 __all__ = ["Decision", "Engine", "Observation"]
 
-_DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD)
-# The inputs demand is read from. The queue always counts; the prompt rate counts once a prompt
-# capacity is configured and the running count once a generation capacity is (the configuration
-# says the engine reads them); any of them counts once it has been seen for this target (an
-# engine that never exports one does not depend on it). While one that counts is missing the
-# load abstains and last_known holds the target.
-DEMAND_INPUTS = (Input.QUEUE_WAITING, Input.PROMPT_TOKENS_PER_S, Input.REQUESTS_RUNNING, Input.REQUESTS_PER_S)
-
 
 class Engine:
-    """One target's decision state: demand reader, capacity model, two forecasters, landing monitor."""
+    """One target's decision state: each step's own (module docstring)."""
 
     def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT) -> None:
         self.params = params
         self._spec = spec
-        self._demand = DemandReader(params.rate_window_s, params.offered_demand)
-        self.capacity = CapacityModel(spec, params)
-        self._prompt = Forecaster(params)  # offered prompt tokens per second (scaler.decider.demand)
-        self._concurrency = Forecaster(params)  # offered sequences in service
-        self._seen: set[str] = {Input.QUEUE_WAITING}
-        self._last_demand: int | None = None
-        self._last_fresh: float | None = None
-        self._previous_waiting: float | None = None
-        self._last_load: int | None = None  # the load signal's last answer: where its search starts
-        self._alarmed = False  # the backlog outran the Ready replicas at the previous refresh
-        self._measured_late = 0.0  # exponential averages of the measured and modelled late shares
-        self._modelled_late = 0.0
-        self._bias_t: float | None = None
-        self._landing = LandingMonitor()
-        self._inert = InertMonitor()  # why the target cannot act, put on each decision (scaler.decider.held)
+        self.demand = DemandReader(params.rate_window_s, params.offered_demand)  # offered demand
+        self.capacity = CapacityModel(spec, params)  # what one replica holds, measured
+        self.forecasts = Forecasts(params)  # the demand one lead ahead and its errors
+        self.inputs = last_known.Inputs()  # the inputs it depends on, the last complete demand
+        self.backlog = queue_signal.Backlog()  # the queue at the last refresh, the safety net's alarm
+        self.calibration = calibration.Calibration()  # the scale the objective's measurement sets
+        self.load = load_signal.LoadState()  # where the load signal's search starts
+        self.landing = LandingMonitor()  # whether the last target landed
+        self.inert = InertMonitor()  # why the target cannot act (scaler.decider.held)
 
     @property
     def spec(self) -> DeciderSpec:
@@ -95,17 +75,18 @@ class Engine:
         """
         points = list(history)
         routed = [with_router_queue(obs) for obs in points]
-        for obs in routed:  # the inputs that exist: a running process has seen them (``_missing``)
-            self._seen.update(name for name in DEMAND_INPUTS if getattr(obs, name) is not None)
-        complete = [i for i, obs in enumerate(routed) if not self._missing(obs)]
-        served = self._landing, self._inert  # what was served is watched on; the history's decision is not
-        self._landing, self._inert = LandingMonitor(), InertMonitor()
+        self.inputs = last_known.seen_in(self.inputs, routed)  # a running process has seen them
+        complete = [
+            i for i, obs in enumerate(routed) if not last_known.watch(self.inputs, obs, self._spec)[1]
+        ]
+        served = self.landing, self.inert  # what was served is watched on; the history's decision is not
+        self.landing, self.inert = LandingMonitor(), InertMonitor()
         for i, obs in enumerate(points):
             if complete and i == complete[-1]:
                 self.decide(obs)  # learns it too; sets the last complete demand and when it was
             else:
                 self._learn(routed[i])
-        self._landing, self._inert = served
+        self.landing, self.inert = served
         return len(points)
 
     def lead(self, obs: Observation) -> tuple[float, str]:
@@ -113,162 +94,135 @@ class Engine:
         measured = coldstart.ColdStart(obs.cold_start_samples, obs.cold_start_seconds, None, None)
         return coldstart.lead(self._spec.cold_start_seconds, measured)
 
-    def forecast_quantile(self) -> float:
-        """The quantile of the forecast's errors a decision shows as its margin: the percentile."""
-        return self._spec.quantile
-
-    def _missing(self, obs: Observation) -> list[str]:
-        """The demand inputs this target depends on that are missing now (``DEMAND_INPUTS``)."""
-        for name in DEMAND_INPUTS:
-            if getattr(obs, name) is not None:
-                self._seen.add(name)
-        expected = set(self._seen)
-        if self._spec.prompt_tokens_per_second_per_replica is not None:
-            expected.add(Input.PROMPT_TOKENS_PER_S)
-        if self._spec.generation_tokens_per_second_per_replica is not None:
-            expected.add(Input.REQUESTS_RUNNING)
-        return [name for name in DEMAND_INPUTS if name in expected and getattr(obs, name) is None]
-
     def _learn(self, obs: Observation) -> Demand:
         """What every observation teaches, decided on or not: demand, capacity and forecasts."""
-        t = obs.timestamp
         lead, _ = self.lead(obs)
-        demand = self._demand.read(obs)
+        demand = self.demand.read(obs)
         self.capacity.observe(obs, demand)
-        if demand.prompt_tokens_per_s is not None:
-            self._prompt.update(t, demand.prompt_tokens_per_s, lead)
-        if demand.concurrency is not None:
-            self._concurrency.update(t, demand.concurrency, lead)
+        self.forecasts.update(obs.timestamp, demand.prompt_tokens_per_s, demand.concurrency, lead)
         return demand
 
-    def _learn_bias(
-        self,
-        obs: Observation,
-        capacity: Capacity,
-        demand: Demand,
-        prompt: Forecast | None,
-        concurrency: Forecast | None,
-    ) -> float:
-        """The model's bias: the measured share of late first tokens over the modelled one, each an
-        exponential average over ``learning_time_constant_s`` (a ratio of averages: the measured share of
-        one rate window is a handful of requests, mostly none late and now and then many)."""
-        if not self.params.model_bias:
-            return 1.0
-        t, measured, ready = obs.timestamp, obs.ttft_over_objective, obs.ready_replicas
-        last, self._bias_t = self._bias_t, t
-        if measured is not None and ready and last is not None and self.capacity.steady:
-            modelled = load_signal.late_now(self._spec, capacity, demand, prompt, concurrency, ready, obs)
-            if modelled is not None:
-                weight = min(1.0, (t - last) / self.params.learning_time_constant_s)
-                self._measured_late += weight * (measured - self._measured_late)
-                self._modelled_late += weight * (modelled - self._modelled_late)
-        floor = self._spec.late_budget * self.params.bias_floor
-        # Only an optimistic model is corrected. Loosening a pessimistic one too (down to half the
-        # budget's tightening) was measured in the one-run ablation (BENCHMARKS.md) and changed
-        # nothing beyond 0.02 points and 0.005x in any serving model or capacity condition: a
-        # window's measured share is mostly zero on a fleet that meets its objective, so there is
-        # little to learn from it, and it was removed.
-        return max(1.0, (self._measured_late + floor) / (self._modelled_late + floor))
-
-    def _forecasts(self, quantile: float, capacity: Capacity) -> tuple[Forecast | None, Forecast | None]:
-        """The prompt and concurrency forecasts, each miss counted against the larger of its plan
-        and what the floor's replicas hold (``scaler.decider.forecast``)."""
+    def _forecast(
+        self, capacity_prefill: float | None, slots: float | None
+    ) -> tuple[Forecast | None, Forecast | None]:
+        """The two forecasts, each miss counted against the larger of its plan and what the floor's
+        replicas hold (``scaler.decider.forecast``)."""
         floor = self._spec.min_replicas if self.params.errors_against_floor else 0
-        prompt = self._prompt.forecast(quantile, floor * (capacity.prefill_tokens_per_s or 0.0))
-        concurrency = self._concurrency.forecast(quantile, floor * math.floor(capacity.slots or 0.0))
-        return prompt, concurrency
-
-    def _backlog_alarm(self, obs: Observation, demand: Demand) -> str | None:
-        """Why the backlog outran the Ready replicas at this refresh and the previous one, arming the
-        queue signal's safety net (``scaler.decider.signals.queue``), or None."""
-        spec = self._spec
-        alarm = queue_signal.backlog_alarm(obs, demand, spec.ttft_objective_seconds, spec.late_budget)
-        before, self._alarmed = self._alarmed, alarm is not None
-        return alarm if before and self.params.backlog_net else None
+        return self.forecasts.forecast(
+            self._spec.quantile, floor * (capacity_prefill or 0.0), floor * float(int(slots or 0.0))
+        )
 
     def decide(self, observed: Observation) -> Decision:
-        """observe -> demand -> capacity -> forecast -> need -> combine -> clamp (module docstring)."""
-        spec = self._spec
-        obs = with_router_queue(observed)  # the decision records what was observed
+        """The pipeline (``scaler.decider``): observe, demand, capacity, forecast, calibration, size,
+        propose, combine, watch."""
+        spec, params = self._spec, self.params
+        obs = with_router_queue(
+            observed
+        )  # the router's queue is demand; the decision records what was observed
         t = obs.timestamp
-        previous_waiting = self._previous_waiting
-        missing = self._missing(obs)
+        self.inputs, missing = last_known.watch(self.inputs, obs, spec)
         demand = self._learn(obs)
-        self._previous_waiting = obs.queue_waiting
-        if not missing:
-            self._last_fresh = t
         horizon, lead_source = self.lead(obs)
-        capacity = self.capacity.capacity()
-        q = self.forecast_quantile()
-        prompt_f, concurrency_f = self._forecasts(q, capacity)
+        previous_waiting = self.backlog.waiting
+        self.backlog, alarm = queue_signal.watch(
+            self.backlog, obs, demand, spec.ttft_objective_seconds, spec.late_budget
+        )
+        if not params.backlog_net:
+            alarm = None
+        measured = self.capacity.capacity()
+        prompt_f, concurrency_f = self._forecast(measured.prefill_tokens_per_s, measured.slots)
         unknown = "; ".join(f"{m}: {obs.missing.get(m, 'no data')}" for m in missing)
-        # A stale forecast is not a proposal: while a demand input is missing the load
-        # abstains and last_known holds the last complete demand instead.
-        load, bias = None, None
+        # A stale forecast is not a proposal: while a demand input is missing the load abstains and
+        # last_known holds the last complete demand instead.
+        load, scale, capacity = None, None, measured
         if not any(m != Input.QUEUE_WAITING for m in missing):
-            bias = self._learn_bias(obs, capacity, demand, prompt_f, concurrency_f)
+            seen = calibration.Refresh(obs, measured, demand, prompt_f, concurrency_f)
+            self.calibration = calibration.calibrate(
+                self.calibration, seen, spec, params, self.capacity.steady
+            )
+            scale = self.calibration.scale
+            capacity = calibration.scaled(measured, scale)
+            drain: float | None = None
+            if params.backlog_in_load:
+                drain = queue_signal.drain_per_s(obs, capacity, demand, previous_waiting, horizon, spec.role)
             load = load_signal.need(
                 spec,
                 capacity,
                 demand,
-                prompt_f,
-                concurrency_f,
+                load_signal.plus(prompt_f, (drain or 0.0) * (demand.prompt_tokens_per_request or 0.0)),
+                load_signal.plus(concurrency_f, (drain or 0.0) * (demand.time_in_service_s or 0.0)),
                 unknown or "no data yet",
-                self._last_load,
-                bias,
+                self.load.hint,
+                None,
                 obs,
-                self.params,
+                params,
             )
             if load is not None and load.binding is not None:
-                self._last_load = load.replicas
-        inputs = SignalInputs(
-            spec=spec,
-            observation=obs,
-            horizon_s=horizon,
-            demand=demand,
-            capacity=capacity,
-            load=load,
-            load_unknown=f"inputs missing: {unknown}" if unknown else "no demand measured yet",
-            previous_waiting=previous_waiting,
-            last_demand=self._last_demand,
-            missing=tuple(missing),
-            backlog_alarm=self._backlog_alarm(obs, demand),
-            params=self.params,
+                self.load = load_signal.LoadState(load.replicas)
+                load = replace(load, backlog=drain is not None)
+                if params.backlog_in_load and alarm is not None:
+                    load = load_signal.with_net(load, queue_signal.safety_net(obs, demand, horizon), alarm)
+        proposals = propose_all(
+            SignalInputs(
+                spec=spec,
+                observation=obs,
+                horizon_s=horizon,
+                demand=demand,
+                capacity=capacity,
+                load=load,
+                load_unknown=f"inputs missing: {unknown}" if unknown else "no demand measured yet",
+                previous_waiting=previous_waiting,
+                last_demand=self.inputs.last_demand,
+                missing=tuple(missing),
+                backlog_alarm=alarm,
+                params=params,
+            )
         )
-        proposals = propose_all(inputs)
+        decision = self._combined(
+            observed, proposals, missing, unknown, demand, (prompt_f, concurrency_f), load
+        )
+        decision = replace(decision, forecast=replace(decision.forecast, capacity_scale=scale))
+        decision = replace(decision, lead=Lead(horizon, lead_source), capacity=capacity)
+        self.landing.remember(decision.replicas)
+        checked = load is not None and load.checks > 0  # the plan behind it has been checked a lead on
+        self.calibration = calibration.planned(
+            self.calibration, t, horizon, decision.proposals.get(Signal.LOAD), checked
+        )
+        self.inputs = last_known.remember(self.inputs, missing, proposals)
+        return self.inert.judge(decision)
+
+    def _combined(
+        self,
+        observed: Observation,
+        proposals: list[Proposal],
+        missing: list[str],
+        unknown: str,
+        demand: Demand,
+        forecasts: tuple[Forecast | None, Forecast | None],
+        load: load_signal.LoadNeed | None,
+    ) -> Decision:
+        """The proposals combined and clamped (``scaler.decider.combine``), with the notes on the
+        inputs and on landing, and the record of what was forecast and sized."""
+        t, complete_at = observed.timestamp, self.inputs.complete_at
         notes: list[Note] = []
         if missing:
             notes.append(Note(NoteKind.INPUTS_MISSING, f"inputs missing: {unknown}"))
-        if self._last_fresh is not None and missing:
-            notes.append(Note(NoteKind.INPUTS_AGE, f"inputs last complete {t - self._last_fresh:.0f}s ago"))
-
-        sized = load is not None and bool(load.needs)
-        forecast = ForecastRecord(
+        if complete_at is not None and missing:
+            notes.append(Note(NoteKind.INPUTS_AGE, f"inputs last complete {t - complete_at:.0f}s ago"))
+        prompt_f, concurrency_f = forecasts
+        sizes = load is not None and bool(load.needs)
+        record = ForecastRecord(
             arrivals_per_s=demand.arrivals_per_s,
             prompt_tokens_per_s=None if prompt_f is None else prompt_f.planned,
             prompt_tokens_per_s_margin=None if prompt_f is None else prompt_f.margin,
             concurrency=None if concurrency_f is None else concurrency_f.planned,
             concurrency_margin=None if concurrency_f is None else concurrency_f.margin,
-            busy_replicas_now=load.busy_now if load is not None and sized else None,
-            busy_replicas_at_horizon=load.busy_planned if load is not None and sized else None,
-            late_expected=load.late if load is not None and sized else None,
-            model_bias=bias,
+            busy_replicas_now=load.busy_now if load is not None and sizes else None,
+            busy_replicas_at_horizon=load.busy_planned if load is not None and sizes else None,
+            late_expected=load.late if load is not None and sizes else None,
         )
-
-        landing = self._landing.observe(observed)
+        landing = self.landing.observe(observed)
         if landing is not None and landing.reason not in ("landed", "in_flight"):
             notes.append(Note(NoteKind.NOT_LANDED, f"not landed: {landing.explanation}"))
-        decision = replace(
-            combine(
-                proposals, observed, spec, notes, forecast, capacity, Lead(horizon, lead_source), landing
-            ),
-            inputs_complete_at=self._last_fresh,
-        )
-        self._landing.remember(decision.replicas)
-        decision = self._inert.judge(decision)
-        demand_asks = [
-            p.replicas for p in proposals if p.signal in _DEMAND_SIGNALS and p.replicas is not None
-        ]
-        if demand_asks and not missing:
-            self._last_demand = max(demand_asks)
-        return decision
+        decision = combine(proposals, observed, self._spec, notes, record, None, None, landing)
+        return replace(decision, inputs_complete_at=complete_at)

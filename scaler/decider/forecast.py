@@ -213,3 +213,29 @@ def _conformal(ascending: Sequence[float], quantile: float) -> float:
         return 0.0
     rank = math.ceil((len(ascending) + 1) * quantile)
     return max(0.0, ascending[min(rank, len(ascending)) - 1])
+
+
+class Forecasts:
+    """The two series the load signal sizes on, each a ``Forecaster``: the offered prompt tokens per
+    second and the offered sequences in service (``scaler.decider.demand``)."""
+
+    def __init__(self, params: DeciderParams = DEFAULT) -> None:
+        self.params = params
+        self.prompt = Forecaster(params)
+        self.concurrency = Forecaster(params)
+
+    def update(self, t: float, prompt: float | None, concurrency: float | None, horizon_s: float) -> None:
+        """Feed each series its value at ``t`` (None: unknown, not fed)."""
+        if prompt is not None:
+            self.prompt.update(t, prompt, horizon_s)
+        if concurrency is not None:
+            self.concurrency.update(t, concurrency, horizon_s)
+
+    def forecast(
+        self, quantile: float, floor_prompt: float, floor_concurrency: float
+    ) -> tuple[Forecast | None, Forecast | None]:
+        """Both forecasts, each miss counted against the larger of its plan and what the floor's
+        replicas hold (``floor_*``: module docstring; 0 where that is not counted)."""
+        return self.prompt.forecast(quantile, floor_prompt), self.concurrency.forecast(
+            quantile, floor_concurrency
+        )

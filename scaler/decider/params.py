@@ -32,16 +32,17 @@ class DeciderParams:
     """Seconds of forecast errors the load signal sizes against: an hour holds 240 checks at 15 s
     refreshes, enough for a 99.5% quantile, and forgets a different traffic regime within the hour."""
     learning_time_constant_s: float = 1800.0
-    """Seconds the slow learners average over: the measured share of late first tokens against the
-    modelled one (the model's bias), and how prefill slows decoding. Half an hour of refreshes:
-    slow enough that a burst's misses (which the forecast errors hold) do not move them, fast
-    enough to learn a router, a service-time spread or an engine the model does not know."""
-    bias_floor: float = 0.1
-    """Late shares below a tenth of the objective's budget count as that tenth, measured and
-    modelled alike: a fleet far from its objective says nothing about the model's bias."""
-    capacity_weight: float = 0.1
-    """Weight of one refresh's measurement of a replica's capacity (an exponential average over
-    about ten refreshes, 2.5 minutes at 15 s): one noisy rate window moves it by a tenth."""
+    """Seconds the slow learners average over: how prefill slows decoding and the batch the ITL
+    objective allows (``scaler.decider.capacity``). Half an hour of refreshes: slow enough that a
+    burst does not move them, fast enough to learn an engine the configuration did not describe."""
+    calibration_time_constant_s: float = 300.0
+    """Seconds: how fast the measured objective moves the scale of the model's capacities
+    (``scaler.decider.calibration``): five minutes of refreshes that all say the model is off by a
+    factor move it most of the way; one refresh's handful of late first tokens, little."""
+    capacity_time_constant_s: float = 150.0
+    """Seconds a replica's measured capacities (and the dispatch's spread) are averaged over: ten
+    15 s refreshes, so one noisy rate window moves them by a tenth, and a changed replica is learned
+    within minutes. Every average of the decider follows one rule, ``w = 1 - exp(-dt / tau)``."""
     kv_min_usage: float = 0.25
     """Least mean KV-cache usage from which running sequences over usage measure the batch slots:
     below, a few sequences' share of the cache is mostly noise (sequence lengths vary)."""
@@ -75,9 +76,6 @@ class DeciderParams:
     """Numerics: above this many servers Erlang C is the Halfin-Whitt approximation (within a few
     percent there, O(1)) instead of the recurrence (one step per server): thousands of slots for
     each of 1,000 ScaledObjects would otherwise cost seconds per refresh."""
-    bisection_steps: int = 40
-    """Numerics: halvings of the bracket when a mean TTFT is inverted into a prefill time:
-    2^-40 of a second is far below what the TTFT can show."""
 
     # ---- switches: each mechanism can be turned off, for the ablation (BENCHMARKS.md); never
     # metadata. True everywhere but in benchmarks/decision_quality.py --ablation.
@@ -108,8 +106,10 @@ class DeciderParams:
     """Shrink the forecast errors by the share a window's Poisson scatter explains."""
     queueing_headroom: bool = True
     """Size each resource by the queueing model's late share (off: just above its load)."""
-    model_bias: bool = True
-    """Correct the queueing model by the measured late share over the modelled one."""
+    calibration: bool = True
+    """Scale the model's capacities by the measured objective (``scaler.decider.calibration``)."""
+    backlog_in_load: bool = True
+    """Size the backlog in the load signal's one proposal (off: the queue signal proposes it)."""
     queue_signal: bool = True
     """The queue signal proposes (off: it abstains, and the backlog has no signal of its own)."""
     size_slots: bool = True

@@ -78,7 +78,7 @@ def late_share(
     """P(wait > allowance) in an M/M/c queue: the share of arrivals that wait longer than ``allowance_s``.
 
     ``hold_s`` is the mean time a server is held. *Example*: ``late_share(72, 60, 12, 1.75)``
-    = ``erlang_c(72, 60) x exp(-12 x 1.75 / 12)`` = 3.8%.
+    = ``erlang_c(72, 60) x exp(-12 x 1.75 / 12)`` = ``0.0895 x 0.174`` = 1.56%.
     """
     if load <= 0:
         return 0.0

@@ -110,10 +110,10 @@ FORECAST_SERIES: dict[str, tuple[str, str]] = {
         "llm_scaler_expected_late_ratio",
         "Share of first tokens the load signal expects over ttftObjectiveSeconds at its proposal.",
     ),
-    "model_bias": (
-        "llm_scaler_model_bias_ratio",
-        "Measured share of late first tokens over the modelled one, averaged over half an hour (1: none;"
-        " only an optimistic model is corrected).",
+    "capacity_scale": (
+        "llm_scaler_capacity_scale_ratio",
+        "What the measured objective multiplies the model's per-replica capacities by before the fleet is"
+        " sized (1: the model as measured; above 1 it was pessimistic, below optimistic).",
     ),
 }
 

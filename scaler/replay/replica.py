@@ -15,7 +15,8 @@ ScaledObject's trigger (its capacity keys left out, so that nothing configured i
 warmed over the history's points one at a time (``Engine.warm``), and its ``Capacity`` record is
 read after each (``scaler.decider.capacity``):
 
-    prefill_tokens_per_s = Capacity.prefill_tokens_per_s   the mean TTFT while nobody waited
+    prefill_tokens_per_s = Capacity.prefill_tokens_per_s   the prefill-time histogram, else the mean
+                                                           TTFT while nobody waited (a lower bound)
     decode_slots         = Capacity.slots                  running over the KV cache's usage
     physics              = shared where Capacity.decode_slowdown >= 0.5, else separate
                            (the nearer of the cluster model's two: slowdown 1 and 0)
@@ -72,10 +73,10 @@ LABELS = {
     "gpus_per_replica": "GPUs per replica",
 }
 HOW = {
-    "prefill_tokens_per_s": "the mean TTFT while nobody waited, scaler/decider/capacity.py",
-    "decode_slots": "the requests running against the KV cache's usage, scaler/decider/capacity.py",
+    "prefill_tokens_per_s": "the decider's prefill reading, scaler/decider/capacity/prefill.py",
+    "decode_slots": "the requests running against the KV cache's usage, scaler/decider/capacity/slots.py",
     "decode_tokens_per_s_per_seq": "tokens generated over the sequences decoding, by Little's law",
-    "physics": "how much decoding slowed while prompts were computed, scaler/decider/capacity.py",
+    "physics": "how much decoding slowed while prompts were computed, scaler/decider/capacity/slowdown.py",
 }
 TRIGGER_KEYS = {
     "prefill_tokens_per_s": "promptTokensPerSecondPerReplica",

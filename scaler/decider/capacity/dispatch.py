@@ -13,9 +13,11 @@ far above it as the largest of ``N`` draws of the Poisson scatter of a replica's
                                                        mean = running / ready
     e(N)   = the expected largest of N standard normal draws (Blom: Phi^-1((N - 3/8) / (N + 1/4)))
 
-so ``spread`` is near 0 under a pooling dispatch and near 1 at random. It is averaged (by
-``capacity_weight`` a refresh) over steady refreshes with at least 2 Ready replicas and a
-sequence each on average, and the fleet is read as pooled while the average is below
+so ``spread`` is near 0 under a pooling dispatch and near 1 at random. It is averaged (over
+``capacity_time_constant_s``) over steady refreshes with at least 2 Ready replicas and a
+sequence each on average, with room (at the engines' cap every replica runs the cap, whatever the
+dispatch: a random dispatch at its cap would read pooled), and the fleet is read as pooled while the
+average is below
 ``DeciderParams.pooled_spread``. Until it is measured the fleet is taken as pooled where a router
 that dispatches to the least loaded replica is named (``router: llm-d``) or while the busiest
 replica's count may still come; where a steady fleet's running count is read but never the busiest
@@ -34,7 +36,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from scaler.decider.capacity.saturation import Saturation
+from scaler.decider.capacity.saturation import Bound, Saturation
 from scaler.decider.params import DeciderParams
 from scaler.model import Observation
 
@@ -73,10 +75,15 @@ class Dispatch:
             return True
         return False if self.unread else None
 
-    def observe(self, obs: Observation, saturation: Saturation) -> None:
-        """Learn from one steady refresh where the busiest replica's running count is read."""
+    def observe(self, obs: Observation, saturation: Saturation, weight: float) -> None:
+        """Learn from one steady refresh with room (requests do not wait on every replica) where the
+        busiest replica's running count is read; ``weight`` is its share of the time constant. At the
+        engines' cap every replica runs the cap, however the requests were dispatched: such a refresh
+        says nothing of the dispatch."""
         ready, running, busiest = obs.ready_replicas, obs.requests_running, obs.requests_running_max
         if not (saturation.steady and saturation.drained and ready and ready >= COMPARED):
+            return
+        if saturation.bound is not Bound.ROOM:
             return
         if running is None or running < ready:
             return
@@ -85,6 +92,5 @@ class Dispatch:
             return
         mean = running / ready
         spread = (busiest - mean) / (math.sqrt(mean) * expected_largest(ready))
-        weight = self.params.capacity_weight
         self.spread = spread if self.spread is None else self.spread + weight * (spread - self.spread)
         self.samples += 1

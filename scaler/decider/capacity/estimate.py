@@ -6,15 +6,16 @@ Three shapes, each a small value the figures' estimators (``prefill``, ``slots``
 * ``Estimate``: a figure measured again and again, kept as an exponential average in log space
   (a reading of twice the estimate moves it as far up as one of half moves it down):
 
-      ln x <- ln x + w (ln reading - ln x)        w: DeciderParams.capacity_weight
+      ln x <- ln x + w (ln reading - ln x)        w = 1 - exp(-dt / capacity_time_constant_s)
 
   with a configured starting point that stands until the first reading. *Example*: 5,000
-  configured, readings of 10,000 at w = 0.1: 5,359 after one, 9,012 after 18.
+  configured, readings of 10,000 every 15 s (w = 0.095 over 150 s): 5,336 after one, 9,012 after 19.
 * ``Ceiling``: a figure the readings can only show from below (what a replica was seen to run
   while its batch was full: it never runs more than its cap), so a higher reading is taken at
   once and a lower one moves it by ``w``. *Example*: 24, then a reading of 28: 28; then 20: 27.1.
-* ``Line``: an exponentially weighted least-squares line ``y = a + b x``, fitted once ``x`` has
-  spread; the decode slowdown and the inter-token latency are read from one each.
+* ``Line``: an exponentially weighted least-squares line ``y = a + b x`` (the same weight, over
+  ``learning_time_constant_s``), fitted once ``x`` has spread; the decode slowdown and the
+  inter-token latency are read from one each.
 """
 
 from __future__ import annotations

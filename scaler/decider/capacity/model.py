@@ -16,6 +16,8 @@ before it (read only where the engine exports no prefill time), then each figure
 
 from __future__ import annotations
 
+import math
+
 from scaler.decider.capacity.dispatch import Dispatch
 from scaler.decider.capacity.itl import ItlSlots
 from scaler.decider.capacity.prefill import PrefillRate
@@ -62,11 +64,6 @@ class CapacityModel:
         """The Ready replicas have not changed for a rate window: the rates were served by them."""
         return self._last.steady
 
-    @property
-    def saturation(self) -> Saturation:
-        """The last refresh's classification (``scaler.decider.capacity.saturation``)."""
-        return self._last
-
     def itl_slots(self) -> float | None:
         """The sequences per replica within ``itlObjectiveSeconds`` (``scaler.decider.capacity.itl``)."""
         return self._itl.value(self.slots.figure()[0])
@@ -98,13 +95,25 @@ class CapacityModel:
         )
 
     def observe(self, obs: Observation, demand: Demand) -> None:
-        """Learn from one refresh (call once per refresh, in time order): classify, then each figure."""
+        """Learn from one refresh (call once per refresh, in time order): classify, then each figure.
+        Each average weighs the refresh by ``1 - exp(-dt / tau)`` (``dt`` since the last refresh): the
+        capacities over ``capacity_time_constant_s``, the fitted lines over
+        ``learning_time_constant_s``."""
         t = obs.timestamp
-        saturation = self._last = self._saturation.read(obs, demand, self.prefill.measured)
-        self.prefill.observe(obs, demand, saturation)
-        self.slots.observe(obs, saturation)
-        self._dispatch.observe(obs, saturation)
         last, self._last_t = self._last_t, t
-        weight = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
-        self._slowdown.observe(obs, demand, saturation, self.prefill.value, weight)
-        self._itl.observe(obs, self.slots.figure()[0], saturation.steady, weight)
+        fast = (
+            1.0
+            if last is None
+            else 1.0 - math.exp(-max(0.0, t - last) / self.params.capacity_time_constant_s)
+        )
+        slow = (
+            1.0
+            if last is None
+            else 1.0 - math.exp(-max(0.0, t - last) / self.params.learning_time_constant_s)
+        )
+        saturation = self._last = self._saturation.read(obs, demand, self.prefill.measured)
+        self.prefill.observe(obs, demand, saturation, fast, slow)
+        self.slots.observe(obs, saturation, fast)
+        self._dispatch.observe(obs, saturation, fast)
+        self._slowdown.observe(obs, demand, saturation, self.prefill.value, slow)
+        self._itl.observe(obs, self.slots.figure()[0], saturation.steady, slow)

@@ -14,7 +14,13 @@ from the first of these that it has (``p`` the prompt tokens per request over th
 
 1 and 2 are what a request sees: with chunked prefill sharing steps with decode, scheduling and
 tokenisation, the *effective* rate, which is what both the objective's allowance
-(``ttftObjectiveSeconds - p / P``) and the prefill's capacity are. 3 reads the capacity where
+(``ttftObjectiveSeconds - p / P``) and the prefill's capacity are. Where more than one prompt is
+in prefill at once on a replica (the prefill's busy share ``b`` above 1,
+``scaler.decider.capacity.saturation``: chunked prefill computes chunks of several prompts in one
+step), each is computed at its share of
+the replica's rate, so 1 reads ``P = b x p / prefill time``: the replica is not slower, it is
+shared. *Example*: 1,155-token prompts taking 0.35 s each with two in prefill at once on average
+(``b`` 2.0): 6,600 tokens/s each, 13,200 a replica. 3 reads the capacity where
 the fleet shows it (``scaler.decider.capacity.saturation``: requests wait on every replica behind
 prompts); it counts replicas whose queue emptied within the window too, so it is a bound from
 below, tight when every replica is saturated. 4 needs no model at all: a request's first token
@@ -24,9 +30,10 @@ on a fleet steady for a rate window. No dispatch and no spread of service times 
 model of the queue inverted from the mean TTFT would blame a slower prefill for every wait the
 model did not foresee (per-replica queues, heavy-tailed prompts).
 
-The phase times measure ``P`` itself: each such reading moves the estimate by ``capacity_weight``
-in log space (``Estimate``). 3 and 4 are bounds from below, so one above the estimate raises it at
-once (the replica was seen that fast). Below it, 3 lowers it by ``capacity_weight`` (a saturated
+The phase times measure ``P`` itself: each such reading moves the estimate by its weight over
+``capacity_time_constant_s`` in log space (``Estimate``). 3 and 4 are bounds from below, so one
+above the estimate raises it at once (the replica was seen that fast). Below it, 3 lowers it at the
+same weight (a saturated
 fleet is seen serving that much, so a configured rate above it is corrected within minutes), and
 4 only slowly, as an exponential average over ``learning_time_constant_s`` (a busier window reads
 less of the same replica: the lightest of the last half hour reads most).
@@ -66,7 +73,6 @@ class PrefillRate:
         self.method = "configured" if configured is not None else ""
         self.bounds = Estimate(None)  # the bound readings alone (3 and 4), for ``measured``
         self._timed = False  # a phase-time reading was taken
-        self._last_t: float | None = None  # the last refresh that gave a reading
 
     @property
     def value(self) -> float | None:
@@ -93,7 +99,10 @@ class PrefillRate:
         )
         if self.params.phase_times:
             if prefill_s:
-                return prompt / prefill_s, PREFILL_TIME
+                # Several prompts in prefill at once (chunked prefill: a step holds chunks of all of
+                # them) share the replica, each computed at its share of the rate (module docstring).
+                overlap = max(1.0, saturation.prefill_busy or 0.0)
+                return overlap * prompt / prefill_s, PREFILL_TIME
             if queue_s is not None and ttft_s is not None and ttft_s > queue_s:
                 return prompt / (ttft_s - queue_s), TTFT_LESS_QUEUE
         ready, rate = obs.ready_replicas, obs.prompt_tokens_per_s
@@ -103,22 +112,22 @@ class PrefillRate:
             return prompt / ttft_s, IDLE_TTFT
         return None
 
-    def observe(self, obs: Observation, demand: Demand, saturation: Saturation) -> None:
-        """Learn from one refresh (in time order)."""
+    def observe(
+        self, obs: Observation, demand: Demand, saturation: Saturation, fast: float, slow: float
+    ) -> None:
+        """Learn from one refresh (in time order); ``fast`` and ``slow`` are its weights over the
+        capacity's and the slow learners' time constants."""
         if not self.params.measure_capacity:
             return
         found = self.reading(obs, demand, saturation)
         if found is None:
             return
         value, self.method = found
-        t, last = obs.timestamp, self._last_t
-        self._last_t = t
         if self.method not in BOUNDS:
             self._timed = True
-            self.estimate.measure(value, self.params.capacity_weight)
+            self.estimate.measure(value, fast)
             return
-        slow = 1.0 if last is None else min(1.0, (t - last) / self.params.learning_time_constant_s)
-        down = self.params.capacity_weight if self.method == PREFILL_BOUND else slow
+        down = fast if self.method == PREFILL_BOUND else slow
         for estimate, lower in ((self.estimate, down), (self.bounds, slow)):
             current = estimate.value
             estimate.measure(value, 1.0 if current is None or value > current else lower)

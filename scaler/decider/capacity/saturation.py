@@ -26,7 +26,10 @@ spike may wait for anything):
     busy <  prefill_bound_share   SLOTS     requests wait for a batch slot
     busy unknown                  UNKNOWN   nothing is learned that needs the cause
 
-and without requests waiting on every replica, ROOM. A fleet whose Ready replicas changed within
+and without requests waiting on every replica, ROOM. Where the engine times its phases, a request
+counts as waiting only where the mean queue time is at least the mean prefill time (it waited behind
+others): vLLM V1 counts a request as waiting until a step admits it, so with long steps a replica
+with room always shows one or two waiting for the step under way. A fleet whose Ready replicas changed within
 a rate window, or within a time in service (a scale-up's new replicas are empty while queues stay
 on the old ones; a scale-down's removed replicas still run what they hold, counted in
 ``running``), is UNSETTLED: its rates and counts do not describe the replicas that are Ready.
@@ -69,13 +72,7 @@ class Saturation:
     prefill_busy: float | None  # the prefill's busy share per Ready replica (module docstring)
     busy_from: str  # how the busy share was read ("prefill-time histogram", "prefill estimate", "")
     settled: bool = False  # steady for a time in service too: queues a scale-up left are gone
-    queued: bool = False  # someone waited at this refresh and at the previous one
     busiest_prefill: float | None = None  # the busiest replica's requests in prefill (phase times)
-
-    def describe(self) -> str:
-        """The classification in words, for a decision's capacity line."""
-        busy = "" if self.prefill_busy is None else f", prefill busy {self.prefill_busy:.2f}"
-        return f"{self.bound.value}{busy}"
 
 
 class SaturationReader:
@@ -86,7 +83,6 @@ class SaturationReader:
         self._ready_since: tuple[int, float] | None = None  # (Ready replicas, since when)
         self._shrunk_at: float | None = None
         self._everywhere = False  # requests waited on every replica at the previous refresh
-        self._queued = False  # someone waited at the previous refresh
         self._waited = True  # anyone waited at the previous refresh (or none was seen yet)
 
     def read(self, obs: Observation, demand: Demand, prefill_rate: float | None) -> Saturation:
@@ -95,7 +91,6 @@ class SaturationReader:
         t, ready, waiting = obs.timestamp, obs.ready_replicas, obs.queue_waiting
         waited, self._waited = self._waited, bool(waiting)
         before, self._everywhere = self._everywhere, False
-        queued_before, self._queued = self._queued, bool(waiting)
         if ready is None or ready < 1:
             self._ready_since = None
             return Saturation(Bound.UNSETTLED, False, True, False, None, "")
@@ -110,7 +105,11 @@ class SaturationReader:
         drained = self._shrunk_at is None or t - self._shrunk_at > in_service
         idle = waiting == 0 and not waited
         busy, busy_from = self._busy(obs, demand, ready, prefill_rate)
-        everywhere = waiting is not None and waiting >= ready
+        # Requests wait on every replica, and longer than a prompt takes to compute: behind others, not
+        # for the step under way to end (vLLM V1 counts a request waiting until a step admits it).
+        queue_s, prefill_s = obs.queue_time_mean_seconds, obs.prefill_time_mean_seconds
+        behind = queue_s is None or prefill_s is None or not self.params.phase_times or queue_s >= prefill_s
+        everywhere = waiting is not None and waiting >= ready and behind
         self._everywhere = everywhere
         if not (settled and drained):
             bound = Bound.UNSETTLED
@@ -125,8 +124,7 @@ class SaturationReader:
         else:
             bound = Bound.SLOTS
         busiest = obs.prefill_busy_max if self.params.phase_times else None
-        queued = bool(waiting) and queued_before
-        return Saturation(bound, steady, drained, idle, busy, busy_from, settled, queued, busiest)
+        return Saturation(bound, steady, drained, idle, busy, busy_from, settled, busiest)
 
     def _busy(
         self, obs: Observation, demand: Demand, ready: int, prefill_rate: float | None

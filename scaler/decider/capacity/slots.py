@@ -31,8 +31,8 @@ Two things bound a replica's batch, and each is read where it shows:
   (``scaler.decider.capacity.saturation``), the cache below ``kv_full_usage``, and the running count the
   same to within one sequence as at the previous refresh (a hard cap holds every replica at
   exactly it; a half-full fleet's count moves with its traffic): ``S_cap = running / ready``.
-  While llm-d's router reads its pool saturated it stops dispatching, and each replica holds all
-  it will be given: ``running / ready`` too.
+  While llm-d's router holds requests it has stopped dispatching (its pool reads saturated), and
+  each replica holds all it will be given: ``running / ready`` too.
 
   A replica never runs more than its cap, so a higher reading is taken at once (``Ceiling``), and
   so is any refresh's busiest replica (or, from sums, the mean) running more than the cap read
@@ -108,12 +108,13 @@ class BatchSlots:
     def cap_reading(self, obs: Observation, saturation: Saturation) -> float | None:
         """This refresh's reading of the engine's cap (module docstring), or None."""
         ready, running, kv = obs.ready_replicas, obs.requests_running, obs.kv_cache_usage
+        busiest, fullest = obs.requests_running_max, obs.kv_cache_usage_max
+        # What the next refresh compares with, remembered whatever this one reads.
         previous, self._previous = self._previous, (ready or 0, running or 0.0)
+        busiest_before, self._busiest = self._busiest, busiest
         if not (ready and running and saturation.settled and self.params.slot_cap):
             return None
         share, full = self.params.prefill_bound_share, self.params.kv_full_usage
-        busiest, fullest = obs.requests_running_max, obs.kv_cache_usage_max
-        busiest_before, self._busiest = self._busiest, busiest
         slot_bound = saturation.bound is Bound.SLOTS
         if busiest is not None and fullest is not None:
             prefill = saturation.busiest_prefill
@@ -126,20 +127,22 @@ class BatchSlots:
         plateau = previous is not None and previous[0] == ready and abs(running - previous[1]) <= 1
         return running / ready if slot_bound and (kv is None or kv < full) and plateau else None
 
-    def observe(self, obs: Observation, saturation: Saturation) -> None:
-        """Learn from one refresh (in time order)."""
+    def observe(self, obs: Observation, saturation: Saturation, weight: float) -> None:
+        """Learn from one refresh (in time order); ``weight`` is its share of the capacity's time
+        constant (``scaler.decider.capacity.estimate``)."""
         if obs.slots_per_replica:
             self.exported = obs.slots_per_replica
         ready, running, kv = obs.ready_replicas, obs.requests_running, obs.kv_cache_usage
         cap = self.cap_reading(obs, saturation)
         if not ready or not running or not saturation.drained:
             return
-        weight = self.params.capacity_weight
         measure = self.params.measure_capacity
         per_replica = running / ready
         if measure and kv is not None and kv >= self.params.kv_min_usage:
             self.cache.measure(per_replica / kv * self.gate, weight)
-        gated = obs.router_saturation is not None and obs.router_saturation >= 1.0
+        # The router holds requests: it stopped dispatching because its pool reads saturated. Its queue
+        # is read whatever its endpoints' freshness (the saturation gauge is dropped while one is stale).
+        gated = bool(obs.router_queue_waiting)
         if measure and gated:
             self.cap_method = ROUTER_GATED
             self.cap.measure(per_replica, weight)

@@ -15,14 +15,15 @@ expected late is
     slots    N x S servers, load = concurrency,           each held the time in service
     allowance = ttftObjectiveSeconds - prompt / P           the wait the objective leaves
 
-    load     = fewest N with late(N) <= (1 - ttftObjectivePercentile / 100) / bias
+    load     = fewest N with late(N) <= 1 - ttftObjectivePercentile / 100
 
 Both resources are read as one queue over the fleet (M/M/c) where the dispatch pools the
 replicas (a router that sends a request to the least loaded replica: llm-d's endpoint picker,
 Dynamo's); where it is measured not to (``scaler.decider.capacity.dispatch``: a Kubernetes Service spreads
 connections at random), as ``N`` queues of one replica's servers, each with ``1/N`` of the load.
-``bias`` (``scaler.decider.engine``) corrects the model where the measured share of late first tokens
-says it is wrong. So the headroom is neither a
+The capacities are the measured ones times the scale the objective's own measurement calibrates
+(``scaler.decider.calibration``): the model gives the shape, the measurement the level. So the
+headroom is neither a
 utilisation target nor a margin added to one: a fleet whose forecast has missed by 40% now and
 then needs room for that, one whose forecast has been right does not, and a small fleet of
 slow-decoding replicas needs more room than a large fleet of fast ones (a request that holds a
@@ -84,7 +85,8 @@ from dataclasses import dataclass, replace
 from scaler.decider.demand import Demand
 from scaler.decider.forecast import Forecast
 from scaler.decider.params import DEFAULT, DeciderParams
-from scaler.decider.queueing import late_share
+from scaler.decider.queueing import erlang_c, late_share
+from scaler.decider.signals.queue import Net
 from scaler.decider.spec import DeciderSpec
 from scaler.decider.units import FLOAT_SLACK, PERCENT
 from scaler.model import Capacity, Observation, Proposal, Signal
@@ -160,6 +162,41 @@ class Resource:
                 break
         return total / weight
 
+    def wait_quantile(self, replicas: int, quantile: float) -> float:
+        """The wait the model gives this resource's ``quantile`` of requests with ``replicas`` at the
+        demand's level now: ``h / (c - a) x ln(C(c, a) / (1 - q))`` (0 where fewer than ``1 - q``
+        wait at all; infinite at or beyond the servers)."""
+        if replicas < 1:
+            return math.inf if self.load_now > 0 else 0.0
+        servers = replicas * self.per_replica if self.pooled else self.per_replica
+        load = self.load_now if self.pooled else self.load_now / replicas
+        c = math.floor(servers)
+        if load <= 0:
+            return 0.0
+        if load >= c:
+            return math.inf
+        waits = erlang_c(c, load)
+        tail = 1.0 - quantile
+        if waits <= tail or self.hold_s <= 0:
+            return 0.0
+        return self.hold_s / (c - load) * math.log(waits / tail)
+
+    def waiting(self, replicas: int) -> float:
+        """The requests the model expects waiting for this resource with ``replicas`` at the demand's
+        level now (Erlang's mean queue, ``C(c, a) x a / (c - a)``; every replica alike where each is
+        its own queue); infinite at or beyond the servers."""
+        if replicas < 1:
+            return math.inf if self.load_now > 0 else 0.0
+        servers = replicas * self.per_replica if self.pooled else self.per_replica
+        load = self.load_now if self.pooled else self.load_now / replicas
+        c = math.floor(servers)
+        if load <= 0:
+            return 0.0
+        if load >= c:
+            return math.inf
+        queue = erlang_c(c, load) * load / (c - load)
+        return queue if self.pooled else queue * replicas
+
     def stable(self) -> int:
         """The fewest replicas with more servers than the forecast's load."""
         return max(1, math.floor(self.load / self.per_replica + FLOAT_SLACK) + 1) if self.load > 0 else 0
@@ -193,6 +230,8 @@ class LoadNeed:
     checks: int  # forecast errors the expectation ran over
     binding_resource: str = ""  # the resource that made the last replica necessary
     held_s: float = 0.0  # how long ago the binding resource's planned demand was planned
+    net: str = ""  # why the safety net raised it, if it did (scaler.decider.signals.queue)
+    backlog: bool = False  # the backlog's drain is in it (a service rate was known to size it with)
 
     @property
     def binding(self) -> ResourceNeed | None:
@@ -254,7 +293,7 @@ def resources(
     if role == "prefill" or not params.size_slots:
         unknown.append("slots: the decode pool's own (role: prefill)" if role == "prefill" else "slots: off")
     elif capacity.slots is None:
-        unknown.append("slots: capacity unknown (nobody has waited and no KV cache was half full yet)")
+        unknown.append("slots: capacity unknown (nobody has waited and no KV cache was a quarter full yet)")
     elif concurrency is None:
         unknown.append(f"slots: demand unknown ({why})")
     else:
@@ -297,6 +336,27 @@ def denoise(errors: Sequence[float], noise: float) -> tuple[float, ...]:
     return tuple(e * shrink for e in errors)
 
 
+@dataclass(frozen=True, slots=True)
+class LoadState:
+    """What the load signal remembers: its last answer, where the next search starts."""
+
+    hint: int | None = None
+
+
+def plus(forecast: Forecast | None, extra: float) -> Forecast | None:
+    """``forecast`` with ``extra`` added to what it plans (the backlog's drain)."""
+    if forecast is None or extra <= 0:
+        return forecast
+    return replace(forecast, planned=forecast.planned + extra)
+
+
+def with_net(load: LoadNeed, net: Net | None, alarm: str | None) -> LoadNeed:
+    """``load`` at least what the safety net asks (``scaler.decider.signals.queue``), where it is armed."""
+    if net is None or alarm is None or net.replicas <= load.replicas:
+        return load
+    return replace(load, replicas=net.replicas, net=f"safety net: {alarm}; {net.how}")
+
+
 def whole_percent(errors: Sequence[float]) -> tuple[tuple[float, int], ...]:
     """The errors rounded up to a whole percent (the safe side), each with how many checks had it,
     largest first; ``((0.0, 1),)`` with none. *Example*: ``(0.304, 0.3, 0.0)`` -> ``((0.31, 1),
@@ -313,21 +373,21 @@ def need(
     concurrency: Forecast | None,
     why: str,
     hint: int | None = None,
-    bias: float = 1.0,
+    budget: float | None = None,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
 ) -> LoadNeed | None:
     """The load signal's need (module docstring), or None when no demand is forecast at all.
 
-    ``hint``, the last answer, only shortens the search; ``bias`` is the measured late share
-    over the modelled one (``scaler.decider.engine``), which scales every modelled share; ``now`` is
+    ``hint``, the last answer, only shortens the search; ``budget`` is the late share to size for
+    (the objective's, less what no replica count changes: ``scaler.decider.calibration``); ``now`` is
     the observation the stretch reads today's prefill load from."""
     if prompt is None and concurrency is None:
         return None
     found, unknown = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), why, params)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
-    budget = spec.late_budget / bias
+    budget = spec.late_budget if budget is None else budget
     limit = max(spec.max_replicas, *(r.stable() for r, _ in found)) + 1
     # A window of n requests measures their rate within 1/sqrt(n), and the queueing model
     # already holds that Poisson scatter: shrink the errors so they keep only the rate's own.
@@ -391,16 +451,61 @@ def late_now(
     concurrency: Forecast | None,
     replicas: int,
     now: Observation | None = None,
+    params: DeciderParams = DEFAULT,
 ) -> float | None:
     """The share of first tokens the model expects late with ``replicas`` at the demand's level now
     (no forecast error): what the measured share over the objective is compared with."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "")
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
     if not found:
         return None
     current = [replace(r, load=r.load_now) for r, _ in found]
-    return sum(r.late(replicas, ((0.0, 1),), 1.0, 0.0, DEFAULT.exact_servers) for r in current)
+    return min(1.0, sum(r.late(replicas, ((0.0, 1),), 1.0, 0.0, params.exact_servers) for r in current))
+
+
+def waiting_now(
+    spec: DeciderSpec,
+    capacity: Capacity,
+    demand: Demand,
+    prompt: Forecast | None,
+    concurrency: Forecast | None,
+    replicas: int,
+    now: Observation | None = None,
+    params: DeciderParams = DEFAULT,
+) -> float | None:
+    """The requests the model expects waiting with ``replicas`` at the demand's level now: what the
+    servers' queue is compared with (``scaler.decider.calibration``)."""
+    if prompt is None and concurrency is None:
+        return None
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    if not found:
+        return None
+    return sum(r.waiting(replicas) for r, _ in found)
+
+
+def ttft_quantile_now(
+    spec: DeciderSpec,
+    capacity: Capacity,
+    demand: Demand,
+    prompt: Forecast | None,
+    concurrency: Forecast | None,
+    replicas: int,
+    quantile: float,
+    now: Observation | None = None,
+    params: DeciderParams = DEFAULT,
+) -> float | None:
+    """The TTFT the model gives the ``quantile`` of first tokens with ``replicas`` at the demand's level
+    now: the prompt's prefill and the longest of the resources' waits at that quantile. What the
+    measured TTFT tail is compared with (``scaler.decider.calibration``)."""
+    if prompt is None and concurrency is None:
+        return None
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    if not found:
+        return None
+    p, per_request = capacity.prefill_tokens_per_s, demand.prompt_tokens_per_request
+    prefill_s = per_request / p if p and per_request else 0.0
+    return prefill_s + max(r.wait_quantile(replicas, quantile) for r, _ in found)
 
 
 def propose(load: LoadNeed | None, why_not: str) -> Proposal:
@@ -417,6 +522,8 @@ def propose(load: LoadNeed | None, why_not: str) -> Proposal:
     )
     if load.held_s > 0:
         reason += f"; the demand planned {load.held_s:.0f}s ago is held for one cold start"
+    if load.net:
+        reason = f"{load.net}; the model sized {reason}"
     return Proposal(
         Signal.LOAD,
         load.replicas,

@@ -53,6 +53,7 @@ whatever capacity is configured: ``mu_seen = 1``, ``net = (2 + 200 / 180) / 1 = 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from scaler.decider.demand import Demand
 from scaler.decider.spec import Role
@@ -69,12 +70,59 @@ class ServiceRate:
     how: str
 
 
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """What the queue signal remembers between refreshes: the queue, and whether it had outrun the
+    Ready replicas (the safety net's alarm, module docstring)."""
+
+    waiting: float | None = None
+    alarmed: bool = False
+
+
+def watch(
+    state: Backlog, obs: Observation, demand: Demand, objective_s: float, budget: float
+) -> tuple[Backlog, str | None]:
+    """``state`` after ``obs``, and why the backlog outran the Ready replicas at this refresh and the
+    previous one (which arms the safety net), or None."""
+    alarm = backlog_alarm(obs, demand, objective_s, budget)
+    armed = alarm if state.alarmed else None
+    return Backlog(obs.queue_waiting, alarm is not None), armed
+
+
+def drain_per_s(
+    obs: Observation,
+    capacity: Capacity,
+    demand: Demand,
+    previous_waiting: float | None,
+    lead_s: float,
+    role: Role = "both",
+) -> float | None:
+    """Requests/s beyond the arrivals that drain, within one more lead, what waited at this refresh
+    and the previous one and the Ready replicas do not clear before a replica ordered now serves
+    (``left / lead``, module docstring): the backlog the load signal sizes in its one proposal.
+    None where no service rate is known (the queue signal then counts the backlog in replicas of
+    ``targetQueuePerReplica``)."""
+    waiting, ready, served = obs.queue_waiting, obs.ready_replicas, demand.served_per_s
+    if waiting is None or served is None or ready is None or lead_s <= 0:
+        return None
+    rate = service_rate(capacity, demand, obs, role)
+    if rate is None:
+        return None
+    if not waiting:
+        return 0.0
+    # A backlog one refresh saw is a spike: what waited at the previous refresh too counts (all of it
+    # at a target's first refresh, which has no previous one: a restart warmed from history has).
+    persisted = waiting if previous_waiting is None else min(waiting, previous_waiting)
+    left = persisted + (served - ready * rate.per_replica) * lead_s
+    return max(0.0, left) / lead_s
+
+
 def service_rate(
-    capacity: Capacity, demand: Demand, obs: Observation, role: Role = "both"
+    capacity: Capacity, demand: Demand, obs: Observation, role: Role = "both", measured_floor: bool = True
 ) -> ServiceRate | None:
     """``mu`` of the module docstring: from the capacities (never below what each Ready replica is
-    seen completing now), else from a saturated fleet, else None. A prefill or decode pool
-    (``role``) completes at its own resource's rate only."""
+    seen completing now, unless ``measured_floor`` is off), else from a saturated fleet, else None. A
+    prefill or decode pool (``role``) completes at its own resource's rate only."""
     ready, waiting, served = obs.ready_replicas, obs.queue_waiting, demand.served_per_s
     rates: list[tuple[float, str]] = []
     prompt, hold = demand.prompt_tokens_per_request, demand.time_in_service_s
@@ -84,10 +132,10 @@ def service_rate(
         rates.append((capacity.slots / hold, "slots"))
     if rates:
         rate, resource = min(rates)
-        if ready and served and served / ready > rate:
+        if measured_floor and ready and served and served / ready > rate:
             rate, resource = served / ready, "as served now"
         return ServiceRate(rate, f"{rate:.2f}/s per replica ({resource})")
-    if ready and waiting is not None and waiting >= ready and served:
+    if measured_floor and ready and waiting is not None and waiting >= ready and served:
         return ServiceRate(served / ready, f"{served / ready:.2f}/s per replica (served while saturated)")
     return None
 
@@ -109,7 +157,15 @@ def backlog_alarm(obs: Observation, demand: Demand, objective_s: float, budget: 
     return None
 
 
-def safety_net(obs: Observation, demand: Demand, lead_s: float) -> tuple[int, float, str] | None:
+class Net(NamedTuple):
+    """The safety net's answer: the replicas, the backlog left after the lead, and how."""
+
+    replicas: int
+    left: float
+    how: str
+
+
+def safety_net(obs: Observation, demand: Demand, lead_s: float) -> Net | None:
     """The replicas the observed throughput per Ready replica says drain the backlog within one more
     lead (module docstring), and how; None without a Ready replica serving."""
     waiting, ready, served = obs.queue_waiting, obs.ready_replicas, demand.served_per_s
@@ -119,7 +175,9 @@ def safety_net(obs: Observation, demand: Demand, lead_s: float) -> tuple[int, fl
     arrivals = max(served, demand.arrivals_per_s or served)
     left = waiting + (arrivals - served) * lead_s
     replicas = ceil_replicas((arrivals + left / lead_s) / seen)
-    return replicas, left, f"{left:.0f} left after {lead_s:g}s at the {seen:.2f}/s each Ready replica serves"
+    return Net(
+        replicas, left, f"{left:.0f} left after {lead_s:g}s at the {seen:.2f}/s each Ready replica serves"
+    )
 
 
 def with_safety_net(

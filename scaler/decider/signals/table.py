@@ -41,6 +41,9 @@ def _queue(inputs: SignalInputs) -> Proposal:
     if not inputs.params.queue_signal:
         return Proposal(Signal.QUEUE, None, "off (DeciderParams.queue_signal)")
     obs, demand, lead_s = inputs.observation, inputs.demand, inputs.horizon_s
+    load = inputs.load
+    if inputs.params.backlog_in_load and load is not None and load.binding is not None and load.backlog:
+        return Proposal(Signal.QUEUE, None, "the backlog is sized in the load signal's proposal")
     found = queue.propose(
         obs,
         demand,

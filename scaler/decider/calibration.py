@@ -1,0 +1,292 @@
+"""How hard a replica may be loaded, measured against the objective itself. Pure.
+
+The queueing model (``scaler.decider.signals.load``) gives the *shape*: how the share of late first
+tokens grows with the load on ``N`` replicas. Its *level* rests on capacities read in a world the
+model simplifies (replicas that each queue their own requests, chunked prefill sharing every step
+with the decodes, heavy-tailed prompts), so it may be optimistic or pessimistic by a factor. The
+objective is measured at every refresh (the TTFT histogram's share over ``ttftObjectiveSeconds``),
+so that factor is measured too: ``scale``, by which the model's per-replica capacities are
+multiplied before the fleet is sized.
+
+It learns only where a fleet's late first tokens say something about the model: at a refresh whose
+Ready replicas have been steady for a rate window, at least as many as the decider asked for one
+lead before (the fleet it planned to stand now: lateness while a scale-up is still starting is the
+lag's, not the model's), and with no backlog beyond the objective in the last rate window (the first
+tokens of a queue that outran the fleet stay late after it is drained). There, with ``burn`` the
+measured late share over the objective's budget (at most ``MOST_BURN``):
+
+    ln scale <- ln scale + w x (1 - burn / SPEND)
+    w = 1 - exp(-dt / calibration_time_constant_s)          tightening: burn above SPEND
+    w = 1 - exp(-dt / (LOOSEN x calibration_time_constant_s)) loosening
+
+so the fleet it sizes spends ``SPEND`` of the budget, the rest kept for what no steady fleet shows
+(bursts shorter than a cold start, forecast misses). A model is loosened as surely as it is
+tightened, ``LOOSEN`` times slower: too loose a scale costs late first tokens for a cold start,
+too tight one a few GPU-minutes. And a scale that was tightened because the fleet it sized was late
+is not loosened past that again for ``error_window_s`` (``ceiling``): the late first tokens it cost
+are remembered, not looked for again.
+
+Two measurements bound it from what the fleet was seen serving (``served / ready``, over the
+model's requests/s a replica completes): it is never below the most a replica served within
+``error_window_s`` (it can), nor, while the queue grows on every replica at this refresh and the
+previous, above what it serves then (it cannot more).
+
+*Example*: capacities configured twice too high, the fleet sized on them late 3% at the planned
+size: ``burn = 6``, at 15 s refreshes and a 300 s time constant ``w = 0.049``: the scale falls by
+``exp(-0.049 x 11) = 0.58`` at once, and the load signal sizes the larger fleet at the next refresh.
+A model twice too pessimistic, nothing late: it rises by ``0.049 / 2 = 2.5%`` a refresh, twice in
+seven minutes, and stops where the fleet begins to spend the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from scaler.decider.demand import Demand
+from scaler.decider.forecast import Forecast
+from scaler.decider.params import DeciderParams
+from scaler.decider.signals import load as load_signal
+from scaler.decider.signals import queue as queue_signal
+from scaler.decider.spec import DeciderSpec
+from scaler.model import Capacity, Observation
+
+# A refresh late beyond the budget cuts the scale by at most this factor: the late first tokens of a
+# minute are evidence, not a verdict (a burst brings them too); one that persists cuts again.
+MOST_CUT = 2.0
+# The TTFT quantile the measured tail is read at (the live source's p99): the highest the servers'
+# histogram gives of a minute's first tokens with a few of them above it.
+TAIL = 0.99
+# First tokens a rate window needs before its p99 counts: a hundred put one above it.
+TAIL_REQUESTS = 100.0
+# Tails measured within the error window before their median moves the scale: five minutes of 15 s
+# refreshes, so a few lucky minutes do not.
+TAILS = 20
+# One tail calls for a scale at most this many times the current one either way, found within
+# 2^-BISECTIONS of the range in log space.
+MOST_RAISED = 4.0
+BISECTIONS = 12  # halvings of the range, in log space: 2^-12 of ln 4 is a 0.03% step in the scale
+
+Evidence = tuple[tuple[float, float], ...]  # (when, the scale it calls for), oldest first
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A target the load signal sized: when, for one lead later, what it asked and at which scale."""
+
+    t: float
+    lead_s: float
+    asked: int
+    scale: float
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The measured scale of the model's capacities, what it was read from (module docstring) and
+    what the next refresh needs: the tails that called for a scale and the late refreshes that cut it
+    within the error window, the plans of the last lead, and whether a backlog grew or outran."""
+
+    raised: Evidence = ()  # the scale each tail measured at the planned size called for
+    cut: Evidence = ()  # fleets at the planned size late beyond the budget: the scale each left
+    scale: float = 1.0  # the scale applied: the evidence's (``called``), reached from below gradually
+    t: float | None = None  # the last refresh
+    burn: float | None = None  # the budgets the last refresh that could teach it spent
+    plans: tuple[Plan, ...] = ()  # the load signal's targets of the last lead, oldest first
+    growing: bool = False  # a backlog beyond the objective grew at the previous refresh
+    backlog_at: float = -math.inf  # the last refresh with a backlog beyond the objective
+
+    @property
+    def called(self) -> float:
+        """The scale the evidence calls for: the median of the tails' within the window, never below
+        the model's own (1; a tail is read longer than the model's where prompts vary or steps are
+        long, so it loosens but does not tighten), and no more than the least a late refresh left."""
+        called = sorted(v for _, v in self.raised)
+        most = max(1.0, called[len(called) // len((0, 1))]) if len(called) >= TAILS else 1.0
+        least = min((v for _, v in self.cut), default=math.inf)
+        return min(most, least)
+
+    def describe(self) -> str:
+        """The scale in words, for a decision's reason."""
+        return (
+            f"capacity scale {self.scale:.2f} ({len(self.raised)} tails, {len(self.cut)} late refreshes"
+            " within the error window)"
+        )
+
+    def forget(self, t: float, params: DeciderParams) -> Calibration:
+        """The evidence no older than the error window at ``t``."""
+        cutoff = t - params.error_window_s
+        return replace(
+            self,
+            raised=tuple(p for p in self.raised if p[0] > cutoff),
+            cut=tuple(p for p in self.cut if p[0] > cutoff),
+        )
+
+    def settle(self, dt: float, params: DeciderParams) -> Calibration:
+        """The applied scale moved toward what the evidence calls for: down at once, up at most by
+        ``1 - exp(-dt / calibration_time_constant_s)`` in log space (a leaner fleet is tried a step at
+        a time, each step one the next refreshes can refute)."""
+        called = self.called
+        if called <= self.scale:
+            return replace(self, scale=called)
+        w = 1.0 - math.exp(-max(0.0, dt) / params.calibration_time_constant_s)
+        return replace(self, scale=min(called, self.scale * math.exp(w)))
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """What one refresh shows the calibration: the observation, the capacities as measured (before
+    any scale), the demand and its two forecasts."""
+
+    obs: Observation
+    capacity: Capacity
+    demand: Demand
+    prompt: Forecast | None
+    concurrency: Forecast | None
+
+
+def scaled(capacity: Capacity, scale: float) -> Capacity:
+    """``capacity`` with each figure times ``scale``."""
+    if scale == 1.0:
+        return capacity
+    return replace(
+        capacity,
+        prefill_tokens_per_s=None
+        if capacity.prefill_tokens_per_s is None
+        else capacity.prefill_tokens_per_s * scale,
+        slots=None if capacity.slots is None else capacity.slots * scale,
+        itl_slots=None if capacity.itl_slots is None else capacity.itl_slots * scale,
+    )
+
+
+def calibrate(
+    state: Calibration, seen: Refresh, spec: DeciderSpec, params: DeciderParams, steady: bool
+) -> Calibration:
+    """The calibration after one refresh (module docstring); ``steady``: the Ready replicas have not
+    changed for a rate window."""
+    obs, demand = seen.obs, seen.demand
+    t, ready, served, waiting = obs.timestamp, obs.ready_replicas, demand.served_per_s, obs.queue_waiting
+    last, state = state.t, replace(state.forget(t, params), t=t)
+    if params.calibration:
+        state = _learn(state, seen, spec, params, steady)
+    elif ready and served and waiting is not None:
+        state = replace(state, growing=False)
+    return state.settle(0.0 if last is None else t - last, params)
+
+
+def _learn(
+    state: Calibration, seen: Refresh, spec: DeciderSpec, params: DeciderParams, steady: bool
+) -> Calibration:
+    obs, capacity, demand = seen.obs, seen.capacity, seen.demand
+    t, ready, served, waiting = obs.timestamp, obs.ready_replicas, demand.served_per_s, obs.queue_waiting
+    growing = state.growing
+    backlog = bool(
+        ready
+        and served
+        and waiting is not None
+        and waiting >= max(ready, served * spec.ttft_objective_seconds)
+    )
+    if backlog:
+        state = replace(state, backlog_at=t)  # its first tokens stay late after it drains: not the model's
+    if not (ready and served and steady):
+        return replace(state, growing=False)
+    arrivals = demand.arrivals_per_s
+    state = replace(state, growing=backlog and arrivals is not None and arrivals > served)
+    mu = queue_signal.service_rate(capacity, demand, obs, spec.role, measured_floor=False)
+    if mu is not None and growing and state.growing:
+        # A backlog beyond the objective grew at this refresh and the previous: each Ready replica
+        # serves all it can, and that is the most the scale may say it holds.
+        seen_ratio = served / ready / mu.per_replica
+        if math.isfinite(seen_ratio) and 0 < seen_ratio < state.scale:
+            state = replace(state, cut=(*state.cut, (t, seen_ratio)), scale=seen_ratio)
+    measured = obs.ttft_over_objective
+    plan = _planned(state, t)
+    if measured is None or plan is None or state.backlog_at > t - params.rate_window_s:
+        return state
+    # Lateness at a fleet at least as large as the load signal asked a lead before is the model's;
+    # smaller (a scale-up still starting, GPUs short), it is the lag's.
+    if ready < plan.asked:
+        return state
+    budget = spec.late_budget
+    burn = measured / budget if budget > 0 else math.inf
+    state = replace(state, burn=burn)
+
+    def late(scale: float) -> float:
+        found = load_signal.late_now(
+            spec, scaled(capacity, scale), demand, seen.prompt, seen.concurrency, ready, obs, params
+        )
+        return 0.0 if found is None else found
+
+    if burn > 1.0 and late(state.scale) < measured:
+        cut_to = scale_meeting(late, state.scale, measured, down=True)
+        state = replace(state, cut=(*state.cut, (t, cut_to)))
+        return state.settle(0.0, params)
+    return _tail(state, seen, spec, params, measured)
+
+
+def _tail(
+    state: Calibration, seen: Refresh, spec: DeciderSpec, params: DeciderParams, measured: float
+) -> Calibration:
+    """``state`` with the scale the TTFT tail of a fleet that met the objective calls for: the one at
+    which the model's p99 at the fleet as it stands is the p99 measured."""
+    obs, demand = seen.obs, seen.demand
+    ready, served, tail = obs.ready_replicas, demand.served_per_s, obs.ttft_p99_seconds
+    if measured > spec.late_budget or not ready or not served or tail is None:
+        return state
+    if served * params.rate_window_s < TAIL_REQUESTS:
+        return state
+
+    def modelled(scale: float) -> float:
+        found = load_signal.ttft_quantile_now(
+            spec,
+            scaled(seen.capacity, scale),
+            demand,
+            seen.prompt,
+            seen.concurrency,
+            ready,
+            TAIL,
+            obs,
+            params,
+        )
+        return 0.0 if found is None else found
+
+    called = scale_meeting(modelled, state.scale, tail, down=None)
+    return replace(state, raised=(*state.raised, (obs.timestamp, called)))
+
+
+def planned(state: Calibration, t: float, lead_s: float, asked: int | None, checked: bool) -> Calibration:
+    """``state`` with the load signal's target of this refresh remembered for one lead (where it
+    asked, on a plan the forecast has checked), and the plans a lead old forgotten but the last."""
+    plans = list(state.plans)
+    if asked is not None and checked:
+        plans.append(Plan(t, lead_s, asked, state.scale))
+    while len(plans) > 1 and plans[1].t + plans[1].lead_s <= t:
+        plans.pop(0)
+    return replace(state, plans=tuple(plans))
+
+
+def _planned(state: Calibration, t: float) -> Plan | None:
+    """The plan made one lead before ``t``: the fleet the load signal asked to stand now."""
+    due = [p for p in state.plans if p.t + p.lead_s <= t]
+    return due[-1] if due else None
+
+
+def scale_meeting(
+    figure: Callable[[float], float], scale: float, measured: float, down: bool | None = False
+) -> float:
+    """The scale from ``scale`` up (at most ``MOST_RAISED`` times; ``down``: down, at most ``MOST_CUT``
+    times; both ways where ``down`` is None) at which ``figure`` (the model's, at the fleet as it
+    stands, falling as the scale rises) is the one ``measured``: bisection in log space."""
+    low = math.log(scale / MOST_CUT) if down or down is None else math.log(scale)
+    high = math.log(scale) if down else math.log(scale * MOST_RAISED)
+    if figure(math.exp(low)) < measured:
+        return math.exp(low)
+    if figure(math.exp(high)) > measured:
+        return math.exp(high)
+    for _ in range(BISECTIONS):
+        mid = math.fsum((low, high)) / len((low, high))
+        if figure(math.exp(mid)) > measured:
+            low = mid
+        else:
+            high = mid
+    return math.exp(high)

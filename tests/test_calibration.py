@@ -1,0 +1,134 @@
+"""The objective's measurement sizes the fleet in both directions (scaler.decider.calibration), and
+the capacity model reads overlapping chunked prefills as a shared replica, not a slower one: scenario
+tests that step ``now``, the fleet following each target at once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scaler.config import engine_for, parse_metadata
+from scaler.decider.capacity import CapacityModel
+from scaler.decider.demand import DemandReader
+from scaler.model import Observation
+
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+STEP = timedelta(seconds=15)
+LLAMA = {
+    "minReplicas": "1",
+    "maxReplicas": "60",
+    "promptTokensPerSecondPerReplica": "5000",
+    "generationTokensPerSecondPerReplica": "432",
+    "coldStartSeconds": "180",
+}
+RATE = 10.0  # requests/s
+PROMPT, OUTPUT = 1200.0, 200.0
+
+
+def refresh(i: int, ready: int, *, p99: float, late: float, in_service_s: float) -> Observation:
+    """One refresh of a steady fleet serving RATE requests/s, with nothing that measures a replica's
+    capacities (no phase times, no KV cache): the model keeps the configured ones."""
+    return Observation(
+        now=T0 + i * STEP,
+        queue_waiting=0.0,
+        requests_running=RATE * in_service_s,
+        prompt_tokens_per_s=RATE * PROMPT,
+        generation_tokens_per_s=RATE * OUTPUT,
+        requests_per_s=RATE,
+        ttft_mean_seconds=p99 / 2,
+        ttft_p99_seconds=p99,
+        ttft_over_objective=late,
+        current_replicas=ready,
+        ready_replicas=ready,
+        gpu_schedulable_replicas=100,
+    )
+
+
+def follow(engine, refreshes: range, first: int, **shown: float) -> list[int]:  # type: ignore[no-untyped-def]
+    """The targets of ``refreshes``, the fleet standing at each one from the next refresh on."""
+    ready, targets = first, []
+    for i in refreshes:
+        ready = engine.decide(refresh(i, ready, **shown)).replicas
+        targets.append(ready)
+    return targets
+
+
+def test_a_fleet_never_late_while_the_model_asks_twice_what_it_needs_comes_down_within_minutes() -> None:
+    """Capacities configured at half a replica's (5,000 prompt tokens/s where it computes 10,000): the
+    model sizes twice the fleet. The fleet it stands at meets the objective with a TTFT tail of a
+    prompt's own 0.12 s, where the model says 0.24 s: within fifteen minutes the target is two thirds
+    of what the model asked, or less."""
+    engine = engine_for(LLAMA)
+    shown = {"p99": PROMPT / 10_000.0, "late": 0.0, "in_service_s": PROMPT / 10_000.0 + OUTPUT / 36.0}
+    targets = follow(engine, range(0, 120), 10, **shown)
+    asked = max(targets[20:30])  # the model's own size, settled, before anything is measured
+    assert asked >= 4
+    assert targets[-1] <= asked * 2 / 3
+    scale = engine.decide(refresh(120, targets[-1], **shown)).forecast.capacity_scale
+    assert scale is not None
+    assert scale > 1.4
+
+
+def test_a_fleet_late_beyond_the_budget_at_the_models_size_goes_up_within_two_refreshes() -> None:
+    """A fleet at the size the model asked for, late 5% (ten times the budget) with nobody queued
+    behind it: within two refreshes the target is above that size."""
+    engine = engine_for(LLAMA)
+    healthy = {"p99": 0.4, "late": 0.0, "in_service_s": PROMPT / 5000.0 + OUTPUT / 18.0}
+    targets = follow(engine, range(0, 40), 8, **healthy)
+    standing = targets[-1]
+    late = follow(engine, range(40, 42), standing, **{**healthy, "p99": 3.0, "late": 0.05})
+    assert max(late) > standing
+
+
+def test_lateness_while_the_fleet_is_smaller_than_planned_teaches_nothing() -> None:
+    """Half the first tokens late while the fleet stands two replicas below what the decider asked a
+    lead before (a scale-up still starting, GPUs short) leave the scale alone: the lag's lateness, not
+    the model's."""
+    engine = engine_for(LLAMA)
+    healthy = {"p99": 0.4, "late": 0.0, "in_service_s": PROMPT / 5000.0 + OUTPUT / 18.0}
+    targets = follow(engine, range(0, 40), 8, **healthy)
+    short = max(1, targets[-1] - 2)  # a rate window and more at two replicas fewer than asked
+    before = [engine.decide(refresh(i, short, **healthy)).forecast.capacity_scale for i in range(40, 46)]
+    after = [engine.decide(refresh(i, short, **{**healthy, "p99": 30.0, "late": 0.5})) for i in range(46, 49)]
+    assert [d.forecast.capacity_scale for d in after] == [before[-1]] * 3
+
+
+def test_a_backlog_seen_at_one_refresh_does_not_change_the_target() -> None:
+    """300 waiting at one refresh and gone at the next: the target moves neither up nor back down."""
+    engine = engine_for(LLAMA)
+    healthy = {"p99": 0.4, "late": 0.0, "in_service_s": PROMPT / 5000.0 + OUTPUT / 18.0}
+    targets = follow(engine, range(0, 40), 8, **healthy)
+    standing = targets[-1]
+    spike = refresh(40, standing, **healthy)
+    spiked = engine.decide(replace(spike, queue_waiting=300.0)).replicas
+    after = [engine.decide(refresh(i, standing, **healthy)).replicas for i in range(41, 45)]
+    assert [spiked, *after] == [standing] * 5
+
+
+def test_a_busy_share_above_one_from_overlapping_chunked_prefills_is_a_shared_replica() -> None:
+    """Three replicas serving 12 requests/s of 1,155-token prompts, each prompt 0.35 s in prefill:
+    1.4 prompts in prefill at once on a replica (chunked prefill computes several in one step). The
+    replica computes 1.4 x 1,155 / 0.35 = 4,620 prompt tokens/s, not the 3,300 one prompt sees, and
+    with nobody waiting longer than a prompt takes the refresh is not read as prefill-bound."""
+    model = CapacityModel(parse_metadata({}).spec)
+    reader = DemandReader()
+    for i in range(40):
+        obs = Observation(
+            now=T0 + i * STEP,
+            queue_waiting=4.0,
+            requests_running=90.0,
+            prompt_tokens_per_s=12 * 1155.0,
+            generation_tokens_per_s=12 * 211.0,
+            requests_per_s=12.0,
+            ttft_mean_seconds=0.45,
+            queue_time_mean_seconds=0.1,
+            prefill_time_mean_seconds=0.35,
+            current_replicas=3,
+            ready_replicas=3,
+        )
+        model.observe(obs, reader.read(obs))
+    capacity = model.capacity()
+    assert capacity.prefill_tokens_per_s == pytest.approx(1.4 * 1155 / 0.35, rel=0.01)
+    assert capacity.saturation == "room"
