@@ -72,16 +72,24 @@ def test_a_backtracking_selector_reads_its_series(stack: Stack) -> None:
 def test_a_selector_over_its_share_delays_only_its_own_target(stack: Stack) -> None:
     """A selector past its regex budget leaves only its target's inputs unknown, its decision says
     so, the other target reads on, and the next refresh, charged only for new values, reads it."""
-    # Room for one new label value's regex a refresh: the first refresh meets two model names.
-    reader = PrometheusReader(stack.prometheus.url, rate_window="5s", selector_steps=MATCH_CALL_STEPS + 800)
-    slow = query(stack, "slow", 'model_name=~"(a|aa)+"')
+    # Both fleets scraped first, read with = selectors (no regex memory is made here).
     plain = query(stack, "plain", 'model_name="llama"')
-    first = eventually(
-        lambda: reader.read([slow, plain]),
-        lambda r: r["plain"].values.get(Input.QUEUE_WAITING) == 3,
+    ready = query(stack, "ready", f'model_name="{LONG}"')
+    waiting = PrometheusReader(stack.prometheus.url, rate_window="5s")
+    eventually(
+        lambda: waiting.read([plain, ready]),
+        lambda r: (
+            r["plain"].values.get(Input.QUEUE_WAITING) == 3
+            and r["ready"].values.get(Input.QUEUE_WAITING) == 7
+        ),
         timeout=25,
         every=0.25,
     )
+    # Room for one new label value's regex a refresh: the first refresh meets two model names.
+    reader = PrometheusReader(stack.prometheus.url, rate_window="5s", selector_steps=MATCH_CALL_STEPS + 800)
+    slow = query(stack, "slow", 'model_name=~"(a|aa)+"')
+    first = reader.read([slow, plain])
+    assert first["plain"].values.get(Input.QUEUE_WAITING) == 3
     why = first["slow"].missing.get(Input.QUEUE_WAITING, "")
     assert "went over their share of this refresh" in why
     assert Input.QUEUE_WAITING not in first["slow"].values
