@@ -306,6 +306,8 @@ class Observation:
     router_queue_waiting: float | None = _input(Input.ROUTER_QUEUE_WAITING)
     router_saturation: float | None = _input(Input.ROUTER_SATURATION)
     slots_per_replica: float | None = _input(Input.SLOTS_PER_REPLICA)
+    queue_waiting_capacity: float | None = _input(Input.QUEUE_WAITING_CAPACITY)
+    queue_waiting_deferred: float | None = _input(Input.QUEUE_WAITING_DEFERRED)
     cold_start_seconds: float | None = _input(Input.COLD_START_SECONDS)
     cold_start_pending_seconds: float | None = _input(Input.COLD_START_PENDING_SECONDS)
     cold_start_samples: int = _input(Input.COLD_START_SAMPLES)

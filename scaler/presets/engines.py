@@ -33,6 +33,18 @@ VLLM = register(
             Family(Input.QUEUE_WAITING, "sum by ({by}) (vllm:num_requests_waiting)"),
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running
             Family(Input.REQUESTS_RUNNING, "sum by ({by}) (vllm:num_requests_running)"),
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_waiting_by_reason, reason="capacity"
+            # (the scheduler's waiting queue) and "deferred" (its skipped_waiting queue), summing to
+            # vllm:num_requests_waiting (vLLM PR #38435, merged 2026-03); absent before it: unknown
+            Family(
+                Input.QUEUE_WAITING_CAPACITY,
+                'sum by ({by}) (vllm:num_requests_waiting_by_reason{{reason="capacity"}})',
+            ),
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_waiting_by_reason, reason="deferred"
+            Family(
+                Input.QUEUE_WAITING_DEFERRED,
+                'sum by ({by}) (vllm:num_requests_waiting_by_reason{{reason="deferred"}})',
+            ),
             # vllm/v1/metrics/loggers.py: counter vllm:prompt_tokens_total
             Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
             # vllm/v1/metrics/loggers.py: counter vllm:generation_tokens_total
