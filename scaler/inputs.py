@@ -464,6 +464,7 @@ class Reading(StrEnum):
     REPLICAS_REPORTING = "replicas_reporting"  # pods exporting metrics: the replicas, without Kubernetes
     ROUTER_STALE_ENDPOINTS = "router_stale_endpoints"  # llm-d: endpoints whose saturation reads 1 stale
     ROUTER_TTFT = "router_ttft"  # the router's TTFT histogram (its queue included): the TTFT users see
+    STUCK_WAITING = "stuck_waiting"  # per pod whose engine is stuck (scaler.readings): its requests waiting
 
 
 Key = Input | Reading  # what a query reads: an input, or what inputs are derived from

@@ -77,6 +77,7 @@ class InertReason(StrEnum):
     STALE = "stale"  # the series exist, their last sample older than two scrape intervals
     NOT_SCRAPED = "not_scraped"  # the engine's pods are not scraped: up == 0, or no target for them
     STRANDED = "stranded"  # a router series stranded on pods that no longer exist
+    STUCK = "stuck"  # a pod's engine admits nothing while healthy: its queue is not counted as demand
     HELD = "held"  # the target held at the current replicas while the demand it reads moved
     NOT_LANDED = "not_landed"  # the HPA does not land what was asked (scaler.decider.landing)
 

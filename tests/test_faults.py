@@ -31,7 +31,8 @@ class FaultScript:
         self.waiting = 120.0
 
     def __call__(self, path: str) -> Answer:
-        """Answer one request: the queue depth for the waiting-queue query, no series otherwise."""
+        """Answer one request: the queue depth for the waiting-queue query (not the waiting reasons',
+        nor the stuck-engine signature's), no series otherwise."""
         query = query_of(path)
         if self.mode == "slow":
             time.sleep(3)
@@ -39,7 +40,7 @@ class FaultScript:
             return 500, b"boom"
         if self.mode == "garbage":
             return 200, b"<html>not prometheus</html>"
-        if self.mode == "empty" or "bucket" in query or "num_requests_waiting" not in query:
+        if self.mode == "empty" or "bucket" in query or "vllm:num_requests_waiting)" not in query:
             return 200, vector()
         return 200, vector("NaN" if self.mode == "nan" else str(self.waiting), labels={"model_name": "m"})
 

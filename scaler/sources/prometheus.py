@@ -417,6 +417,13 @@ def _apply(
 ) -> None:
     matchers = tuple(selector)
     selected = [s for s in samples if matches_all(matchers, s.labels, budget)]
+    if family.combine is Combine.PODS:  # none selected: no pod shows it, not an unknown
+        pods: dict[str, float] = defaultdict(float)
+        for s in selected:
+            if math.isfinite(s.value):
+                pods[s.labels.get("pod") or s.labels.get("instance") or "(no pod label)"] += max(0.0, s.value)
+        into.pods[family.field] = dict(pods)
+        return
     if not selected:
         into.missing[family.field] = "no series match labelSelector"
         return
