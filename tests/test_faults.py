@@ -18,7 +18,7 @@ from scaler.sources.live import LiveSource
 from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.fake_prometheus import Answer, FakePrometheus, query_of, vector
-from tests.helpers import ServerThread, ref
+from tests.helpers import ServerThread, first_metrics, ref
 
 pytestmark = pytest.mark.e2e  # every test serves gRPC and answers as Prometheus over HTTP
 
@@ -171,10 +171,10 @@ def test_two_scaler_replicas_answer_alike(fleet: SimulatedFleet, prometheus: Loc
         for _ in range(2)
     ]
     with servers[0] as a:
-        a.stub().GetMetrics(request, timeout=5)
+        first_metrics(a.stub(), request)
         time.sleep(3)  # the second replica starts later and warms from history
         with servers[1] as b:
-            b.stub().GetMetrics(request, timeout=5)
+            first_metrics(b.stub(), request)
             compared = 0
             deadline = time.monotonic() + 10
             while compared < 3 and time.monotonic() < deadline:
