@@ -185,7 +185,8 @@ def test_a_dra_only_gpu_node_takes_the_scale_up(start: Callable[..., KubernetesI
                 extended=True,
             )
         )
-        state = settled(inventory, lambda s: s.gpu_schedulable_replicas == 2)
+        # The claim's and the pod's watches run on their threads: wait for both, not the first.
+        state = settled(inventory, lambda s: s.gpu_schedulable_replicas == 2 and s.starting_replicas == 1)
         assert state.starting_replicas == 1
 
 
