@@ -115,10 +115,12 @@ class Stack:
     do not share an interpreter lock with the load client that measures latencies.
     """
 
-    def __init__(self, models: int = 10, scrape_interval_s: float = 5.0) -> None:
+    def __init__(
+        self, models: int = 10, scrape_interval_s: float = 5.0, extra_models: Sequence[str] = ()
+    ) -> None:
         pin(server=False)  # this process is the load client
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.harness", str(models), str(scrape_interval_s)],
+            [sys.executable, "-m", "benchmarks.harness", str(models), str(scrape_interval_s), *extra_models],
             stdout=subprocess.PIPE,
             cwd=ROOT,
             text=True,
@@ -174,11 +176,12 @@ class RemotePrometheus:
 
 
 class _LocalStack:
-    def __init__(self, models: int, scrape_interval_s: float) -> None:
+    def __init__(self, models: int, scrape_interval_s: float, extra_models: Sequence[str] = ()) -> None:
         self.fleets = []
-        for m in range(models):
-            fleet = SimulatedFleet(namespace="inference", model=f"model-{m}")
-            fleet.set_pods([f"model-{m}-0", f"model-{m}-1"])
+        names = [f"model-{m}" for m in range(models)] + list(extra_models)
+        for m, name in enumerate(names):
+            fleet = SimulatedFleet(namespace="inference", model=name)
+            fleet.set_pods([f"{name}-0", f"{name}-1"])
             fleet.set_fleet_load(
                 PodLoad(
                     waiting=5 * m,
@@ -196,9 +199,9 @@ class _LocalStack:
         self.prometheus.wait_for("count(rate(vllm:prompt_tokens_total[1m]) > 0) >= 2", timeout_s=60)
 
 
-def _serve_stack(models: int, scrape_interval_s: float) -> None:
+def _serve_stack(models: int, scrape_interval_s: float, extra_models: Sequence[str] = ()) -> None:
     """The stack process: print the Prometheus URL, then stop/start Prometheus on SIGUSR1/SIGUSR2."""
-    stack = _LocalStack(models, scrape_interval_s)
+    stack = _LocalStack(models, scrape_interval_s, extra_models)
     signal.signal(signal.SIGUSR1, lambda *_: stack.prometheus.stop())
     signal.signal(signal.SIGUSR2, lambda *_: stack.prometheus.start())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -213,7 +216,7 @@ def _serve_stack(models: int, scrape_interval_s: float) -> None:
 
 
 if __name__ == "__main__":
-    _serve_stack(int(sys.argv[1]), float(sys.argv[2]))
+    _serve_stack(int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:])
 
 
 def scaledobjects(

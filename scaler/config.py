@@ -218,6 +218,8 @@ class TargetPolicy(BaseModel):
     label_selector: str = Field("", alias="labelSelector")
     """PromQL label matchers that pick this workload's series, comma separated (`name="v"`, `!=`,
     `=~`, `!~`; at most 16), parsed and never pasted into a query; empty, every series of the engine.
+    Regexes are RE2, as Prometheus' (anchored, `.` matches a newline; no backreferences or
+    lookarounds: refused), and each selector's regex work is bounded per refresh (docs/engines.md).
     *Example*: `model_name="meta-llama/Llama-3.1-8B-Instruct", namespace="inference"`."""
     role: Role = "both"
     """Which pool of a prefill/decode deployment the Deployment is (scaler.roles): `both` a replica

@@ -286,13 +286,23 @@ def _named(targets: Sequence[ScrapeTarget]) -> str:
     return ", ".join(names) + (f" ({'; '.join(errors)})" if errors else "")
 
 
-def _freshness(layout: Layout, preset: PresetSeries, now: float, out: _Collect) -> None:
-    """stale and not_scraped per family whose selected series exist: newest sample older than allowed."""
+def _freshness(
+    layout: Layout, preset: PresetSeries, now: float, out: _Collect, read: frozenset[str] = frozenset()
+) -> None:
+    """stale and not_scraped per family whose selected series exist: newest sample older than allowed.
+    A family the selector picks nothing of while it picks others (and the reads found none of): its
+    servers do not export it (an older version), said as such rather than as no series matching."""
     by_cause: dict[tuple[InertReason, str], list[str]] = {}
     for family in preset.families:
         chosen = [g for g in family.groups if matches_all(family.matchers, g.labels)]
         if not chosen:
-            continue  # the selector picks others of the engine's families: its servers do not export this one
+            if family.field not in read and family.metrics:
+                out.unknown.setdefault(
+                    family.field,
+                    f"not exported: the {preset.preset} servers' series the labelSelector picks carry no"
+                    f" {family.metrics[0]} (within {_ago(layout.lookback_s)}; an older version)",
+                )
+            continue
         newest = max(g.last_sample for g in chosen)
         limit = stale_after(_interval(layout, chosen))
         age = now - newest
@@ -470,7 +480,7 @@ def layout_reasons(
     for preset in layout.presets:
         chosen = [g for f in preset.families for g in f.groups if matches_all(f.matchers, g.labels)]
         if chosen:
-            _freshness(layout, preset, now, out)
+            _freshness(layout, preset, now, out, frozenset(read))
         elif pods is not None and not pods.ready:
             continue  # no Ready pod: nothing exports yet, and the floor holds
         elif any(f.field in read for f in preset.families):

@@ -360,6 +360,34 @@ class Input(StrEnum):
             ),
         ),
     )
+    QUEUE_WAITING_CAPACITY = (
+        "queue_waiting_capacity",
+        InputSpec(
+            "llm_scaler_input_waiting_capacity_requests",
+            "Of the requests waiting in the servers' queues, those waiting for room (vLLM's "
+            'num_requests_waiting_by_reason{reason="capacity"}), where the server says why.',
+            _P,
+            doc=(
+                '`vllm:num_requests_waiting_by_reason{reason="capacity"}` (vLLM PR #38435): requests '
+                "queued and not yet tried, waiting for batch slots or KV blocks. Unknown, never 0, on a "
+                "vLLM without the split (and on every other engine): the saturation cause is then inferred "
+                "(`scaler/decider/capacity/`). With `deferred` it sums to `queue_waiting`."
+            ),
+        ),
+    )
+    QUEUE_WAITING_DEFERRED = (
+        "queue_waiting_deferred",
+        InputSpec(
+            "llm_scaler_input_waiting_deferred_requests",
+            "Of the requests waiting in the servers' queues, those tried and deferred by a transient "
+            "constraint (LoRA budget, a KV transfer, a blocked request), where the server says why.",
+            _P,
+            doc=(
+                '`vllm:num_requests_waiting_by_reason{reason="deferred"}` (vLLM PR #38435): waiting that '
+                "more replicas would not shorten. Unknown, never 0, where the split is not exported."
+            ),
+        ),
+    )
     COLD_START_SECONDS = (
         "cold_start_seconds",
         InputSpec(
@@ -437,6 +465,7 @@ class Reading(StrEnum):
     REPLICAS_REPORTING = "replicas_reporting"  # pods exporting metrics: the replicas, without Kubernetes
     ROUTER_STALE_ENDPOINTS = "router_stale_endpoints"  # llm-d: endpoints whose saturation reads 1 stale
     ROUTER_TTFT = "router_ttft"  # the router's TTFT histogram (its queue included): the TTFT users see
+    STUCK_WAITING = "stuck_waiting"  # per pod whose engine is stuck (scaler.readings): its requests waiting
 
 
 Key = Input | Reading  # what a query reads: an input, or what inputs are derived from

@@ -5,20 +5,98 @@
 the scaler queries Prometheus grouped *by* the label names and applies the matchers
 to the returned series itself, so the value a user writes can never change the
 query Prometheus runs.
+
+Regular expressions (``=~``, ``!~``) run on RE2 (google-re2), as Prometheus' own do (Go's
+``regexp`` is RE2): linear in the label value's length, never backtracking, so a pattern such
+as ``(a|aa)+b`` costs microseconds, not the seconds Python's ``re`` spends on a 40-character
+value. The options are Prometheus': the value must compile on its own, ``.`` matches a
+newline, and the match is anchored at both ends (``model/labels/regexp.go``:
+``syntax.Perl|syntax.DotNL``, ``"^(?s:" + v + ")$"``). A pattern RE2 refuses (a
+backreference, a lookaround, one too large) is refused here, so Prometheus would refuse it too.
+
+Each matcher keeps what it found for the label values it has seen (``MEMO_VALUES``), and a
+``MatchBudget`` bounds the regex work one selector may spend in one refresh, counted in RE2
+steps rather than seconds, so replicas given the same series answer alike.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+import re2
 
 from scaler.errors import InputError
 
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 MAX_SELECTOR_LENGTH = 1024
 MAX_MATCHERS = 16
+# Label values a regex matcher remembers its answer for (count): more than one label's values
+# across a large fleet (a pod name per pod, a few thousand); past it the memory starts over.
+MEMO_VALUES = 10_000
+# What one call into RE2 costs beyond its steps, in RE2 steps: a call costs 3-8 us of Python and
+# pybind11 here however small the program (BENCHMARKS.md, "One tenant's regex"), so a pattern with
+# a tiny program over many values is counted too.
+MATCH_CALL_STEPS = 1_000
+# The regex work one target's selector may spend in one refresh, in RE2 steps (program size x
+# (value length + 1), RE2's own bound, plus MATCH_CALL_STEPS a call): 20 million is at most about
+# 0.1 s here (0.1-4 ns a charged step measured), and about 15,000 new label values for a small
+# pattern, more than a 1,000-pod fleet's series bring on a first refresh.
+# A selector past it leaves its unread inputs unknown for that refresh and goes on at the next,
+# where the values it already matched cost nothing.
+SELECTOR_STEPS_PER_REFRESH = 20_000_000
+
+
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.dot_nl = True  # Prometheus: syntax.DotNL, "(?s:" ... ")"
+    options.log_errors = False  # the refusal is ours to say, not RE2's on stderr
+    return options
+
+
+_OPTIONS = _re2_options()
+
+
+def compile_regex(value: str) -> Any:
+    """``value`` compiled as Prometheus compiles a label regex (RE2, anchored, ``.`` matching
+    newlines); SelectorError with RE2's reason when it does not compile."""
+    try:
+        re2.compile(value, _OPTIONS)  # on its own first: "a)|(b" must not pass through the group
+        return re2.compile(f"(?s:{value})", _OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise SelectorError(f"{reason} (RE2, as Prometheus: no backreferences or lookarounds)") from None
+
+
+class OverBudget(Exception):  # noqa: N818 - a budget spent is not an error of the caller's
+    """A selector's regex work went over its share of a refresh (``MatchBudget``)."""
+
+    def __init__(self, budget: MatchBudget) -> None:
+        super().__init__(
+            f"labelSelector's regular expressions went over their share of this refresh"
+            f" ({budget.limit:,} RE2 steps after {budget.evaluated:,} label values):"
+            " read again at the next refresh, where the values already matched cost nothing;"
+            " a simpler regex or an = matcher avoids it"
+        )
+
+
+@dataclass(slots=True)
+class MatchBudget:
+    """The regex work one selector may still spend in one refresh, in RE2 steps."""
+
+    limit: int = SELECTOR_STEPS_PER_REFRESH
+    spent: int = 0
+    evaluated: int = 0
+
+    def charge(self, steps: int) -> None:
+        """Count ``steps``; OverBudget once the spent work passes the limit."""
+        self.spent += steps
+        self.evaluated += 1
+        if self.spent > self.limit:
+            raise OverBudget(self)
 
 
 class MatchOp(StrEnum):
@@ -37,16 +115,35 @@ class LabelMatcher:
     name: str
     op: MatchOp
     value: str
+    # The RE2 program of a regex matcher, and what it found per label value (not compared).
+    regex: Any = field(default=None, init=False, repr=False, compare=False)
+    seen: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Whether ``labels`` pass, as PromQL reads it: an absent label is empty, regexes anchored."""
+    def __post_init__(self) -> None:
+        if self.op in (MatchOp.RE, MatchOp.NRE):
+            object.__setattr__(self, "regex", compile_regex(self.value))
+
+    def __reduce__(self) -> tuple[type[LabelMatcher], tuple[str, MatchOp, str]]:
+        # Pickled (the replay's worker processes) as what it was written as; compiled again there.
+        return (LabelMatcher, (self.name, self.op, self.value))
+
+    def matches(self, labels: Mapping[str, str], budget: MatchBudget | None = None) -> bool:
+        """Whether ``labels`` pass, as PromQL reads it: an absent label is empty, regexes anchored.
+        A regex's work on a value not seen before is charged to ``budget`` (OverBudget past it)."""
         # PromQL semantics: an absent label has the empty value; regexes are anchored.
         actual = labels.get(self.name, "")
         if self.op is MatchOp.EQ:
             return actual == self.value
         if self.op is MatchOp.NE:
             return actual != self.value
-        found = re.fullmatch(self.value, actual) is not None
+        found = self.seen.get(actual)
+        if found is None:
+            if budget is not None:
+                budget.charge(MATCH_CALL_STEPS + self.regex.programsize * (len(actual.encode()) + 1))
+            found = self.regex.fullmatch(actual) is not None
+            if len(self.seen) >= MEMO_VALUES:
+                self.seen.clear()
+            self.seen[actual] = found
         return found if self.op is MatchOp.RE else not found
 
     def __str__(self) -> str:
@@ -121,12 +218,10 @@ def parse_selector(text: str) -> tuple[LabelMatcher, ...]:  # noqa: PLR0912 - a 
         if i >= len(body) or body[i] not in "\"'`":
             raise SelectorError(f"expected a quoted value for {name!r}")
         value, i = _read_string(body, i)
-        if op in (MatchOp.RE, MatchOp.NRE):
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise SelectorError(f"invalid regular expression for {name!r}: {exc}") from None
-        matchers.append(LabelMatcher(name, op, value))
+        try:
+            matchers.append(LabelMatcher(name, op, value))
+        except SelectorError as exc:
+            raise SelectorError(f"invalid regular expression for {name!r}: {exc}") from None
         i = _skip_space(body, i)
         if i < len(body):
             if body[i] != ",":
@@ -137,6 +232,8 @@ def parse_selector(text: str) -> tuple[LabelMatcher, ...]:  # noqa: PLR0912 - a 
     return tuple(matchers)
 
 
-def matches_all(matchers: tuple[LabelMatcher, ...], labels: Mapping[str, str]) -> bool:
-    """Whether ``labels`` pass every matcher (no matchers: always)."""
-    return all(m.matches(labels) for m in matchers)
+def matches_all(
+    matchers: tuple[LabelMatcher, ...], labels: Mapping[str, str], budget: MatchBudget | None = None
+) -> bool:
+    """Whether ``labels`` pass every matcher (no matchers: always); regex work charged to ``budget``."""
+    return all(m.matches(labels, budget) for m in matchers)

@@ -77,6 +77,7 @@ class InertReason(StrEnum):
     STALE = "stale"  # the series exist, their last sample older than two scrape intervals
     NOT_SCRAPED = "not_scraped"  # the engine's pods are not scraped: up == 0, or no target for them
     STRANDED = "stranded"  # a router series stranded on pods that no longer exist
+    STUCK = "stuck"  # a pod's engine admits nothing while healthy: its queue is not counted as demand
     HELD = "held"  # the target held at the current replicas while the demand it reads moved
     NOT_LANDED = "not_landed"  # the HPA does not land what was asked (scaler.decider.landing)
 
@@ -306,6 +307,8 @@ class Observation:
     router_queue_waiting: float | None = _input(Input.ROUTER_QUEUE_WAITING)
     router_saturation: float | None = _input(Input.ROUTER_SATURATION)
     slots_per_replica: float | None = _input(Input.SLOTS_PER_REPLICA)
+    queue_waiting_capacity: float | None = _input(Input.QUEUE_WAITING_CAPACITY)
+    queue_waiting_deferred: float | None = _input(Input.QUEUE_WAITING_DEFERRED)
     cold_start_seconds: float | None = _input(Input.COLD_START_SECONDS)
     cold_start_pending_seconds: float | None = _input(Input.COLD_START_PENDING_SECONDS)
     cold_start_samples: int = _input(Input.COLD_START_SAMPLES)

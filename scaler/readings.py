@@ -19,7 +19,11 @@ it into the ``Observation``, deriving:
 * from a router (llm-d, Dynamo): its TTFT histogram, which counts the time in its queue, as the
   TTFT the objective is checked against (p95, p99, the share over it); its pool saturation only
   while no endpoint is stale (stale endpoints read as saturated);
-* without Kubernetes: the pods reporting as the current and Ready replicas.
+* without Kubernetes: the pods reporting as the current and Ready replicas;
+* a pod whose engine is stuck (requests waiting for capacity while it runs nothing with its KV
+  cache near empty, held over the preset's window: ``Reading.STUCK_WAITING``, per pod): what waits
+  on it is taken out of the queue (and of what waits for capacity), since more replicas would not
+  serve it, and the Observation says so as an inert reason naming the pod (``InertReason.STUCK``).
 
 *Example*: 2 first tokens/s whose TTFTs sum to 0.8 s/s: ``requests_per_s`` 2,
 ``ttft_mean_seconds`` 0.4; 500 inter-token gaps/s summing to 15 s/s: ``itl_mean_seconds`` 0.03.
@@ -35,7 +39,7 @@ from typing import Any
 from scaler.config import TargetPolicy
 from scaler.histogram import histogram_quantile, share_above, total
 from scaler.inputs import Input, Reading
-from scaler.model import Observation
+from scaler.model import Inert, InertReason, Observation
 
 Buckets = Mapping[float, float]  # cumulative per-bucket rates keyed by upper bound (le), in seconds
 
@@ -109,12 +113,14 @@ class Readings:
     values: dict[str, float] = field(default_factory=dict)
     histograms: dict[str, Buckets] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
+    pods: dict[str, dict[str, float]] = field(default_factory=dict)  # per-pod reads: pod -> value
 
     def update(self, other: Readings) -> None:
         """Take ``other``'s reads (a family read for several targets with one selector)."""
         self.values.update(other.values)
         self.histograms.update(other.histograms)
         self.missing.update(other.missing)
+        self.pods.update(other.pods)
 
     def observation(self, now: datetime, policy: TargetPolicy, **state: Any) -> Observation:
         """The Observation at ``now`` under ``policy``'s objectives (module docstring); ``state``: the
@@ -145,7 +151,27 @@ class Readings:
                 if values.get(name) is None:
                     values[name] = round(reporting)
                     missing.pop(name, None)
+        stuck = self._stuck(values)
+        if stuck is not None:
+            state = {**state, "inert": (*state.get("inert", ()), stuck)}
         return Observation(now=now, missing=missing, **values, **state)
+
+    def _stuck(self, values: dict[str, Any]) -> Inert | None:
+        """The stuck pods' waiting taken out of the queue (module docstring), and the reason naming them."""
+        stuck = self.pods.get(Reading.STUCK_WAITING)
+        if not stuck:
+            return None
+        held = sum(stuck.values())
+        for name in (Input.QUEUE_WAITING, Input.QUEUE_WAITING_CAPACITY):
+            if values.get(name) is not None:
+                values[name] = max(0.0, values[name] - held)
+        named = ", ".join(f"{pod} ({waiting:g} waiting)" for pod, waiting in sorted(stuck.items()))
+        return Inert(
+            InertReason.STUCK,
+            f"{len(stuck)} {'pod runs' if len(stuck) == 1 else 'pods run'} nothing while requests wait for"
+            f" capacity and the KV cache is near empty, for the whole window: {named}; their {held:g} waiting"
+            " requests are not counted as demand (more replicas would not serve them): restart the pod",
+        )
 
     def _ttft(self, policy: TargetPolicy, values: dict[str, Any], missing: dict[str, str]) -> None:
         """The TTFT inputs from the histogram; without one, why not (a custom engine's quantiles stay)."""

@@ -205,6 +205,22 @@ def ref(name: str = "llama", namespace: str = "inference", **metadata: str) -> p
     return pb.ScaledObjectRef(name=name, namespace=namespace, scalerMetadata=md)
 
 
+def first_metrics(
+    stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest, timeout: float = 20.0
+) -> pb.GetMetricsResponse:
+    """A new target's first GetMetrics as KEDA makes it: UNAVAILABLE ("no decision yet", the first
+    refresh still running on a loaded machine) is asked again until ``timeout``; any other error raises."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            response: pb.GetMetricsResponse = stub.GetMetrics(request, timeout=5)
+            return response
+        except grpc.RpcError as exc:
+            if exc.code() is not grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
+
+
 def serve(port: int, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     """``python -m scaler serve --host 127.0.0.1 --port PORT ARGS``, its stdout and stderr piped (text)."""
     return subprocess.Popen(

@@ -170,8 +170,12 @@ class KubeDouble:
         odd_chunks: bool = False,
         version: str = "1.35.0",
         unserved: Iterable[str] = (),
+        kueue_versions: Iterable[str] = ("v1beta2", "v1beta1"),
     ) -> None:
         self.token = token
+        # The versions Kueue's resources are served at (Kueue 0.15-0.19 serve both; a later one
+        # only v1beta2): the same objects under each, as a CRD's conversion serves them.
+        self.kueue_versions = frozenset(kueue_versions)
         # API prefixes (e.g. DRA, KUEUE) this cluster does not serve: every request under one is 404.
         self.unserved = frozenset(unserved)
         self.version = version  # what /version answers, as gitVersion v<version>
@@ -502,6 +506,12 @@ class _Handler(QuietHandler):
             self._raw_chunk(data)
 
     def _route(self, path: str) -> tuple[Resource | None, str | None, str | None]:
+        group = KUEUE.rsplit("/", 1)[0] + "/"
+        if path.startswith(group):
+            version, _, rest = path[len(group) :].partition("/")
+            if version not in self.server_double.kueue_versions:
+                return None, None, None
+            path = f"{KUEUE}/{rest}"
         for res in RESOURCES.values():
             if not path.startswith(res.prefix + "/") or res.prefix in self.server_double.unserved:
                 continue
@@ -1113,16 +1123,23 @@ def _gpu_attributes(index: int, node: str, kind: str = "gpu", **more: dict[str, 
 
 
 def resourceslice(
-    node: str, gpus: int = 8, *, generation: int = 1, name: str | None = None
+    node: str,
+    gpus: int = 8,
+    *,
+    generation: int = 1,
+    name: str | None = None,
+    slices: int = 1,
+    first: int = 0,
 ) -> dict[str, Any]:
-    """The ResourceSlice the NVIDIA DRA driver's kubelet plugin publishes for a node of whole GPUs."""
+    """The ResourceSlice the NVIDIA DRA driver's kubelet plugin publishes for a node of whole GPUs:
+    one of the pool's ``slices`` (its ``resourceSliceCount``), holding GPUs ``first`` on."""
     devices = [
         {
             "name": f"gpu-{i}",
             "attributes": _gpu_attributes(i, node),
             "capacity": {"memory": {"value": "81559Mi"}},
         }
-        for i in range(gpus)
+        for i in range(first, first + gpus)
     ]
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -1142,7 +1159,7 @@ def resourceslice(
         "spec": {
             "driver": NVIDIA_DRIVER,
             "nodeName": node,
-            "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": slices},
             "devices": devices,
         },
     }
@@ -1284,9 +1301,11 @@ def clusterqueue(
     lending_limit: int | None = None,
     flavor: str = "h100",
     resource: str = "nvidia.com/gpu",
+    version: str = "v1beta1",
 ) -> dict[str, Any]:
     """A ClusterQueue with GPU, CPU and memory quota in one flavor, and its status as Kueue writes it
-    (``flavorsReservation`` and ``flavorsUsage``: ``used`` GPUs, ``borrowed`` past the nominal)."""
+    (``flavorsReservation`` and ``flavorsUsage``: ``used`` GPUs, ``borrowed`` past the nominal), at
+    Kueue's API ``version`` (v1beta2 names the cohort ``cohortName``)."""
     gpu: dict[str, Any] = {"name": resource, "nominalQuota": nominal}
     if borrowing_limit is not None:
         gpu["borrowingLimit"] = borrowing_limit
@@ -1329,7 +1348,7 @@ def clusterqueue(
         "stopPolicy": "None",
     }  # fmt: skip
     if cohort:
-        spec["cohort"] = cohort
+        spec["cohortName" if version == "v1beta2" else "cohort"] = cohort
     status = {
         "conditions": [_active("Can admit new workloads")],
         "flavorsReservation": usage,
@@ -1338,11 +1357,11 @@ def clusterqueue(
         "reservingWorkloads": used,
         "admittedWorkloads": used,
     }
-    return api_object("kueue.x-k8s.io/v1beta1", "ClusterQueue", name, spec, status=status)
+    return api_object(f"kueue.x-k8s.io/{version}", "ClusterQueue", name, spec, status=status)
 
 
-def localqueue(name: str, namespace: str, cluster_queue: str) -> dict[str, Any]:
-    """A LocalQueue pointing a namespace's workloads at a ClusterQueue."""
+def localqueue(name: str, namespace: str, cluster_queue: str, version: str = "v1beta1") -> dict[str, Any]:
+    """A LocalQueue pointing a namespace's workloads at a ClusterQueue, at Kueue's API ``version``."""
     status = {
         "conditions": [_active("Can submit new workloads to localQueue")],
         "pendingWorkloads": 0,
@@ -1350,7 +1369,7 @@ def localqueue(name: str, namespace: str, cluster_queue: str) -> dict[str, Any]:
         "admittedWorkloads": 0,
     }
     spec = {"clusterQueue": cluster_queue, "stopPolicy": "None"}
-    return api_object("kueue.x-k8s.io/v1beta1", "LocalQueue", name, spec, namespace, status=status)
+    return api_object(f"kueue.x-k8s.io/{version}", "LocalQueue", name, spec, namespace, status=status)
 
 
 def kubeconfig(path: Path, server: str, token: str) -> Path:

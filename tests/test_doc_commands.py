@@ -202,6 +202,7 @@ HOW: dict[str, Run | By | NotRun] = {
     ".venv/bin/python -m benchmarks.pd_quality": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.gpu_gate": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.inert_probe": NotRun(BENCHMARK),
+    ".venv/bin/python -m benchmarks.tenant_regex": NotRun(BENCHMARK),
 }
 
 

@@ -82,6 +82,23 @@ def test_an_older_pool_generation_is_ignored() -> None:
     assert schedulable_replicas([Node("dra-a")], [], need, inventory).replicas == 4
 
 
+def test_a_pool_is_counted_only_once_its_latest_generation_is_complete() -> None:
+    """A driver rewriting its pool (generation 2 of two slices, one published yet): neither the stale
+    generation nor the partial one counts, the pool is named, and both slices in count all eight."""
+    old = resourceslice_from_json(k8s.resourceslice("dra-a", 8, generation=1, name="old"))
+    half = resourceslice_from_json(k8s.resourceslice("dra-a", 4, generation=2, name="a", slices=2))
+    rest = resourceslice_from_json(k8s.resourceslice("dra-a", 4, generation=2, name="b", slices=2, first=4))
+    need = ReplicaRequirement({"nvidia.com/gpu": 1})
+    partial = schedulable_replicas([Node("dra-a")], [], need, dra_inventory([old, half], [GPU_CLASS], []))
+    assert not partial.countable
+    assert partial.uncounted.endswith(
+        "DRA pools not counted until complete: gpu.nvidia.com pool dra-a (1 of 2 slices of generation 2)"
+    )
+    whole = dra_inventory([old, half, rest], [GPU_CLASS], [])
+    assert whole.incomplete == ()
+    assert schedulable_replicas([Node("dra-a")], [], need, whole).replicas == 8
+
+
 def test_an_extended_resource_is_served_by_the_newest_class_naming_it() -> None:
     """Two classes declare nvidia.com/gpu: the scheduler takes the newer; any serves its implicit name."""
 

@@ -18,7 +18,7 @@ from scaler.sources.live import LiveSource
 from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.fake_prometheus import Answer, FakePrometheus, query_of, vector
-from tests.helpers import ServerThread, ref
+from tests.helpers import ServerThread, first_metrics, ref
 
 pytestmark = pytest.mark.e2e  # every test serves gRPC and answers as Prometheus over HTTP
 
@@ -31,7 +31,8 @@ class FaultScript:
         self.waiting = 120.0
 
     def __call__(self, path: str) -> Answer:
-        """Answer one request: the queue depth for the waiting-queue query, no series otherwise."""
+        """Answer one request: the queue depth for the waiting-queue query (not the waiting reasons',
+        nor the stuck-engine signature's), no series otherwise."""
         query = query_of(path)
         if self.mode == "slow":
             time.sleep(3)
@@ -39,7 +40,7 @@ class FaultScript:
             return 500, b"boom"
         if self.mode == "garbage":
             return 200, b"<html>not prometheus</html>"
-        if self.mode == "empty" or "bucket" in query or "num_requests_waiting" not in query:
+        if self.mode == "empty" or "bucket" in query or "vllm:num_requests_waiting)" not in query:
             return 200, vector()
         return 200, vector("NaN" if self.mode == "nan" else str(self.waiting), labels={"model_name": "m"})
 
@@ -170,10 +171,10 @@ def test_two_scaler_replicas_answer_alike(fleet: SimulatedFleet, prometheus: Loc
         for _ in range(2)
     ]
     with servers[0] as a:
-        a.stub().GetMetrics(request, timeout=5)
+        first_metrics(a.stub(), request)
         time.sleep(3)  # the second replica starts later and warms from history
         with servers[1] as b:
-            b.stub().GetMetrics(request, timeout=5)
+            first_metrics(b.stub(), request)
             compared = 0
             deadline = time.monotonic() + 10
             while compared < 3 and time.monotonic() < deadline:

@@ -185,7 +185,8 @@ def test_a_dra_only_gpu_node_takes_the_scale_up(start: Callable[..., KubernetesI
                 extended=True,
             )
         )
-        state = settled(inventory, lambda s: s.gpu_schedulable_replicas == 2)
+        # The claim's and the pod's watches run on their threads: wait for both, not the first.
+        state = settled(inventory, lambda s: s.gpu_schedulable_replicas == 2 and s.starting_replicas == 1)
         assert state.starting_replicas == 1
 
 
@@ -241,12 +242,20 @@ def test_a_mig_partitioned_gpu_counts_through_its_counters(start: Callable[..., 
         )
 
 
-def seed_kueue(double: KubeDouble, nominal: int, used: int, admitted: int, gated: int, **queue: Any) -> None:
-    """A 16-GPU node, Kueue's queues, and llama (2 GPUs a replica, submitted to LocalQueue ``gpus``)
-    with ``admitted`` running replicas and ``gated`` pods waiting behind the admission gate."""
+def seed_kueue(
+    double: KubeDouble,
+    nominal: int,
+    used: int,
+    admitted: int,
+    gated: int,
+    version: str = "v1beta1",
+    **queue: Any,
+) -> None:
+    """A 16-GPU node, Kueue's queues (at API ``version``), and llama (2 GPUs a replica, submitted to
+    LocalQueue ``gpus``) with ``admitted`` running replicas and ``gated`` pods behind the admission gate."""
     double.apply(k8s.node("gpu-a", 16))
-    double.apply(k8s.clusterqueue("gpu-cq", nominal, used, **queue))
-    double.apply(k8s.localqueue("gpus", NS, "gpu-cq"))
+    double.apply(k8s.clusterqueue("gpu-cq", nominal, used, version=version, **queue))
+    double.apply(k8s.localqueue("gpus", NS, "gpu-cq", version=version))
     labels = {"kueue.x-k8s.io/queue-name": "gpus"}
     double.apply(k8s.deployment("llama", NS, replicas=admitted + gated, gpus=2, template_labels=labels))
     double.apply(k8s.scaledobject("llama", NS))
@@ -382,3 +391,73 @@ def test_resourceslices_the_scaler_may_not_read_leave_allocatable_counted(
             "GPUs cannot be counted: no node's allocatable has nvidia.com/gpu and the DRA objects"
             " cannot be read" in state.explanation
         )
+
+
+def kueue_reads(double: KubeDouble, version: str) -> int:
+    """Successful lists and watches of Kueue's queues at ``version``."""
+    prefix = f"/apis/kueue.x-k8s.io/{version}/"
+    return sum(r.path.startswith(prefix) and r.status == 200 for r in list(double.requests))
+
+
+def test_a_kueue_serving_only_v1beta2_is_read_there(start: Callable[..., KubernetesInventory]) -> None:
+    """Kueue serving only v1beta2 (its storage version since 0.16): the queues are read there, a
+    v1beta2 ``cohortName`` lends as ``cohort`` did, and the quota clamps as before."""
+    with KubeDouble(kueue_versions=("v1beta2",)) as double:
+        seed_kueue(
+            double, nominal=8, used=8, admitted=4, gated=0, version="v1beta2", cohort="ml", borrowing_limit=4
+        )
+        double.apply(k8s.clusterqueue("peer-cq", 8, 2, cohort="ml", version="v1beta2"))
+        inventory = start(double)
+        state = settled(inventory, lambda s: s.kueue_quota_replicas == 6)
+        assert "ClusterQueue gpu-cq (cohort ml) admits 2 more replicas" in state.kueue_explanation
+        assert kueue_reads(double, "v1beta2") >= 2  # clusterqueues and localqueues
+        assert kueue_reads(double, "v1beta1") == 0
+
+
+def test_a_kueue_serving_only_v1beta1_is_still_read(start: Callable[..., KubernetesInventory]) -> None:
+    """An older Kueue serving only v1beta1: v1beta2 answers 404, and v1beta1 is read."""
+    with KubeDouble(kueue_versions=("v1beta1",)) as double:
+        seed_kueue(double, nominal=8, used=4, admitted=2, gated=1)
+        inventory = start(double)
+        settled(inventory, lambda s: s.kueue_quota_replicas == 4)
+        assert kueue_reads(double, "v1beta1") >= 2
+        assert kueue_reads(double, "v1beta2") == 0
+
+
+def test_a_kueue_serving_neither_version_is_named(
+    start: Callable[..., KubernetesInventory], log: CaptureLog
+) -> None:
+    """Kueue's group answering at neither v1beta2 nor v1beta1: not read as an empty quota but named,
+    in the log and in the decision's note for a workload Kueue admits."""
+    with KubeDouble(kueue_versions=()) as double:
+        seed_kueue(double, nominal=8, used=4, admitted=2, gated=1)
+        inventory = start(double)
+        settled(inventory)
+        reasons = [e["reason"] for e in log.events("kubernetes_resource_not_served")]
+        assert any("serves clusterqueues at none of v1beta2, v1beta1" in r for r in reasons)
+        decision = decide(inventory, PREWARM_10)
+        (quota_unknown,) = notes_of(decision, NoteKind.KUEUE_QUOTA_UNKNOWN)
+        assert "at none of v1beta2, v1beta1" in quota_unknown
+        assert "a version this scaler does not read" in quota_unknown
+
+
+def test_a_dra_pool_being_rewritten_is_counted_once_complete(
+    start: Callable[..., KubernetesInventory],
+) -> None:
+    """The driver republishes its pool as generation 2 in two slices and one is out: the GPUs are not
+    counted (never from the stale or the partial generation), the decision says which pool and lets
+    the scale-up through; once the second slice is published the pool counts and the fit clamps."""
+    with KubeDouble() as double:
+        seed_dra_only(double, running=1)
+        double.delete("ResourceSlice", "", "dra-a-gpu.nvidia.com-x7k2p")
+        double.apply(k8s.resourceslice("dra-a", 4, generation=1, name="dra-a-old"))
+        double.apply(k8s.resourceslice("dra-a", 4, generation=2, name="dra-a-g2-a", slices=2))
+        inventory = start(double)
+        state = settled(inventory, lambda s: s.gpu_schedulable_replicas is None)
+        assert "gpu.nvidia.com pool dra-a (1 of 2 slices of generation 2)" in state.explanation
+        decision = decide(inventory, PREWARM_10)
+        assert decision.replicas == 10
+        (skipped,) = notes_of(decision, NoteKind.GPU_CHECK_SKIPPED)
+        assert "DRA pools not counted until complete" in skipped
+        double.apply(k8s.resourceslice("dra-a", 4, generation=2, name="dra-a-g2-b", slices=2, first=4))
+        settled(inventory, lambda s: s.gpu_schedulable_replicas == 3)

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
-from scaler.matchers import LabelMatcher, MatchOp, SelectorError, matches_all, parse_selector
+from scaler.matchers import (
+    MATCH_CALL_STEPS,
+    LabelMatcher,
+    MatchBudget,
+    MatchOp,
+    OverBudget,
+    SelectorError,
+    matches_all,
+    parse_selector,
+)
 
 
 @pytest.mark.parametrize(
@@ -106,3 +117,57 @@ def test_rendering_round_trips() -> None:
     matchers = parse_selector('a="x\\"y", b=~"p.*"')
     rendered = ", ".join(str(m) for m in matchers)
     assert parse_selector(rendered) == matchers
+
+
+def test_regex_dot_matches_a_newline_as_prometheus_does() -> None:
+    """A regex's ``.`` matches a newline, as Prometheus compiles it (RE2 with DotNL, ``(?s:...)``)."""
+    assert matches_all(parse_selector('a=~"x.y"'), {"a": "x\ny"}) is True
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a)\\\\1", "(?=a)b", "(?<!a)b", "a{1001}"],
+    ids=["backreference", "lookahead", "lookbehind", "repeat-over-1000"],
+)
+def test_a_regex_re2_refuses_is_refused(pattern: str) -> None:
+    """A pattern RE2 (and so Prometheus) cannot compile is refused, naming the label and RE2."""
+    with pytest.raises(SelectorError, match=r"invalid regular expression for 'model_name': .*RE2"):
+        parse_selector(f'model_name=~"{pattern}"')
+
+
+def test_a_backtracking_pattern_costs_linear_work() -> None:
+    """``(a|aa)+b`` on 40 characters is charged RE2's linear bound once, then remembered."""
+    (matcher,) = parse_selector('model_name=~"(a|aa)+b"')
+    budget = MatchBudget()
+    assert matcher.matches({"model_name": "a" * 40}, budget) is False
+    assert budget.spent == MATCH_CALL_STEPS + matcher.regex.programsize * 41
+    assert matcher.matches({"model_name": "a" * 40}, budget) is False
+    assert budget.evaluated == 1  # the second answer came from memory, uncharged
+
+
+def test_a_selector_over_its_budget_stops_and_names_it() -> None:
+    """A selector whose regex work passes its budget raises OverBudget naming the limit."""
+    (matcher,) = parse_selector('pod=~"p-.*"')
+    one = MATCH_CALL_STEPS + matcher.regex.programsize * len("p-0 ")  # a value's charge: length + 1
+    budget = MatchBudget(limit=3 * one)
+    for i in range(3):
+        matcher.matches({"pod": f"p-{i}"}, budget)
+    with pytest.raises(
+        OverBudget, match=rf"share of this refresh \({3 * one:,} RE2 steps after 4 label values\)"
+    ):
+        matcher.matches({"pod": "p-3"}, budget)
+
+
+def test_equality_matchers_cost_nothing() -> None:
+    """``=`` and ``!=`` matchers are never charged: only regex work is bounded."""
+    budget = MatchBudget(limit=0)
+    assert matches_all(parse_selector('a="x", b!="y"'), {"a": "x", "b": "z"}, budget) is True
+    assert budget.spent == 0
+
+
+def test_a_matcher_pickles_as_written() -> None:
+    """A regex matcher pickles (the replay's worker processes) and compiles again on the other side."""
+    (matcher,) = parse_selector('a=~"x|y"')
+    again = pickle.loads(pickle.dumps(matcher))
+    assert again == matcher
+    assert again.matches({"a": "y"})

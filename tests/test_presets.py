@@ -15,6 +15,7 @@ from scaler.presets import (
     PRESETS,
     REGISTRY,
     ROUTERS,
+    Combine,
     Family,
     Kind,
     Preset,
@@ -78,9 +79,12 @@ def served(text: str) -> set[str]:
 
 def expected(preset: Preset, generations: tuple[str, ...]) -> set[str]:
     """The names a preset reads in ``generations``: each family's first name is the current one,
-    the others older; a family with one name has it in both."""
+    the others older; a family with one name has it in both. A per-pod signature (Combine.PODS)
+    joins current names with `and`, each served by its own family, and adds none."""
     out = set()
     for family in preset.families:
+        if family.combine is Combine.PODS:
+            continue
         names = [s.base for s in family.selectors()]
         if "current" in generations:
             out.add(names[0])

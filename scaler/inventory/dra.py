@@ -316,6 +316,7 @@ class DraInventory:
     templates: Mapping[tuple[str, str], ClaimTemplate] = field(default_factory=dict)  # (namespace, name)
     problem: str | None = None
     matcher: ClassMatcher = field(default_factory=ClassMatcher, compare=False)
+    incomplete: tuple[str, ...] = ()  # pools not counted: their latest generation not all published
     # (node, class, selectors) -> what ``selected`` found: the inventory is rebuilt when an object changes
     _selected: dict[tuple[str, str, tuple[str, ...]], tuple[list[Device], list[str]]] = field(
         default_factory=dict, compare=False, repr=False
@@ -387,9 +388,10 @@ def dra_inventory(
 ) -> DraInventory:
     """The DRA inventory of a cluster's slices, classes and claims (the module docstring's formulas).
 
-    Only each pool's latest generation counts, as the scheduler reads it; a device in a pool that
-    has not published every slice of that generation yet still counts (a partial pool is what
-    there is to allocate from).
+    Only each pool's latest generation counts, and only once every slice of it is published: a
+    pool whose driver is rewriting it (fewer slices of the latest generation than its
+    ``resourceSliceCount``) is not counted until it is complete, and is named in ``incomplete``
+    (the ResourceSlice API's rule for consumers; Kueue's count was fixed to it, kueue#14573).
     """
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices:
@@ -397,9 +399,18 @@ def dra_inventory(
     devices: dict[str, list[Device]] = {}
     published: dict[DeviceKey, Device] = {}
     counters: dict[CounterKey, dict[str, Fraction]] = {}
-    for (driver, pool), members in pools.items():
+    incomplete: list[str] = []
+    for (driver, pool), members in sorted(pools.items()):
         latest = max(m.generation for m in members)
-        for member in (m for m in members if m.generation == latest):
+        current = [m for m in members if m.generation == latest]
+        expected = max(m.slice_count for m in current)
+        published_slices = len({m.name for m in current})
+        if published_slices < expected:
+            incomplete.append(
+                f"{driver} pool {pool} ({published_slices} of {expected} slices of generation {latest})"
+            )
+            continue
+        for member in current:
             for name, values in member.counters.items():
                 counters[(driver, pool, name)] = dict(values)
             for device in member.devices:
@@ -419,6 +430,7 @@ def dra_inventory(
         templates={(t.namespace, t.name): t for t in templates},
         problem=problem,
         matcher=matcher or ClassMatcher(),
+        incomplete=tuple(incomplete),
     )
 
 

@@ -63,7 +63,8 @@ class Schedulable:
     ``without_gpu`` counts the nodes that offer none (or not all) of them. ``dra_nodes`` counts
     the listed nodes whose GPUs were counted from ResourceSlices; ``unsure`` says why a device
     was counted without its class's CEL selector being understood; ``dra_problem`` why the DRA
-    objects could not be read (their devices then uncounted).
+    objects could not be read (their devices then uncounted); ``incomplete_pools`` the DRA pools
+    not counted because their latest generation is not all published yet.
     """
 
     replicas: int
@@ -73,6 +74,7 @@ class Schedulable:
     dra_nodes: int = 0
     unsure: tuple[str, ...] = ()
     dra_problem: str | None = None
+    incomplete_pools: tuple[str, ...] = ()
 
     @property
     def countable(self) -> bool:
@@ -92,7 +94,13 @@ class Schedulable:
                 f"no node's allocatable has {resource} and the DRA objects cannot be read"
                 f" ({self.dra_problem})"
             )
-        return f"GPUs cannot be counted: {why}"
+        return f"GPUs cannot be counted: {why}{self._incomplete}"
+
+    @property
+    def _incomplete(self) -> str:
+        if not self.incomplete_pools:
+            return ""
+        return f"; DRA pools not counted until complete: {', '.join(self.incomplete_pools)}"
 
     @property
     def explanation(self) -> str:
@@ -117,6 +125,7 @@ class Schedulable:
         )
         if self.dra_problem:
             tail += f"; DRA devices not counted ({self.dra_problem})"
+        tail += self._incomplete
         if self.unsure:
             tail += f"; counted as matching, selector not understood: {self.unsure[0]}"
         return f"{head}: {', '.join(shown)}{tail}"
@@ -278,4 +287,5 @@ def schedulable_replicas(
         dra_nodes,
         tuple(dict.fromkeys(unsure)),
         dra.problem,
+        dra.incomplete,
     )

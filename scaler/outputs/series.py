@@ -192,7 +192,7 @@ SERIES: tuple[SeriesSpec, ...] = (
     _gauge(
         "llm_scaler_inert",
         "1 for each reason the target cannot act though it looks healthy, 0 for the others"
-        " (scaler.inert: no_series, stale, not_scraped, stranded, held, not_landed).",
+        " (scaler.inert: no_series, stale, not_scraped, stranded, stuck, held, not_landed).",
         "reason",
     ),
     # What one replica holds, as the load signal used it, and where that came from

@@ -33,6 +33,18 @@ VLLM = register(
             Family(Input.QUEUE_WAITING, "sum by ({by}) (vllm:num_requests_waiting)"),
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running
             Family(Input.REQUESTS_RUNNING, "sum by ({by}) (vllm:num_requests_running)"),
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_waiting_by_reason, reason="capacity"
+            # (the scheduler's waiting queue) and "deferred" (its skipped_waiting queue), summing to
+            # vllm:num_requests_waiting (vLLM PR #38435, merged 2026-03); absent before it: unknown
+            Family(
+                Input.QUEUE_WAITING_CAPACITY,
+                'sum by ({by}) (vllm:num_requests_waiting_by_reason{{reason="capacity"}})',
+            ),
+            # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_waiting_by_reason, reason="deferred"
+            Family(
+                Input.QUEUE_WAITING_DEFERRED,
+                'sum by ({by}) (vllm:num_requests_waiting_by_reason{{reason="deferred"}})',
+            ),
             # vllm/v1/metrics/loggers.py: counter vllm:prompt_tokens_total
             Family(Input.PROMPT_TOKENS_PER_S, "sum by ({by}) (rate(vllm:prompt_tokens_total[{window}]))"),
             # vllm/v1/metrics/loggers.py: counter vllm:generation_tokens_total
@@ -110,6 +122,23 @@ VLLM = register(
             ),
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running, one series a pod
             Family(Reading.REPLICAS_REPORTING, "count by ({by}) (vllm:num_requests_running)"),
+            # vllm/v1/metrics/loggers.py: gauges vllm:num_requests_waiting_by_reason (reason="capacity"),
+            # vllm:num_requests_running and vllm:kv_cache_usage_perc, per pod: the pods whose engine is
+            # stuck (vllm-project/vllm#53130, #39734), each with what waits on it now. The signature:
+            # requests waiting for capacity, nothing running and the KV cache under 5% (a running
+            # request's blocks exceed it), each throughout the last 2m (eight refreshes and scrapes at
+            # 15 s: not a pod between two batches, nor one just started). Its queue is not demand
+            # (scaler.readings, InertReason.STUCK).
+            Family(
+                Reading.STUCK_WAITING,
+                'sum by ({by}) (vllm:num_requests_waiting_by_reason{{reason="capacity"}})'
+                " and (sum by ({by}) (min_over_time("
+                'vllm:num_requests_waiting_by_reason{{reason="capacity"}}[2m])) > 0)'
+                " and (sum by ({by}) (max_over_time(vllm:num_requests_running[2m])) == 0)"
+                " and (max by ({by}) (max_over_time(vllm:kv_cache_usage_perc[2m])) < 0.05)",
+                Combine.PODS,
+                keep=("pod",),
+            ),
         ),
         "vllm-project/vllm vllm/v1/metrics/loggers.py",
         image=r"vllm",

@@ -38,6 +38,7 @@ class Combine(StrEnum):
     MEAN = "mean"  # each group's value is already a mean over its pods: averaged over the groups
     MAX = "max"  # each group's value is its busiest pod's: the largest over the groups
     HISTOGRAM = "histogram"  # per-bucket rates, summed, then a quantile in Python
+    PODS = "pods"  # one value per pod (grouped by its ``pod`` label, ``Family.keep``), kept apart
 
 
 class Select(StrEnum):
@@ -68,6 +69,7 @@ _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # a preset's name, as meta
 _SELECTOR = re.compile(
     r"(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(?P<matchers>[^{}]*)\})?\s*(?P<after>[(\[]?)"
 )
+_RANGE = re.compile(r"\[[^\[\]]*\]")
 _GROUPING = re.compile(r"\b(?:by|without)\s*\([^()]*\)")
 _PROMQL_WORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"})
 _SET_OPERATORS = frozenset({"or", "and", "unless"})
@@ -105,6 +107,7 @@ def _selectors(template: str) -> tuple[Selector, ...]:
     """The series selectors in a template's text (its placeholders taken out), in order; cached,
     as the simulated exporters ask at every scrape."""
     text = "".join(literal for literal, _, _, _ in string.Formatter().parse(template))
+    text = _RANGE.sub("[]", text)  # a range written out (``[2m]``) names no metric
     out = []
     for found in _SELECTOR.finditer(_GROUPING.sub(" ", text)):
         name, after = found["name"], found["after"]
@@ -128,6 +131,8 @@ class Family:
     # read (Dynamo's KV router queue, by worker_type). The servers' own series (Select.TARGET) are
     # read by the preset's role_label; a router's other families serve both pools (scaler.roles).
     role_label: str | None = None
+    # Labels every grouping of the template keeps besides the targets' (``pod`` for Combine.PODS).
+    keep: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "field", key_of(self.field))
@@ -138,6 +143,7 @@ class Family:
             if not LABEL_NAME.fullmatch(label):
                 raise ValueError(f"invalid label name {label!r}")
         labels = ("le", *by) if self.combine is Combine.HISTOGRAM else by
+        labels = (*labels, *(k for k in self.keep if k not in labels))
         return self.template.format(by=", ".join(labels), window=window)
 
     def selectors(self) -> tuple[Selector, ...]:
@@ -159,9 +165,10 @@ class Family:
             return [*out, f"{self.field}: a matcher in the template cannot be read: {exc}"]
         if not found:
             out.append(f"{self.field}: the template reads no metric")
-        elif len(found) > 1 and " or " not in self.template:
+        elif len(found) > 1 and " or " not in self.template and self.combine is not Combine.PODS:
             out.append(
                 f"{self.field}: a family reads one metric; older names follow the current one, joined by `or`"
+                " (a per-pod signature, Combine.PODS, joins several with `and`)"
             )
         return out
 

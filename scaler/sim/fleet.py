@@ -36,6 +36,8 @@ class PodLoad:
     itl_seconds: float = 0.03  # the gap between two tokens of a sequence
     queue_time_seconds: float = 0.0  # waiting before the engine first schedules a request
     prefill_time_seconds: float | None = None  # first scheduling to first token (None: TTFT - queue time)
+    waiting_deferred: float = 0.0  # of ``waiting``, deferred by a transient constraint (vLLM's reason)
+    waiting_by_reason: bool = True  # the server writes why requests wait (vLLM PR #38435 and later)
 
     @property
     def prefill_seconds(self) -> float:
@@ -140,6 +142,8 @@ class SimulatedFleet(Exporter):
                     itl_seconds=total.itl_seconds,
                     queue_time_seconds=total.queue_time_seconds,
                     prefill_time_seconds=total.prefill_time_seconds,
+                    waiting_deferred=total.waiting_deferred / n,
+                    waiting_by_reason=total.waiting_by_reason,
                 )
 
     # ---- exposition ----------------------------------------------------------------------
@@ -162,7 +166,12 @@ class SimulatedFleet(Exporter):
         """What one pod reports for each input a preset can read."""
         load = state.load
         ttft, itl = state.ttft.simulated(), state.itl.simulated()
+        reasons: dict[str, Simulated] = {
+            Input.QUEUE_WAITING_CAPACITY: Simulated(max(0.0, load.waiting - load.waiting_deferred)),
+            Input.QUEUE_WAITING_DEFERRED: Simulated(load.waiting_deferred),
+        }
         return {
+            **(reasons if load.waiting_by_reason else {}),
             Input.QUEUE_WAITING: Simulated(load.waiting),
             Input.REQUESTS_RUNNING: Simulated(load.running),
             Input.REQUESTS_RUNNING_MAX: Simulated(load.running),  # the same series, read as a max

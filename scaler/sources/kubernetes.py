@@ -32,6 +32,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes import config as _config
+from kubernetes.client.exceptions import ApiException
 
 from scaler.decider.coldstart import WINDOW as COLD_START_WINDOW
 from scaler.decider.coldstart import PodTimes
@@ -105,7 +106,44 @@ WATCHED_RESOURCES: tuple[tuple[str, str], ...] = (
     (KUEUE_GROUP, "localqueues"),
 )
 DRA_MISSING = "resource.k8s.io/v1 is served from Kubernetes 1.34"
-KUEUE_MISSING = "Kueue is not installed"
+# Kueue's API versions the inventory reads, the newest first: v1beta2 from Kueue 0.15 (its storage
+# version from 0.16), v1beta1 from 0.3 (deprecated from 0.15; Kueue said it would stop serving it).
+# Each list asks them in this order and reads the first the cluster serves.
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")
+KUEUE_MISSING = "Kueue is not installed, or serves a version this scaler does not read (it reads " + (
+    ", ".join(KUEUE_VERSIONS) + ")"
+)
+
+
+class ServedVersion:
+    """A cluster-scoped list (and watch) of a custom resource at the first of ``versions`` the API
+    serves: each list asks them in order and the watch after it uses the version that answered; a
+    404 on every version is raised as one 404 naming them all (``KUEUE_VERSIONS`` for Kueue)."""
+
+    def __init__(self, custom: Any, group: str, plural: str, versions: tuple[str, ...]) -> None:
+        self._custom, self.group, self.plural, self.versions = custom, group, plural, versions
+        self.version: str | None = None  # the version the last list read
+
+    def __call__(self, **kwargs: Any) -> Any:
+        """``list_cluster_custom_object`` at the served version (``watch=True``: the listed one)."""
+        if kwargs.get("watch"):
+            return self._custom.list_cluster_custom_object(
+                self.group, self.version or self.versions[0], self.plural, **kwargs
+            )
+        for version in self.versions:
+            try:
+                answer = self._custom.list_cluster_custom_object(self.group, version, self.plural, **kwargs)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                continue
+            self.version = version
+            return answer
+        self.version = None
+        raise ApiException(
+            status=404,
+            reason=f"NotFound: {self.group} serves {self.plural} at none of {', '.join(self.versions)}",
+        )
 
 
 class KubernetesConfigError(UnreachableError):
@@ -124,7 +162,7 @@ class InventoryOptions(WatchOptions):
 
     gpu_resource_patterns: tuple[str, ...] = GPU_RESOURCE_PATTERNS
     default_gpu_resource: str = DEFAULT_GPU_RESOURCE  # for gpusPerReplica when the template has no GPU
-    kueue_version: str = "v1beta1"  # Kueue's API version read (v1beta1 from Kueue 0.3; v1beta2 from 0.15)
+    kueue_versions: tuple[str, ...] = KUEUE_VERSIONS  # Kueue's API versions, the first served read
 
 
 class _PodStore(Store[Pod]):
@@ -311,7 +349,10 @@ class KubernetesInventory:
         )
         # DRA and Kueue: optional APIs (a 404 means the cluster has none), read for the GPU fit.
         resource = client.ResourceV1Api(api_client)
-        kueue = functools.partial(custom.list_cluster_custom_object, KUEUE_GROUP, self._options.kueue_version)
+        self._kueue_calls = {
+            plural: ServedVersion(custom, KUEUE_GROUP, plural, self._options.kueue_versions)
+            for plural in ("clusterqueues", "localqueues")
+        }
         self._slices: Store[ResourceSlice] = Store("resourceslices", self._lock, resourceslice_from_json, log)
         self._classes: Store[DeviceClass] = Store("deviceclasses", self._lock, deviceclass_from_json, log)
         self._claims: Store[ResourceClaim] = Store("resourceclaims", self._lock, resourceclaim_from_json, log)
@@ -327,8 +368,8 @@ class KubernetesInventory:
             (resource.list_device_class, self._classes, DRA_MISSING),
             (resource.list_resource_claim_for_all_namespaces, self._claims, DRA_MISSING),
             (resource.list_resource_claim_template_for_all_namespaces, self._templates, DRA_MISSING),
-            (functools.partial(kueue, "clusterqueues"), self._cluster_queues, KUEUE_MISSING),
-            (functools.partial(kueue, "localqueues"), self._local_queues, KUEUE_MISSING),
+            (self._kueue_calls["clusterqueues"], self._cluster_queues, KUEUE_MISSING),
+            (self._kueue_calls["localqueues"], self._local_queues, KUEUE_MISSING),
         ]
         self._optional = {
             store.resource: Reflector(

@@ -11,7 +11,10 @@ Named absences, never a silent zero:
 * the query failed (connection refused, timeout, HTTP error, invalid JSON): every field of
   that family is unknown for every target of the group, with the error as the reason;
 * no series matches a target's selector: unknown, "no series match labelSelector";
-* NaN or infinite samples are dropped; if nothing else is left: unknown, "only NaN".
+* NaN or infinite samples are dropped; if nothing else is left: unknown, "only NaN";
+* a selector whose regular expressions go over their share of the refresh
+  (``scaler.matchers.MatchBudget``): the families it had not split yet are unknown for its
+  targets alone, with that reason; every other target reads on.
 """
 
 from __future__ import annotations
@@ -33,7 +36,13 @@ from urllib3.util.retry import Retry
 from scaler.config import TargetPolicy
 from scaler.errors import UnreachableError
 from scaler.inputs import Input, Key, Reading
-from scaler.matchers import LabelMatcher, matches_all
+from scaler.matchers import (
+    SELECTOR_STEPS_PER_REFRESH,
+    LabelMatcher,
+    MatchBudget,
+    OverBudget,
+    matches_all,
+)
 from scaler.model import INPUTS
 from scaler.presets import (
     ROUTERS,
@@ -200,8 +209,10 @@ class PrometheusReader:
         default_address: str | None,
         rate_window: str = "1m",
         timeout_s: float = 5.0,
+        selector_steps: int = SELECTOR_STEPS_PER_REFRESH,
     ) -> None:
         self.default_address = default_address.rstrip("/") if default_address else None
+        self.selector_steps = selector_steps  # each selector's regex work per read (MatchBudget)
         self.rate_window = rate_window
         self.timeout_s = timeout_s
         self._clients: dict[str, PrometheusClient] = {}
@@ -242,6 +253,10 @@ class PrometheusReader:
         Prometheus, which is how several scaler replicas decide alike.
         """
         out: dict[Any, Readings] = {t.key: Readings() for t in targets}
+        # Each selector's share of this read's regex work: one slow selector delays only its targets.
+        budgets: dict[tuple[LabelMatcher, ...], MatchBudget] = defaultdict(
+            lambda: MatchBudget(self.selector_steps)
+        )
         groups: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             groups[(t.address, t.policy.engine)].append(t)
@@ -249,13 +264,13 @@ class PrometheusReader:
             if engine == "custom":
                 self._read_custom(address, members, out, at)
             else:
-                self._read_preset(address, engine, members, out, at)
+                self._read_preset(address, engine, members, out, at, budgets)
         routed: dict[tuple[str, str], list[TargetQuery]] = defaultdict(list)
         for t in targets:
             if t.policy.router != "none":
                 routed[(t.address, t.policy.router)].append(t)
         for (address, router), members in routed.items():
-            self._read_families(address, ROUTERS[router], members, out, at)
+            self._read_families(address, ROUTERS[router], members, out, at, budgets)
         return out
 
     def _read_preset(
@@ -265,6 +280,7 @@ class PrometheusReader:
         members: list[TargetQuery],
         out: dict[Any, Readings],
         at: datetime | None,
+        budgets: dict[tuple[LabelMatcher, ...], MatchBudget],
     ) -> None:
         preset = preset_for(engine)
         if preset is None:
@@ -277,7 +293,7 @@ class PrometheusReader:
             if preset.family(name) is None:
                 for t in members:
                     out[t.key].missing[name] = f"engine {engine} exports no metric for it"
-        self._read_families(address, preset, members, out, at)
+        self._read_families(address, preset, members, out, at, budgets)
 
     def _read_families(
         self,
@@ -286,8 +302,10 @@ class PrometheusReader:
         members: list[TargetQuery],
         out: dict[Any, Readings],
         at: datetime | None,
+        budgets: dict[tuple[LabelMatcher, ...], MatchBudget],
     ) -> None:
-        """Each family of ``preset`` once for ``members``, split per target by its selector."""
+        """Each family of ``preset`` once for ``members``, split per target by its selector, each
+        selector's regex work charged to its budget in ``budgets``."""
         client = self.client(address)
         for family in preset.families:
             selectors = {t.key: selector_for(t.policy, family) for t in members}
@@ -306,7 +324,10 @@ class PrometheusReader:
                 part = per_selector.get(selector)
                 if part is None:
                     part = per_selector[selector] = Readings()
-                    _apply(family, samples, selector, part)
+                    try:
+                        _apply(family, samples, selector, part, budgets[selector])
+                    except OverBudget as exc:
+                        part.missing[family.field] = str(exc)
                 out[t.key].update(part)
 
     def _instant(
@@ -387,8 +408,22 @@ def router_queues(address: str, at: datetime | None = None) -> list[RouterQueue]
     ]
 
 
-def _apply(family: Family, samples: list[Sample], selector: Sequence[LabelMatcher], into: Readings) -> None:
-    selected = [s for s in samples if matches_all(tuple(selector), s.labels)]
+def _apply(
+    family: Family,
+    samples: list[Sample],
+    selector: Sequence[LabelMatcher],
+    into: Readings,
+    budget: MatchBudget | None = None,
+) -> None:
+    matchers = tuple(selector)
+    selected = [s for s in samples if matches_all(matchers, s.labels, budget)]
+    if family.combine is Combine.PODS:  # none selected: no pod shows it, not an unknown
+        pods: dict[str, float] = defaultdict(float)
+        for s in selected:
+            if math.isfinite(s.value):
+                pods[s.labels.get("pod") or s.labels.get("instance") or "(no pod label)"] += max(0.0, s.value)
+        into.pods[family.field] = dict(pods)
+        return
     if not selected:
         into.missing[family.field] = "no series match labelSelector"
         return

@@ -32,6 +32,7 @@ SEVERITY: dict[InertReason, Severity] = {
     InertReason.STALE: "error",
     InertReason.NOT_SCRAPED: "error",
     InertReason.STRANDED: "warning",
+    InertReason.STUCK: "error",
     InertReason.HELD: "warning",
     InertReason.NOT_LANDED: "warning",
 }
@@ -44,6 +45,8 @@ FIX: dict[InertReason, str] = {
     " where up == 0, its error says why",
     InertReason.STRANDED: "scale on the queue and the token load, never on these gauges; restarting the"
     " router drops them",
+    InertReason.STUCK: "restart the pod named: its engine admits nothing while healthy (vLLM #53130, #39734);"
+    " meanwhile the scaler does not count its queue as demand",
     InertReason.HELD: "compare the decision log's capacity and demand with the fleet's: a capacity that"
     " grows with the demand holds the target",
     InertReason.NOT_LANDED: "read the decision log's landing field: it names the HPA's state that holds it",
@@ -78,7 +81,9 @@ def check_inert(cluster: Cluster, options: Options) -> Iterable[Finding]:
                 continue
             kind = InertReason(value)
             yield Finding(
-                SEVERITY[kind] if kind in (InertReason.HELD, InertReason.NOT_LANDED) else "warning",
+                SEVERITY[kind]
+                if kind in (InertReason.HELD, InertReason.NOT_LANDED, InertReason.STUCK)
+                else "warning",
                 check_name(kind),
                 where,
                 f"the running scaler reports it inert: {value} (its decision log's inert field says why)",

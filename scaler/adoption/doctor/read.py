@@ -30,7 +30,7 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
     from kubernetes import client
 
     from scaler.inventory import scaledobject_from_json
-    from scaler.sources.kubernetes import api_client
+    from scaler.sources.kubernetes import KUEUE_GROUP, KUEUE_VERSIONS, ServedVersion, api_client
 
     api = api_client(kubeconfig)
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
@@ -61,7 +61,10 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
             return []
 
     resource = client.ResourceV1Api(api)
-    kueue = ("kueue.x-k8s.io", "v1beta1")
+    # Kueue's queues at the first version served (v1beta2, else v1beta1), as the inventory reads them.
+    queues, local = (
+        ServedVersion(custom, KUEUE_GROUP, p, KUEUE_VERSIONS) for p in ("clusterqueues", "localqueues")
+    )
     version = raw(client.VersionApi(api).get_code)
     major = int(re.sub(r"\D", "", str(version.get("major", ""))) or 0)
     minor = int(re.sub(r"\D", "", str(version.get("minor", ""))) or 0)
@@ -88,8 +91,8 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
         resourceclaimtemplates=optional(
             "resourceclaimtemplates", resource.list_resource_claim_template_for_all_namespaces
         ),
-        clusterqueues=optional("clusterqueues", custom.list_cluster_custom_object, *kueue, "clusterqueues"),
-        localqueues=optional("localqueues", custom.list_cluster_custom_object, *kueue, "localqueues"),
+        clusterqueues=optional("clusterqueues", queues),
+        localqueues=optional("localqueues", local),
         unread=unread,
     )
 
