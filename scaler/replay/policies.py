@@ -299,6 +299,8 @@ class ClairvoyantPolicy:
         self.demand = None if demand is None else list(demand)
         self.held_log = HeldLog()
         self._asked: int | None = None
+        # Per window of buckets (first, last), the target and the demand asked: a tick reads them again.
+        self._windows: dict[tuple[int, int], tuple[int, int | None]] = {}
 
     def need_at(self, t: float) -> int:
         """Replicas that must be Ready at ``t`` (the bucket's need; past the end, the last)."""
@@ -309,19 +311,28 @@ class ClairvoyantPolicy:
 
     def target(self, t: float) -> int:
         """Keep what is needed until a replica ordered now would be Ready, and order for then."""
-        return max(self.need_at(b * self.bucket_s) for b in self._window(t))
+        return self._of_window(t)[0]
 
-    def _window(self, t: float) -> range:
-        """The buckets from ``t`` to one lead later."""
-        return range(int(t // self.bucket_s), int((t + self.lead_s) // self.bucket_s) + 1)
+    def _of_window(self, t: float) -> tuple[int, int | None]:
+        """Over the buckets from ``t`` to one lead later: the most replicas needed, and the most the
+        demand alone asks (None without ``demand``)."""
+        key = (int(t // self.bucket_s), int((t + self.lead_s) // self.bucket_s))
+        found = self._windows.get(key)
+        if found is None:
+            window = range(key[0], key[1] + 1)
+            need = max(self.need_at(b * self.bucket_s) for b in window)
+            asked = None
+            if self.demand:
+                last = len(self.demand) - 1
+                asked = max(self.demand[min(max(0, b), last)] for b in window)
+            found = self._windows[key] = (need, asked)
+        return found
 
     def tick(self, tick: TickInputs) -> int | None:
         """The replicas the schedule needs from now until a replica ordered now would be Ready."""
         t = tick.now_s
-        if self.demand:
-            last = len(self.demand) - 1
-            asked = max(self.demand[min(max(0, b), last)] for b in self._window(t))
-            if asked != self._asked:
-                self._asked = asked
-                self.held_log.record(t, asked, self.min_replicas, 0)
-        return self.target(t)
+        need, asked = self._of_window(t)
+        if asked is not None and asked != self._asked:
+            self._asked = asked
+            self.held_log.record(t, asked, self.min_replicas, 0)
+        return need
