@@ -101,6 +101,8 @@ class PodLifecycle(Generic[PodT]):
             self._gpus_bound += gpus_per_replica
             self.ready.append(pod)
         self._pending: deque[PodT] = deque()
+        # Counts every change of the pods' states: what was read of them is current while it stands.
+        self.changes = 0
         # The pods that became Ready, newest last: what the scaler's cold-start measurement
         # reads from the API (the initial pods were Ready before anyone looked).
         self.ready_times: deque[PodTimes] = deque(maxlen=WINDOW)
@@ -112,13 +114,9 @@ class PodLifecycle(Generic[PodT]):
 
     def counts(self) -> tuple[int, int, int]:
         """The Deployment's pods as (Pending, starting, Ready), after the last ``advance``."""
-        pending = starting = 0
-        for pod in self.active:
-            if pod.state is PodState.PENDING:
-                pending += 1
-            elif pod.state is PodState.STARTING:
-                starting += 1
-        return pending, starting, len(self.active) - pending - starting
+        # The active pods are the Pending ones (queued for GPUs), the Ready ones and the starting rest.
+        pending, ready = len(self._pending), len(self.ready)
+        return pending, len(self.active) - pending - ready, ready
 
     # ---- bookkeeping -----------------------------------------------------------------
 
@@ -159,6 +157,7 @@ class PodLifecycle(Generic[PodT]):
         """Apply every pod event (Ready, drained) up to ``now``, in time order."""
         while self._next_event <= now:
             t = self._next_event
+            self.changes += 1
             self._accumulate(t)
             for pod in [p for p in self.active if p.state is PodState.STARTING and p.ready_at <= t]:
                 pod.state = PodState.READY
@@ -174,6 +173,7 @@ class PodLifecycle(Generic[PodT]):
     def scale_to(self, replicas: int, now: float) -> None:
         """Set the Deployment's replicas: create Pending pods or remove pods."""
         self.advance(now)
+        self.changes += 1
         replicas = max(0, replicas)
         current = len(self.active)
         if replicas > current:

@@ -119,7 +119,7 @@ def test_constraints_pin_exactly_the_runtime_dependencies() -> None:
     }
     direct = {re.split(r"[<>=!\[; ]", d)[0].lower().replace("_", "-") for d in project["dependencies"]}
     assert direct <= pins, f"not pinned: {sorted(direct - pins)} (run ./dev constraints)"
-    for extra in ("replay", "convert"):
+    for extra in ("replay", "convert", "fast"):
         names = {re.split(r"[<>=!\[; ]", d)[0].lower() for d in project["optional-dependencies"][extra]}
         assert not names & pins, f"the {extra} extra stays out of the server image"
 

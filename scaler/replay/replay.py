@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from scaler.inputs import Input, Reading
 from scaler.readings import Readings
+from scaler.replay import kernel
 from scaler.replay.cluster import Cluster, ClusterConfig, FleetView, ServingPod, StepCluster
 from scaler.replay.keda import PodSeries
 from scaler.replay.policies import TickInputs
@@ -90,7 +91,7 @@ class RunResult:
 
 
 def drive(
-    arrivals: Sequence[float],
+    arrivals: Sequence[float] | NDArray[np.float64],
     horizon: float,
     tick_s: float,
     tick: Callable[[float], None],
@@ -104,6 +105,31 @@ def drive(
             tick(next_tick)
             next_tick += tick_s
         arrive(i)
+    while next_tick <= horizon:
+        tick(next_tick)
+        next_tick += tick_s
+
+
+def drive_batches(
+    arrivals: NDArray[np.float64],
+    horizon: float,
+    tick_s: float,
+    tick: Callable[[float], None],
+    arrive: Callable[[int, int], None],
+) -> None:
+    """``drive``, the requests between two ticks handed over together: ``arrive(lo, hi)`` gets
+    requests ``lo`` to ``hi``, which all arrive before the next tick is due, after every tick due by
+    the first of them has run."""
+    next_tick = 0.0
+    i, n = 0, len(arrivals)
+    while i < n:
+        t = arrivals[i]
+        while next_tick <= t:
+            tick(next_tick)
+            next_tick += tick_s
+        j = int(np.searchsorted(arrivals, next_tick, side="left"))
+        arrive(i, j)
+        i = j
     while next_tick <= horizon:
         tick(next_tick)
         next_tick += tick_s
@@ -145,9 +171,12 @@ class ControlLoop(Sink):
         initial_ready: int,
         tick_s: float,
         warmup_s: float,
+        compiled: bool | None = None,
     ) -> None:
         self.trace, self.config, self.policy, self.start, self.tick_s = trace, config, policy, start, tick_s
-        self.timeline = timeline = Warmed.of(trace, warmup_s)
+        # The compiled loop serves the requests where it can (scaler.replay.kernel), unless told not to.
+        self.compiled = kernel.COMPILED and kernel.supports(config) if compiled is None else compiled
+        self.timeline = timeline = Warmed.of(trace, warmup_s, arrays=self.compiled)
         self.w = timeline.w
         self.horizon = timeline.horizon(max(trace.duration_s, tick_s))
         nbins = bins(self.horizon)
@@ -157,16 +186,21 @@ class ControlLoop(Sink):
         self.user_ttft = np.full(len(timeline.arrivals), math.inf, dtype=np.float64)  # inf: never served
         initial = max(policy.min_replicas, min(initial_ready, policy.max_replicas))
         self.stepped = config.physics == "step"
-        self.cluster: Cluster | StepCluster = (
-            StepCluster(config, initial, self) if self.stepped else Cluster(config, initial)
-        )
+        self.cluster: Cluster | StepCluster | kernel.FastCluster
+        if self.compiled:
+            self.cluster = kernel.FastCluster(config, initial)
+        else:
+            self.cluster = StepCluster(config, initial, self) if self.stepped else Cluster(config, initial)
         # The step physics' inter-token latencies (vllm:inter_token_latency_seconds), and each pod's
         # busy seconds at the ticks of the last rate window (DCGM's utilisation).
         self.itl = Histogram(nbins, ITL_BUCKETS) if self.stepped else None
         self.pod_busy: dict[int, deque[tuple[float, float]]] = {}
         self.spec = len(self.cluster.active)
         # llm-d's endpoint picker with flow control in front of the pods, and its TTFT histogram.
-        self.router = FlowControlRouter(self.cluster, self.serve) if config.router == "llm-d" else None
+        self.router = None
+        if config.router == "llm-d":
+            assert not isinstance(self.cluster, kernel.FastCluster)  # kernel.supports: no router
+            self.router = FlowControlRouter(self.cluster, self.serve)
         self.router_ttft = Histogram(nbins) if self.router is not None else None
         # Each pod's prefill seconds assigned at the ticks of the last rate window: its prefill's rate.
         self.pod_prefill: dict[int, deque[tuple[float, float]]] = {}
@@ -175,6 +209,19 @@ class ControlLoop(Sink):
         self.peak = self.spec
         self.ticks = Ticks()
         self.gpu_at_start = self.pending_at_start = 0.0
+        self.series = (
+            kernel.Series(
+                np.asarray(timeline.arrivals),
+                np.asarray(timeline.prompts),
+                np.asarray(timeline.outputs),
+                self.user_ttft,
+                self.ttft,
+                self.phases,
+                self.tokens,
+            )
+            if self.compiled
+            else None
+        )
 
     # ---- requests ------------------------------------------------------------------------
 
@@ -186,6 +233,13 @@ class ControlLoop(Sink):
         else:
             self.router.offer(i, t)
 
+    def send_batch(self, lo: int, hi: int) -> None:
+        """Requests ``lo`` to ``hi`` arrive, all before the next control tick: the compiled loop serves
+        them (``scaler.replay.kernel``)."""
+        assert isinstance(self.cluster, kernel.FastCluster)
+        assert self.series is not None
+        self.cluster.serve(lo, hi, self.series)
+
     def serve(self, i: int, sent: float) -> None:
         """Request ``i`` goes to a pod at ``sent``: its first token, the histograms, the token counters."""
         timeline = self.timeline
@@ -194,6 +248,7 @@ class ControlLoop(Sink):
         if isinstance(cluster, StepCluster):
             cluster.send(sent, i, prompt, output)  # what happens to it comes back as events (Sink)
             return
+        assert isinstance(cluster, Cluster)  # the compiled loop's FastCluster serves in batches
         scheduled, first, end = cluster.assign(sent, prompt, output)
         if self.phases is not None:
             self.phases.observe(end, scheduled - sent, first - scheduled)
@@ -254,7 +309,9 @@ class ControlLoop(Sink):
         )
         wanted = self.policy.tick(inputs)
         inputs.end()
+        scaled = False
         if wanted is not None and wanted != self.spec:
+            scaled = True
             self.cluster.scale_to(wanted, t)
             self.spec = wanted
             if t >= w:
@@ -262,14 +319,14 @@ class ControlLoop(Sink):
         if t < w:
             return
         self.peak = max(self.peak, self.spec)
-        self.ticks.record(t - w, self.spec, self.cluster.view(t))
+        self.ticks.record(t - w, self.spec, self.cluster.view(t) if scaled else view)
 
     def observe(self, t: float, view: FleetView, tokens: tuple[float, float]) -> tuple[PodSeries, Readings]:
         """What Kubernetes and Prometheus would show at ``t``: the Deployment's pods, the servers'
         series (built only when the policy reads them: ``TickInputs``). ``tokens``: the prompt and
         generated tokens per second, as ``rate(...[1m])`` reads them."""
         cfg, router = self.config, self.router
-        serving: list[ServingPod] | list[StepPod]
+        serving: Sequence[ServingPod | StepPod | kernel.FastPod]
         if isinstance(self.cluster, StepCluster):
             steps = serving = self.cluster.ready + self.cluster.draining
             waiting = [p.waiting(t) for p in steps]
@@ -277,7 +334,8 @@ class ControlLoop(Sink):
             kvs = [p.kv_usage(t) for p in steps]
             busy = sum(self.pod_busy_share(p, t) for p in steps)
         else:
-            fluid = serving = self.cluster.ready + self.cluster.draining
+            fluid: list[ServingPod | kernel.FastPod] = [*self.cluster.ready, *self.cluster.draining]
+            serving = fluid
             waiting = [p.waiting(t) for p in fluid]
             running = [p.outstanding(t) - q for p, q in zip(fluid, waiting, strict=True)]
             kvs = [cfg.kv_cache_usage(r) for r in running]
@@ -334,7 +392,7 @@ class ControlLoop(Sink):
         then, before = history[0]
         return min(1.0, (pod.engine.busy_s - before) / (t - then)) if t > then else 0.0
 
-    def pod_prefill_rate(self, pod: ServingPod | StepPod, t: float) -> float:
+    def pod_prefill_rate(self, pod: ServingPod | StepPod | kernel.FastPod, t: float) -> float:
         """Seconds of prefill per second assigned to ``pod`` over the rate window up to ``t``: the
         requests in prefill there on average (Little), above 1 where its prompts queue up."""
         history = self.pod_prefill.setdefault(pod.index, deque())
@@ -345,7 +403,11 @@ class ControlLoop(Sink):
         return (pod.prefill_s - before) / (t - then) if t > then else 0.0
 
     def busiest(
-        self, serving: list[ServingPod] | list[StepPod], running: list[int], kvs: list[float], t: float
+        self,
+        serving: Sequence[ServingPod | StepPod | kernel.FastPod],
+        running: list[int],
+        kvs: list[float],
+        t: float,
     ) -> dict[str, float]:
         """The busiest pod's running count and KV cache, and its prefill's rate (what ``max by`` pod
         of the gauges and of ``rate(vllm:request_prefill_time_seconds_sum[1m])`` reads)."""
@@ -399,6 +461,7 @@ def run(
     tick_s: float = 5.0,
     progress: Callable[[int], None] | None = None,
     warmup_s: float = WARMUP_S,
+    compiled: bool | None = None,
 ) -> RunResult:
     """Replay ``trace`` under ``policy``; ``start`` is the wall time of the trace's second 0.
 
@@ -408,14 +471,23 @@ def run(
     trace only: its requests, and GPU time from its second 0.
     """
     began = time.perf_counter()
-    loop = ControlLoop(trace, cluster_config, policy, start, initial_ready, tick_s, warmup_s)
+    loop = ControlLoop(trace, cluster_config, policy, start, initial_ready, tick_s, warmup_s, compiled)
+    if loop.compiled:
 
-    def arrive(i: int) -> None:
-        loop.send(i)
-        if progress is not None and i % REPORT_EVERY == REPORT_EVERY - 1:
-            progress(REPORT_EVERY)
+        def arrive_batch(lo: int, hi: int) -> None:
+            loop.send_batch(lo, hi)
+            if progress is not None and hi // REPORT_EVERY > lo // REPORT_EVERY:
+                progress(REPORT_EVERY * (hi // REPORT_EVERY - lo // REPORT_EVERY))
 
-    drive(loop.timeline.arrivals, loop.horizon, tick_s, loop.tick, arrive)
+        drive_batches(np.asarray(loop.timeline.arrivals), loop.horizon, tick_s, loop.tick, arrive_batch)
+    else:
+
+        def arrive(i: int) -> None:
+            loop.send(i)
+            if progress is not None and i % REPORT_EVERY == REPORT_EVERY - 1:
+                progress(REPORT_EVERY)
+
+        drive(loop.timeline.arrivals, loop.horizon, tick_s, loop.tick, arrive)
     result = loop.result(began)
     if progress is not None:
         progress(len(loop.timeline.arrivals) % REPORT_EVERY)

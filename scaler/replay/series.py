@@ -70,8 +70,9 @@ class TokenCounters:
     def __init__(self, nbins: int, history_prompt: float, history_gen: float) -> None:
         self.nbins = nbins
         self.history = (history_prompt, history_gen)
-        self.prompt_bin = [0.0] * nbins
-        self.gen_diff = [0.0] * nbins
+        # Arrays, which the compiled loop (scaler.replay.kernel) counts into too.
+        self.prompt_bin = np.zeros(nbins, dtype=np.float64)
+        self.gen_diff = np.zeros(nbins, dtype=np.float64)
         self.prompt_cum = [0.0] * (nbins + 1)
         self.gen_cum = [0.0] * (nbins + 1)
         self.done = 0
@@ -100,8 +101,8 @@ class TokenCounters:
         """The prompt and generated tokens per second at ``t``, over the last minute."""
         second = min(int(t), self.nbins)
         for k in range(self.done, second):
-            self.gen_now += self.gen_diff[k]
-            self.prompt_cum[k + 1] = self.prompt_cum[k] + self.prompt_bin[k]
+            self.gen_now += float(self.gen_diff[k])
+            self.prompt_cum[k + 1] = self.prompt_cum[k] + float(self.prompt_bin[k])
             self.gen_cum[k + 1] = self.gen_cum[k] + self.gen_now
         self.done = max(self.done, second)
         window = min(RATE_WINDOW_S, second)
@@ -174,9 +175,10 @@ class PhaseTimes(Binned):
 
     def __init__(self, nbins: int) -> None:
         super().__init__(nbins)
-        self.count = [0] * self.rows
-        self.queue_sum = [0.0] * self.rows
-        self.prefill_sum = [0.0] * self.rows
+        # Arrays, which the compiled loop (scaler.replay.kernel) counts into too.
+        self.count = np.zeros(self.rows, dtype=np.int64)
+        self.queue_sum = np.zeros(self.rows, dtype=np.float64)
+        self.prefill_sum = np.zeros(self.rows, dtype=np.float64)
 
     def observe(self, end: float, queue_s: float, prefill_s: float) -> None:
         """A request that ended at ``end``, ``queue_s`` waiting to be scheduled, ``prefill_s`` from
@@ -188,12 +190,13 @@ class PhaseTimes(Binned):
 
     def rates(self, window: slice) -> dict[str, float]:
         """The ``_count`` and ``_sum`` rates over ``window``, per second of the rate window."""
-        count = sum(self.count[window]) / RATE_WINDOW_S
+        # Summed in order, one float after another (as a list sums), not pairwise as numpy sums.
+        count = sum(self.count[window].tolist()) / RATE_WINDOW_S
         return {
             Reading.QUEUE_TIME_COUNT: count,
-            Reading.QUEUE_TIME_SUM: sum(self.queue_sum[window]) / RATE_WINDOW_S,
+            Reading.QUEUE_TIME_SUM: sum(self.queue_sum[window].tolist()) / RATE_WINDOW_S,
             Reading.PREFILL_TIME_COUNT: count,
-            Reading.PREFILL_TIME_SUM: sum(self.prefill_sum[window]) / RATE_WINDOW_S,
+            Reading.PREFILL_TIME_SUM: sum(self.prefill_sum[window].tolist()) / RATE_WINDOW_S,
         }
 
 
@@ -283,29 +286,35 @@ class Warmed:
     many of them (``skip``) are the warm-up's, not scored."""
 
     w: float  # the warm-up copy's length: simulation time = trace time + w
-    arrivals: list[float]
-    prompts: list[float]
-    outputs: list[float]
+    arrivals: Sequence[float] | NDArray[np.float64]
+    prompts: Sequence[float] | NDArray[np.float64]
+    outputs: Sequence[float] | NDArray[np.float64]
     skip: int
 
     @classmethod
-    def of(cls, trace: Trace, warmup_s: float) -> Warmed:
-        """``trace`` behind a copy of its first ``warmup_s`` seconds (none when 0 or empty)."""
+    def of(cls, trace: Trace, warmup_s: float, arrays: bool = False) -> Warmed:
+        """``trace`` behind a copy of its first ``warmup_s`` seconds (none when 0 or empty): as lists
+        (what a Python loop reads fastest), or with ``arrays`` as numpy arrays (what the compiled loop
+        reads, ``scaler.replay.kernel``)."""
         pre = trace.window(0.0, warmup_s) if warmup_s > 0 else trace.window(0.0, 0.0)
         w = warmup_s if len(pre) else 0.0
-        return cls(
-            w,
-            np.concatenate([pre.arrivals, trace.arrivals + w]).tolist(),
-            np.concatenate([pre.prompt_tokens, trace.prompt_tokens]).tolist(),
-            np.concatenate([pre.output_tokens, trace.output_tokens]).tolist(),
-            len(pre),
+        columns = (
+            np.concatenate([pre.arrivals, trace.arrivals + w]),
+            np.concatenate([pre.prompt_tokens, trace.prompt_tokens]),
+            np.concatenate([pre.output_tokens, trace.output_tokens]),
         )
+        arrivals, prompts, outputs = columns
+        if arrays:  # whole tokens as floats: the same values
+            f = np.float64
+            return cls(w, arrivals.astype(f), prompts.astype(f), outputs.astype(f), len(pre))
+        return cls(w, arrivals.tolist(), prompts.tolist(), outputs.tolist(), len(pre))
 
     def history(self) -> tuple[float, float]:
         """The prompt and output tokens per second of the first minute's arrivals: the rates of the
         history before the simulation (``TokenCounters``)."""
         first = slice(0, bisect.bisect_left(self.arrivals, RATE_WINDOW_S))
-        return sum(self.prompts[first]) / RATE_WINDOW_S, sum(self.outputs[first]) / RATE_WINDOW_S
+        prompts, outputs = list(self.prompts[first]), list(self.outputs[first])
+        return sum(map(float, prompts)) / RATE_WINDOW_S, sum(map(float, outputs)) / RATE_WINDOW_S
 
     def horizon(self, duration_s: float) -> float:
         """The simulation's end: the trace's ``duration_s`` up to a whole minute, after the warm-up."""
