@@ -193,6 +193,7 @@ HOW: dict[str, Run | By | NotRun] = {
     ".venv/bin/python -m benchmarks.load_test": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.restart": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.replay_week": NotRun(BENCHMARK),
+    ".venv/bin/python -m benchmarks.replay_speed": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.fuzz_metadata": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.engine_memory": NotRun(BENCHMARK),
     ".venv/bin/python benchmarks/image_size.py": NotRun(BENCHMARK),
