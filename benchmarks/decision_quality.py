@@ -298,7 +298,6 @@ ABLATIONS: tuple[tuple[str, str, Any], ...] = (
     ("hold over one lead", "hold_plan", False),  # the latest forecast, not the lead's largest
     ("forecast errors", "error_window_s", 1e-9),  # the point forecast, no error distribution
     ("errors against the floor", "errors_against_floor", False),  # every miss a ratio to its plan
-    ("denoised errors", "denoise_errors", False),
     ("queueing headroom", "queueing_headroom", False),  # servers just above the load
     ("capacity measurement", "measure_capacity", False),  # the configured capacities only
     ("phase times", "phase_times", False),  # as for an engine that exports no phase time

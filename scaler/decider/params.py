@@ -102,8 +102,6 @@ class DeciderParams:
     errors_against_floor: bool = True
     """Count a forecast's miss against what the floor's replicas hold where that is more than the
     plan (off: every miss a ratio to its plan, however small)."""
-    denoise_errors: bool = True
-    """Shrink the forecast errors by the share a window's Poisson scatter explains."""
     queueing_headroom: bool = True
     """Size each resource by the queueing model's late share (off: just above its load)."""
     calibration: bool = True

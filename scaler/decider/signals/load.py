@@ -30,9 +30,7 @@ slow-decoding replicas needs more room than a large fleet of fast ones (a reques
 slot for a minute makes the next one wait as long; Erlang's square-root rule). With no error
 checked yet, the demand seen is the forecast.
 
-Two refinements of the sum. A window of ``n`` requests measures their rate within
-``1/sqrt(n)``, a scatter the queueing model already holds, so the errors are shrunk by the
-share of their spread it explains (``denoise``). Where prefill slows decoding (``beta`` of
+One refinement of the sum: where prefill slows decoding (``beta`` of
 ``scaler.decider.capacity``), the time in service, and with it the slots' load, stretches as fewer
 replicas share the prefill: ``decode x (1 - beta f_now) / (1 - beta f(N))`` (``Stretch``).
 
@@ -90,10 +88,6 @@ from scaler.decider.signals.queue import Net
 from scaler.decider.spec import DeciderSpec
 from scaler.decider.units import FLOAT_SLACK, PERCENT
 from scaler.model import Capacity, Observation, Proposal, Signal
-
-# The share of a symmetric scatter that lies above its mean: a window's Poisson count scatter
-# raises half the errors it touches (``denoise``).
-NOISE_ABOVE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,22 +314,6 @@ def resources(
     return out, unknown
 
 
-def denoise(errors: Sequence[float], noise: float) -> tuple[float, ...]:
-    """The errors shrunk so their upper semi-variance loses ``noise / 2``: the share of it that a
-    window's Poisson count scatter (relative variance ``noise``, half of it above) explains.
-
-    *Example*: errors whose squares average 0.04 (a typical error of 20%), measured over windows
-    of 100 requests (noise 0.01): shrunk by ``sqrt(1 - 0.005 / 0.04) = 0.94``.
-    """
-    if not errors or noise <= 0:
-        return tuple(errors)
-    semi = sum(e * e for e in errors) / len(errors)
-    if semi <= 0:
-        return tuple(errors)
-    shrink = math.sqrt(max(0.0, 1.0 - NOISE_ABOVE * noise / semi))
-    return tuple(e * shrink for e in errors)
-
-
 @dataclass(frozen=True, slots=True)
 class LoadState:
     """What the load signal remembers: its last answer, where the next search starts."""
@@ -389,11 +367,7 @@ def need(
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
     budget = spec.late_budget if budget is None else budget
     limit = max(spec.max_replicas, *(r.stable() for r, _ in found)) + 1
-    # A window of n requests measures their rate within 1/sqrt(n), and the queueing model
-    # already holds that Poisson scatter: shrink the errors so they keep only the rate's own.
-    counts = (demand.arrivals_per_s or 0.0) * params.rate_window_s
-    noise = 1.0 / counts if counts > 0 and params.denoise_errors else 0.0
-    errors = {r.name: whole_percent(denoise(f.errors, noise)) for r, f in found}
+    errors = {r.name: whole_percent(f.errors) for r, f in found}
     weights = {name: sum(n * (1.0 + e) for e, n in errs) for name, errs in errors.items()}
     stop = params.expectation_tolerance * budget
     memo: dict[tuple[str, int], float] = {}
