@@ -48,6 +48,7 @@ from enum import StrEnum
 
 from scaler.decider.demand import Demand
 from scaler.decider.params import DeciderParams
+from scaler.decider.stages import Stages
 from scaler.model import Observation
 
 
@@ -78,8 +79,9 @@ class Saturation:
 class SaturationReader:
     """Classifies each refresh (module docstring), remembering what the next one needs."""
 
-    def __init__(self, params: DeciderParams) -> None:
+    def __init__(self, params: DeciderParams, stages: Stages) -> None:
         self.params = params
+        self.stages = stages
         self._ready_since: tuple[int, float] | None = None  # (Ready replicas, since when)
         self._shrunk_at: float | None = None
         self._everywhere = False  # requests waited on every replica at the previous refresh
@@ -108,14 +110,14 @@ class SaturationReader:
         # Requests wait on every replica, and longer than a prompt takes to compute: behind others, not
         # for the step under way to end (vLLM V1 counts a request waiting until a step admits it).
         queue_s, prefill_s = obs.queue_time_mean_seconds, obs.prefill_time_mean_seconds
-        behind = queue_s is None or prefill_s is None or not self.params.phase_times or queue_s >= prefill_s
+        behind = queue_s is None or prefill_s is None or not self.stages.phase_times or queue_s >= prefill_s
         everywhere = waiting is not None and waiting >= ready and behind
         self._everywhere = everywhere
         if not (settled and drained):
             bound = Bound.UNSETTLED
         elif not (everywhere and before):
             bound = Bound.ROOM
-        elif not self.params.saturation_cause:
+        elif not self.stages.saturation_cause:
             bound = Bound.SLOTS  # ablation: waiting on every replica read as full batches
         elif busy is None:
             bound = Bound.UNKNOWN
@@ -123,7 +125,7 @@ class SaturationReader:
             bound = Bound.PREFILL
         else:
             bound = Bound.SLOTS
-        busiest = obs.prefill_busy_max if self.params.phase_times else None
+        busiest = obs.prefill_busy_max if self.stages.phase_times else None
         return Saturation(bound, steady, drained, idle, busy, busy_from, settled, busiest)
 
     def _busy(
@@ -131,7 +133,7 @@ class SaturationReader:
     ) -> tuple[float | None, str]:
         """The prefill's busy share per Ready replica, and how it was read (module docstring)."""
         served, prefill_s = demand.served_per_s, obs.prefill_time_mean_seconds
-        if self.params.phase_times and prefill_s is not None and served is not None:
+        if self.stages.phase_times and prefill_s is not None and served is not None:
             return served * prefill_s / ready, "prefill-time histogram"
         rate = obs.prompt_tokens_per_s
         if prefill_rate and rate is not None:

@@ -86,6 +86,7 @@ from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.queueing import erlang_c, late_share
 from scaler.decider.signals.queue import Net
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.stages import ALL, Stages
 from scaler.decider.units import FLOAT_SLACK, PERCENT
 from scaler.model import Capacity, Observation, Proposal, Signal
 
@@ -258,7 +259,7 @@ class Sizing:
 
 
 def resources(
-    sizing: Sizing, why: str, params: DeciderParams = DEFAULT
+    sizing: Sizing, why: str, stages: Stages = ALL
 ) -> tuple[list[tuple[Resource, Forecast]], list[str]]:
     """The resources the demand can be sized on, each with its forecast, and why any other is left
     out (``why``: why the demand is unknown, where it is)."""
@@ -284,8 +285,12 @@ def resources(
             "prefill", 1.0, prompt.planned / p, prompt.level / p, prefill_s, allowance, None, pooled
         )
         out.append((resource, prompt))
-    if role == "prefill" or not params.size_slots:
-        unknown.append("slots: the decode pool's own (role: prefill)" if role == "prefill" else "slots: off")
+    if role == "prefill" or not stages.size_slots:
+        unknown.append(
+            "slots: the decode pool's own (role: prefill)"
+            if role == "prefill"
+            else "slots: removed (Stages.size_slots)"
+        )
     elif capacity.slots is None:
         unknown.append("slots: capacity unknown (nobody has waited and no KV cache was a quarter full yet)")
     elif concurrency is None:
@@ -354,6 +359,7 @@ def need(
     budget: float | None = None,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> LoadNeed | None:
     """The load signal's need (module docstring), or None when no demand is forecast at all.
 
@@ -362,7 +368,7 @@ def need(
     the observation the stretch reads today's prefill load from."""
     if prompt is None and concurrency is None:
         return None
-    found, unknown = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), why, params)
+    found, unknown = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), why, stages)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
     budget = spec.late_budget if budget is None else budget
@@ -375,7 +381,7 @@ def need(
     def late(r: Resource, n: int) -> float:
         key = (r.name, n)
         if key not in memo:
-            if params.queueing_headroom:
+            if stages.queueing_headroom:
                 memo[key] = r.late(n, errors[r.name], weights[r.name], stop, params.exact_servers)
             else:  # ablation: just above the load at the largest error, no queueing
                 memo[key] = 0.0 if n * r.per_replica > r.load * (1.0 + errors[r.name][0][0]) else 1.0
@@ -426,12 +432,13 @@ def late_now(
     replicas: int,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> float | None:
     """The share of first tokens the model expects late with ``replicas`` at the demand's level now
     (no forecast error): what the measured share over the objective is compared with."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
     if not found:
         return None
     current = [replace(r, load=r.load_now) for r, _ in found]
@@ -447,12 +454,13 @@ def waiting_now(
     replicas: int,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> float | None:
     """The requests the model expects waiting with ``replicas`` at the demand's level now: what the
     servers' queue is compared with (``scaler.decider.calibration``)."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
     if not found:
         return None
     return sum(r.waiting(replicas) for r, _ in found)
@@ -468,13 +476,14 @@ def ttft_quantile_now(
     quantile: float,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> float | None:
     """The TTFT the model gives the ``quantile`` of first tokens with ``replicas`` at the demand's level
     now: the prompt's prefill and the longest of the resources' waits at that quantile. What the
     measured TTFT tail is compared with (``scaler.decider.calibration``)."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
     if not found:
         return None
     p, per_request = capacity.prefill_tokens_per_s, demand.prompt_tokens_per_request
