@@ -41,6 +41,8 @@ FAST = InventoryOptions(
     backoff_max_seconds=0.1,
     failure_grace_seconds=0.5,
 )
+# What the inventory must have listed to answer (its other resources only refine the answer).
+REQUIRED = ("nodes", "pods", "deployments", "scaledobjects")
 
 T = TypeVar("T")
 
@@ -426,11 +428,14 @@ def unlisted(
     double: KubeDouble, start: Callable[..., KubernetesInventory], log: CaptureLog, status: int, resource: str
 ) -> tuple[KubernetesInventory, Unknown]:
     """An inventory started on the seeded double while listing ``resource`` fails with ``status``,
-    once its watch has failed, and the Unknown it answers for llama."""
+    once its watch has failed and every other resource it needs is listed (each lists on a thread
+    of its own, so the failure alone says nothing of the others), and the Unknown it answers for llama."""
     seed(double)
     double.fail(status, resource=resource)
     inventory = start(sync=False)
     eventually(lambda: log.events("kubernetes_watch_failed", resource), bool)
+    # A watch opens once its list has been taken in: then that resource is synced.
+    assert all(double.wait_watchers(other) for other in REQUIRED if other != resource)
     state = inventory.workload(NS, "llama")
     assert isinstance(state, Unknown)
     return inventory, state
