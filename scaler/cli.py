@@ -280,7 +280,7 @@ def _converted(text: str) -> tuple[str, list[str]]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from scaler.sources.history import read_history
+    from scaler.sources.history import read_history, scrape_interval
     from scaler.sources.kube_state import recorded_pods
     from scaler.sources.prometheus import router_queues
 
@@ -293,7 +293,10 @@ def _replay(args: argparse.Namespace) -> int:
             raise cliargs.UsageError(f"--kubeconfig: {exc}") from None
 
     return replay_cli.run(
-        args, replay_cli.Upstream(read_history, _converted, read_pods, router_queues, recorded_pods)
+        args,
+        replay_cli.Upstream(
+            read_history, _converted, read_pods, router_queues, recorded_pods, scrape_interval
+        ),
     )
 
 

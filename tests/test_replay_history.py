@@ -11,7 +11,7 @@ import pytest
 from scaler.config import parse_metadata
 from scaler.model import Observation
 from scaler.replay.history import STANDING_LIMITS, HistoryError, measure
-from scaler.replay.span import Span, SpanError, span
+from scaler.replay.span import Span, SpanError, span, step_for_scrapes, written
 from scaler.replay.trace import RateTrace, TraceError, expand_rates, load_rates, load_trace, write_rates
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
@@ -270,3 +270,29 @@ def test_the_span_ends_now_by_default() -> None:
     """--since 7d without --until is the week to the clock passed in (down to a step), in steps of --step."""
     got = span("7d", None, "1m", T0 + timedelta(seconds=59.5))
     assert (got.start, got.end, got.step_s, got.steps) == (T0 - timedelta(days=7), T0, 60.0, 10080)
+
+
+@pytest.mark.parametrize(
+    ("step_s", "scrape_s", "need"),
+    [
+        (30.0, 30.0, 60.0),  # one scrape a window: the shortest round step of two
+        (60.0, 30.0, None),
+        (45.0, 30.0, 60.0),
+        (60.0, 60.0, 120.0),
+        (30.0, 15.0, None),
+        (60.0, 28.6, None),  # 21 samples in ten minutes (both ends held): still two a minute
+        (60.0, 100.0, 300.0),
+        (60.0, None, None),  # the interval unknown: the step is taken as given
+    ],
+)
+def test_a_step_must_hold_two_scrapes(step_s: float, scrape_s: float | None, need: float | None) -> None:
+    """step_for_scrapes: None when a window holds two scrapes, else the shortest round step that does."""
+    assert step_for_scrapes(step_s, scrape_s) == need
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(60, "1m"), (90, "90s"), (120, "2m"), (3600, "1h"), (86400, "1d"), (0.5, "0.5s")]
+)
+def test_durations_are_written_in_their_largest_whole_unit(seconds: float, text: str) -> None:
+    """written(): a duration as Prometheus writes it, in its largest whole unit."""
+    assert written(seconds) == text
