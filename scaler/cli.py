@@ -377,7 +377,7 @@ def _ended(exc: Exception, prog: str, debug: bool) -> int:
 
 
 def _said(exc: BaseException) -> str:
-    """The error's one line: a file that cannot be opened says which and why."""
+    """The error's one line: a file that cannot be opened (to read or to write) says which and why."""
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"cannot read {exc.filename}: {exc.strerror}"
+        return f"{exc.filename}: {exc.strerror}"
     return str(exc)

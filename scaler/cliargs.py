@@ -209,6 +209,31 @@ def existing_file(text: str) -> str:
     return text
 
 
+def to_write(folder: bool = False) -> Callable[[str], str]:
+    """An argparse ``type``: a path the command writes, checked before any output, so that a command
+    does not print its report and then fail to write: a file in a folder that is there, or with
+    ``folder`` a folder (created when missing) that is not a file.
+
+    *Example*: ``--out nodir/x.yaml`` is refused: ``nodir/x.yaml: no folder nodir to write it in``.
+    """
+
+    def parse(text: str) -> str:
+        path = Path(text)
+        if folder:
+            if path.exists() and not path.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: is a file, not a folder")
+            return text
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: is a folder; name a file in it")
+        if not path.parent.exists():
+            raise argparse.ArgumentTypeError(f"{text}: no folder {path.parent} to write it in")
+        if not path.parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: {path.parent} is a file, not a folder")
+        return text
+
+    return parse
+
+
 def namespaced(text: str) -> str:
     """An argparse ``type``: a live object's ``NAMESPACE/NAME``."""
     namespace, slash, name = text.partition("/")

@@ -72,7 +72,7 @@ def test_each_flag_name_means_one_thing_in_every_command() -> None:
     assert kinds["--scaledobject"] == {"existing_file"}
     assert kinds["--name"] == {"namespaced"}
     assert kinds["--output"] == kinds["-o"] == {"format"}
-    assert kinds["--out"] == {"text"}
+    assert kinds["--out"] == kinds["--export"] == {"to_write"}
     assert kinds["--since"] == kinds["--step"] == kinds["--interval"] == {"duration"}
 
 

@@ -327,3 +327,37 @@ def test_a_bad_variable_names_its_flag_and_variable(
         "scaler serve: error: invalid settings: --prometheus / SCALER_PROMETHEUS: must be an http://"
         " or https:// URL, such as http://prometheus:9090"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "rule"),
+    [
+        (
+            ["timeline", "--name", "ns/so", "--prometheus", "http://p:9090", "--out", "{nodir}/t.png"],
+            "--out",
+            "no folder",
+        ),
+        (
+            ["replay", "--trace", "{trace}", "--scaledobject", str(EXAMPLE), "--export", "{nodir}/t.csv"],
+            "--export",
+            "no folder",
+        ),
+        (
+            ["replay", "--trace", "{trace}", "--scaledobject", str(EXAMPLE), "--out", "{trace}"],
+            "--out",
+            "is a file, not a folder",
+        ),
+        (["convert", str(EXAMPLE), "--out", "{tmp}"], "--out", "is a folder"),
+    ],
+    ids=["timeline-out", "replay-export", "replay-out-a-file", "convert-out-a-folder"],
+)
+def test_a_path_to_write_that_cannot_be_written_is_refused_as_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str, rule: str
+) -> None:
+    """A file or folder to write where it cannot be is one line naming the flag, before anything runs."""
+    trace = tmp_path / "requests.csv"
+    trace.write_text(HEADER + "0,10,20\n")
+    paths = {"nodir": str(tmp_path / "nodir"), "trace": str(trace), "tmp": str(tmp_path)}
+    line = error_line(capsys, [arg.format(**paths) for arg in argv])
+    assert line.startswith(f"scaler {argv[0]}: error: {flag} ")
+    assert rule in line

@@ -312,8 +312,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--deployment", default=None, help="for kube-state-metrics: the Deployment's name")
     p.add_argument("--timezone", default="UTC", type=_zone, help="time axis zone (default UTC)")
-    p.add_argument("--out", default="trace.png", metavar="FILE", help="the PNG to write (default trace.png)")
-    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", metavar="FILE")
+    p.add_argument(
+        "--out",
+        default="trace.png",
+        type=cliargs.to_write(),
+        metavar="FILE",
+        help="the PNG to write (default trace.png)",
+    )
+    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", type=cliargs.to_write(), metavar="FILE")
 
 
 def _zone(text: str) -> str:

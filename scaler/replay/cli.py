@@ -179,6 +179,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--export",
         default=None,
+        type=cliargs.to_write(),
         metavar="TRACE.csv",
         help="with --prometheus: also write the trace read (window_start_s,req_per_s,"
         "prompt_tokens_per_req,output_tokens_per_req), to replay later with --trace",
@@ -192,7 +193,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " not measured, 180s)",
     )
     p.add_argument(
-        "--out", default="replay-out", metavar="DIR", help="folder for summary.json and replay.png"
+        "--out",
+        default="replay-out",
+        type=cliargs.to_write(folder=True),
+        metavar="DIR",
+        help="folder for summary.json and replay.png",
     )
     p.add_argument(
         "--seed",
