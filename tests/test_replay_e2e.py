@@ -84,7 +84,8 @@ def test_deterministic_for_a_seed() -> None:
 def test_cli_prints_the_table_and_writes_the_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The replay CLI prints the comparison table and writes summary.json and replay.png."""
+    """The replay CLI prints the comparison table, with the requests' mean sizes, and writes summary.json
+    and replay.png."""
     short = tmp_path / "short.csv"
     lines = AZURE.read_text().splitlines()
     short.write_text("\n".join(lines[:3000]) + "\n")
@@ -112,6 +113,13 @@ def test_cli_prints_the_table_and_writes_the_files(
         "static at peak",
     ]
     assert summary["policies"][0]["requests"] == 2999
+    rows = np.loadtxt(short, delimiter=",", skiprows=1)
+    prompt, completion = rows[:, 1].mean(), rows[:, 2].mean()
+    assert (
+        f"tokens per request: {prompt:,.0f} prompt, {completion:,.0f} completion (means over 2,999" in printed
+    )
+    assert summary["trace"]["prompt_tokens_mean"] == pytest.approx(prompt)
+    assert summary["trace"]["output_tokens_mean"] == pytest.approx(completion)
     png = (out / "replay.png").read_bytes()
     assert png.startswith(b"\x89PNG")
     assert len(png) > 20_000

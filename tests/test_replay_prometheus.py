@@ -164,6 +164,19 @@ def test_the_outage_is_a_gap_that_is_said(measured: Measured) -> None:
     assert any("1 gap(s) without data" in line and "from 2026-11-26T03:0" in line for line in measured.limits)
 
 
+def test_the_served_count_and_the_outage_s_requests_add_up_to_the_week(
+    measured: Measured, history: tuple[LocalPrometheus, Truth]
+) -> None:
+    """The served count leaves the outage out and says so: with the gap's requests it is the week's."""
+    _, truth = history
+    served = sum(truth.served) * WINDOW_S
+    assert measured.served < served - 0.9 * 0.4 * OUTAGE[1].total_seconds()  # the outage's are not in it
+    assert measured.served + measured.gap_arrivals == pytest.approx(served, rel=0.005)
+    line = measured.line(1)
+    assert f"{measured.served:,.0f} requests served (not counted: the " in line
+    assert f"about {measured.gap_arrivals:,.0f} requests at the rates either side" in line
+
+
 def test_the_replayed_requests_and_pods_match_the_week(
     measured: Measured, history: tuple[LocalPrometheus, Truth]
 ) -> None:

@@ -548,6 +548,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
         f"{trace.source}: {len(trace):,} requests over {minutes:,.0f} min from {start.isoformat()};"
         f" cluster: {cluster.describe()}"
     )
+    print(trace.sizes_line())
     for line in replica_lines(chosen, cold_start):
         print(line)
     if trace.note:
@@ -573,6 +574,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
             "file": None if args.trace is None else str(args.trace),
             "requests": len(trace),
             "duration_s": trace.duration_s,
+            **trace.sizes(),
             "note": trace.note,
         },
         "start": start.isoformat(),

@@ -214,6 +214,7 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
         f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.describe()}",
         file=report,
     )
+    print(trace.sizes_line(), file=report)
     for line in replica_lines(chosen, cold_start):
         print(line, file=report)
     print(table(rows, objective), file=report)
