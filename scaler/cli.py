@@ -19,7 +19,7 @@ from scaler.adoption import convert as convert_cli
 from scaler.adoption import doctor as doctor_cli
 from scaler.adoption import timeline as timeline_cli
 from scaler.config import TargetPolicy, parse_metadata
-from scaler.errors import is_users
+from scaler.errors import is_users, validation_problems
 from scaler.inventory import ScaledObject
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
@@ -363,7 +363,10 @@ def _ended(exc: Exception, prog: str, debug: bool) -> int:
     """The line an error ends the command with, and its exit status: 2 for the user's (the input,
     or a source it names: ``scaler.errors``; pydantic's ValidationError of a model built from the
     input), 1 for a bug of ours, its traceback first with ``--debug``."""
-    if is_users(exc) or isinstance(exc, ValidationError):
+    if isinstance(exc, ValidationError):  # a model built from the input: its problems, in our words
+        print(f"{prog}: error: {exc.title}: {validation_problems(exc.errors())}", file=sys.stderr)
+        return 2
+    if is_users(exc):
         print(f"{prog}: error: {_said(exc)}", file=sys.stderr)
         return 2
     if debug:

@@ -178,6 +178,14 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
             "scaler replay: error: --since '-7d': must be above 0s",
         ),
         (
+            ["replay", "--prometheus", "http://127.0.0.1:1", "--since", "0"],
+            "scaler replay: error: --since '0': must be above 0s",
+        ),
+        (
+            ["replay", "--prometheus", "http://127.0.0.1:1", "--since", "-1"],
+            "scaler replay: error: --since '-1': must be above 0s",
+        ),
+        (
             ["replay", "--prometheus", "prometheus:9090"],
             "scaler replay: error: --prometheus 'prometheus:9090': must be an http:// or https:// URL,"
             " such as http://prometheus:9090",
@@ -232,6 +240,8 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
     ids=[
         "rate-scale-negative",
         "since-negative",
+        "since-zero-bare",
+        "since-negative-bare",
         "url-without-scheme",
         "missing-trace",
         "hours-backwards",
@@ -361,3 +371,61 @@ def test_a_path_to_write_that_cannot_be_written_is_refused_as_parsed(
     line = error_line(capsys, [arg.format(**paths) for arg in argv])
     assert line.startswith(f"scaler {argv[0]}: error: {flag} ")
     assert rule in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["replay", "--prometheus", "http://a:9090", "--prometheus", "http://b:9090"], "--prometheus"),
+        (["replay", "--trace", "{trace}", "--since", "1d", "--since", "2d"], "--since"),
+        (
+            ["replay", "--trace", "{trace}", "--scaledobject", str(EXAMPLE), "--scaledobject", str(EXAMPLE)],
+            "--scaledobject",
+        ),
+        (["convert", str(EXAMPLE), "--out", "{tmp}/a.yaml", "--out", "{tmp}/b.yaml"], "--out"),
+        (
+            [
+                "dry-run",
+                "--scaledobject",
+                str(EXAMPLE),
+                "--prometheus",
+                "http://a:9090",
+                "--interval",
+                "15",
+                "--interval",
+                "1m",
+            ],
+            "--interval",
+        ),
+        (["serve", "--port", "9090", "--port", "9091"], "--port"),
+    ],
+    ids=[
+        "replay-prometheus",
+        "replay-since",
+        "replay-scaledobject",
+        "convert-out",
+        "dry-run-interval",
+        "serve-port",
+    ],
+)
+def test_a_flag_given_twice_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str
+) -> None:
+    """A flag that takes a value, given twice, is one line naming it, not the last value taken silently."""
+    trace = tmp_path / "requests.csv"
+    trace.write_text(HEADER + "0,10,20\n")
+    line = error_line(capsys, [arg.format(trace=trace, tmp=tmp_path) for arg in argv])
+    assert line == f"scaler {argv[0]}: error: {flag} given twice: give it once"
+
+
+def test_an_old_and_a_new_spelling_of_one_flag_are_refused_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """convert's old -o and its --out, both given, are refused naming both spellings."""
+    assert (
+        main(["convert", str(EXAMPLE), "-o", str(tmp_path / "a.yaml"), "--out", str(tmp_path / "b.yaml")])
+        == 2
+    )
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "scaler convert: error: --out given twice (as -o and --out): give it once"
+    )

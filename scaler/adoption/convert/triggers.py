@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from scaler.adoption.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
 from scaler.adoption.convert.report import Conversion, ConvertError, joined, where_of
 from scaler.config import FieldProblem, PrewarmWindow
+from scaler.errors import rule_of
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.manifest import closest
 from scaler.matchers import MatchOp
@@ -396,7 +397,7 @@ class Triggers:
             problems = []
             for error in exc.errors():
                 name = str(error["loc"][0]) if error["loc"] else "replicas"
-                message = str(error["msg"]).removeprefix("Value error, ")
+                message = rule_of(error)
                 problems.append(f"{where}: {WINDOW_FIELDS.get(name, name)}={written.get(name)!r}: {message}")
             raise ConvertError("; ".join(problems)) from None
         if checked.start == checked.end:
