@@ -216,6 +216,37 @@ def serve(port: int, *args: str, env: Mapping[str, str] | None = None) -> subpro
     )
 
 
+def wait_serving(proc: subprocess.Popen[str], channel: grpc.Channel) -> None:
+    """Wait until ``scaler serve`` in ``proc`` accepts gRPC on ``channel``, or fail with its stderr
+    if it ended first. The condition, not a deadline: how long a process takes to import and bind
+    depends on the machine's load (pytest-timeout bounds a server that never comes)."""
+    while True:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=1)
+            return
+        except grpc.FutureTimeoutError:
+            if proc.poll() is not None:
+                _, err = proc.communicate()
+                pytest.fail(f"scaler serve ended with status {proc.returncode} before serving: {err[-2000:]}")
+
+
+def get_metrics(stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest) -> pb.GetMetricsResponse:
+    """GetMetrics as KEDA calls it. A target's first call waits ``first_decision_timeout`` for its
+    first decision and is answered UNAVAILABLE ("no decision yet") if the first refresh (warming
+    from history, then deciding) takes longer, as it does on a loaded machine; KEDA asks again, and
+    so does this, until the decision is there (pytest-timeout bounds one that never comes)."""
+    while True:
+        try:
+            reply: pb.GetMetricsResponse = stub.GetMetrics(request, timeout=30)
+            return reply
+        except grpc.RpcError as exc:
+            if exc.code() is not grpc.StatusCode.UNAVAILABLE or "no decision yet" not in (
+                exc.details() or ""
+            ):
+                raise
+        time.sleep(0.1)
+
+
 class Closeable(Protocol):
     """What ``started`` closes."""
 

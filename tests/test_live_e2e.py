@@ -18,7 +18,7 @@ from scaler.sources.history import History
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
 from tests.conftest import require_prometheus
-from tests.helpers import ServerThread, ref
+from tests.helpers import ServerThread, get_metrics, ref
 
 pytestmark = pytest.mark.prometheus
 
@@ -36,8 +36,9 @@ def live_server(prometheus: LocalPrometheus) -> Iterator[ServerThread]:
 
 
 def metric(server: ServerThread, **metadata: str) -> int:
-    """The metric value GetMetrics answers for a ScaledObject with ``metadata``."""
-    reply = server.stub().GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref(**metadata)), timeout=5)
+    """The metric value GetMetrics answers for a ScaledObject with ``metadata`` (its first call
+    asked again until the first decision is there, as KEDA asks)."""
+    reply = get_metrics(server.stub(), pb.GetMetricsRequest(scaledObjectRef=ref(**metadata)))
     return int(reply.metricValues[0].metricValue)
 
 
@@ -49,10 +50,11 @@ def test_300_waiting_raise_the_target_within_two_refreshes(
     assert metric(live_server, **md) == 2  # registers the target; idle fleet
     fleet.set_fleet_load(PodLoad(waiting=300, running=40))
     assert prometheus.wait_for("sum(vllm:num_requests_waiting) == 300")
-    seen_at = time.monotonic()
+    seen_at = live_server.runtime.refreshes  # counted in refreshes, not seconds: a loaded machine is slower
     while metric(live_server, **md) <= 2:
-        assert time.monotonic() - seen_at < 2 * REFRESH_S + 0.5, "target did not rise within two refreshes"
         time.sleep(0.05)
+    # A refresh already reading when the queue appeared may miss it; the next one sees it.
+    assert live_server.runtime.refreshes - seen_at <= 2, "target did not rise within two refreshes"
     assert metric(live_server, **md) == 30
     decision = live_server.runtime.registry.targets()[0].latest
     assert decision is not None
@@ -189,7 +191,7 @@ def test_no_gpu_that_fits_holds_the_target_at_current_replicas(
                 request = pb.GetMetricsRequest(scaledObjectRef=ref(name="llama", namespace="inference", **md))
                 deadline = time.monotonic() + 10
                 while True:
-                    value = server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue
+                    value = get_metrics(server.stub(), request).metricValues[0].metricValue
                     decision = server.runtime.registry.targets()[0].latest
                     if decision is not None and decision.proposals.get(Signal.QUEUE) == 30:
                         break
@@ -220,7 +222,7 @@ def test_share_over_each_objective_comes_from_the_histogram(
     loose = {"labelSelector": MODEL, "ttftObjectiveSeconds": "10"}
     for name, md in (("strict", strict), ("loose", loose)):
         request = pb.GetMetricsRequest(scaledObjectRef=ref(name, **md))
-        live_server.stub().GetMetrics(request, timeout=5)
+        get_metrics(live_server.stub(), request)
 
     def shares() -> dict[float, float | None]:
         return {
