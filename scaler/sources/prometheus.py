@@ -16,13 +16,18 @@ Named absences, never a silent zero:
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import json
 import math
 import re
+import socket
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -109,11 +114,11 @@ class PrometheusClient:
         except requests.exceptions.Timeout:
             raise PrometheusQueryError(self.address, query, f"timed out after {self.timeout_s:g}s") from None
         except requests.exceptions.ConnectionError as exc:
-            raise PrometheusQueryError(self.address, query, f"connection failed: {_short(exc)}") from None
+            raise PrometheusQueryError(self.address, query, f"connection failed: {_unreached(exc)}") from None
         except requests.exceptions.RequestException as exc:
-            raise PrometheusQueryError(self.address, query, f"request failed: {_short(exc)}") from None
+            raise PrometheusQueryError(self.address, query, f"request failed: {_unreached(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - PrometheusApiClientException (non-200) and malformed bodies
-            raise PrometheusQueryError(self.address, query, _short(exc)) from None
+            raise PrometheusQueryError(self.address, query, _answered(exc, query)) from None
         if not isinstance(result, list):
             raise PrometheusQueryError(self.address, query, f"unexpected result type {type(result).__name__}")
         return result
@@ -165,7 +170,70 @@ class PrometheusClient:
         return out
 
 
-def _short(exc: BaseException, limit: int = 200) -> str:
+def _unreached(exc: BaseException) -> str:
+    """Why a connection failed, in a few words, from the OS error under requests' and urllib3's
+    wrappers (whose text repeats the URL, the query URL-encoded, and the pool's retries).
+
+    *Example*: ``HTTPConnectionPool(host=..., port=9): Max retries exceeded with url: /api/v1/query?
+    query=sum%28... (Caused by NewConnectionError(...: [Errno 111] Connection refused))`` ->
+    ``connection refused``.
+    """
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        error = pending.pop(0)
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, socket.gaierror):
+            return f"the host name does not resolve ({error.strerror or error})"
+        if isinstance(error, ConnectionRefusedError):
+            return "connection refused (nothing listens at that host and port)"
+        if isinstance(error, OSError) and type(error).__module__ == "builtins" and error.strerror:
+            return error.strerror.lower()
+        nested = [getattr(error, "reason", None), error.__cause__, error.__context__, *error.args]
+        pending.extend(e for e in nested if isinstance(e, BaseException))
+    text = str(exc)
+    if "Name or service not known" in text or "NameResolutionError" in text:
+        return "the host name does not resolve"
+    return "no connection (" + _short(re.sub(r" with url: \S+", "", text), 120) + ")"
+
+
+# prometheus-api-client's error for an answer that is not HTTP 200: the status and the body's repr.
+_STATUS = re.compile(r"HTTP Status Code (?P<code>\d+) \((?P<body>b?(['\"]).*\3)\)$", re.S)
+
+
+def _answered(exc: BaseException, query: str) -> str:
+    """Why Prometheus (or what answered at the URL) refused a query: its HTTP status, what it said
+    (Prometheus' ``error`` for a bad query), the query as written; else the error's text.
+
+    *Example*: a 404 at ``http://host/graph`` -> ``HTTP 404 Not Found: no Prometheus API at this
+    URL (is it Prometheus' own, without a path such as /graph?)``.
+    """
+    found = _STATUS.search(str(exc))
+    if found is None:
+        return _short(exc)
+    code = int(found["code"])
+    try:
+        body = ast.literal_eval(found["body"])
+        text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+    except (ValueError, SyntaxError):
+        text = ""
+    try:
+        status = f"HTTP {code} {HTTPStatus(code).phrase}"
+    except ValueError:  # not a status Python names
+        status = f"HTTP {code}"
+    if code == HTTPStatus.NOT_FOUND:
+        return (
+            f"{status}: no Prometheus API at this URL (is it Prometheus' own, without a path such as /graph?)"
+        )
+    said = text.strip()
+    with contextlib.suppress(ValueError, AttributeError):
+        said = str(json.loads(text).get("error") or said)
+    return f"{status}{': ' + _short(said, 160) if said else ''} (query: {query})"
+
+
+def _short(exc: BaseException | str, limit: int = 200) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "..."
 
