@@ -232,7 +232,7 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     )
     inventory = None
     if args.kubeconfig or args.kubernetes:
-        inventory = start_inventory(args.kubeconfig)
+        inventory = start_inventory(args.kubeconfig, probe=True)
         if not inventory.wait_synced(30):
             print(f"scaler dry-run: warning: Kubernetes not synced: {inventory.problem()}", file=sys.stderr)
     try:

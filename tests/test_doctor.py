@@ -359,7 +359,48 @@ def test_an_unreachable_cluster_is_an_error_not_a_clean_bill(
         url = double.url
     config = k8s.kubeconfig(tmp_path / "kubeconfig", url, "t")
     assert main(["doctor", "--kubeconfig", str(config)]) == 2
-    assert "scaler doctor: error: cannot read the cluster" in capsys.readouterr().err
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"scaler doctor: error: cannot read the cluster: Kubernetes API {url} (kubeconfig {config}):"
+        " connection refused (nothing listens at that host and port)"
+    )
+    for leak in ("MaxRetryError", "HTTPConnectionPool", "NewConnectionError"):
+        assert leak not in line
+
+
+def test_a_refusing_api_server_stops_a_live_dry_run_at_once_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dry-run --kubeconfig on an API server that refuses connections: exit 2, one line naming it."""
+    with k8s.KubeDouble(token="t") as double:
+        url = double.url
+    config = k8s.kubeconfig(tmp_path / "kubeconfig", url, "t")
+    example = Path(__file__).resolve().parent.parent / "scaler" / "examples" / "scaledobject.yaml"
+    argv = ["dry-run", "--scaledobject", str(example), "--prometheus", url, "--kubeconfig", str(config)]
+    assert main([*argv, "--once"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no decision made without the inventory it was asked to read
+    assert err.splitlines() == [
+        f"scaler dry-run: error: Kubernetes API {url} (kubeconfig {config}):"
+        " connection refused (nothing listens at that host and port)"
+    ]
+
+
+def test_credentials_the_api_server_refuses_stop_a_live_dry_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dry-run --kubeconfig with a token the API server refuses (401): exit 2, one line saying so."""
+    example = Path(__file__).resolve().parent.parent / "scaler" / "examples" / "scaledobject.yaml"
+    with k8s.KubeDouble(token="right") as double:
+        config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "wrong")
+        argv = ["dry-run", "--scaledobject", str(example), "--prometheus", double.url]
+        assert main([*argv, "--kubeconfig", str(config), "--once"]) == 2
+        url = double.url
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"scaler dry-run: error: Kubernetes API {url} (kubeconfig {config}): HTTP 401 Unauthorized:"
+        " the credentials are refused"
+    )
 
 
 def with_pods(objs: list[dict[str, Any]], *names: str) -> list[dict[str, Any]]:

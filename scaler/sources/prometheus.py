@@ -21,7 +21,6 @@ import contextlib
 import json
 import math
 import re
-import socket
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,6 +51,7 @@ from scaler.presets import (
 )
 from scaler.readings import Readings
 from scaler.roles import RoleLabel, role_matcher
+from scaler.sources.unreached import why_unreached
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
@@ -171,32 +171,12 @@ class PrometheusClient:
 
 
 def _unreached(exc: BaseException) -> str:
-    """Why a connection failed, in a few words, from the OS error under requests' and urllib3's
-    wrappers (whose text repeats the URL, the query URL-encoded, and the pool's retries).
-
-    *Example*: ``HTTPConnectionPool(host=..., port=9): Max retries exceeded with url: /api/v1/query?
-    query=sum%28... (Caused by NewConnectionError(...: [Errno 111] Connection refused))`` ->
-    ``connection refused``.
-    """
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending:
-        error = pending.pop(0)
-        if id(error) in seen:
-            continue
-        seen.add(id(error))
-        if isinstance(error, socket.gaierror):
-            return f"the host name does not resolve ({error.strerror or error})"
-        if isinstance(error, ConnectionRefusedError):
-            return "connection refused (nothing listens at that host and port)"
-        if isinstance(error, OSError) and type(error).__module__ == "builtins" and error.strerror:
-            return error.strerror.lower()
-        nested = [getattr(error, "reason", None), error.__cause__, error.__context__, *error.args]
-        pending.extend(e for e in nested if isinstance(e, BaseException))
-    text = str(exc)
-    if "Name or service not known" in text or "NameResolutionError" in text:
-        return "the host name does not resolve"
-    return "no connection (" + _short(re.sub(r" with url: \S+", "", text), 120) + ")"
+    """Why a connection failed, in a few words (``scaler.sources.unreached``), else the wrapper's
+    text without the URL it repeats."""
+    why = why_unreached(exc)
+    if why is not None:
+        return why
+    return "no connection (" + _short(re.sub(r" with url: \S+", "", str(exc)), 120) + ")"
 
 
 # prometheus-api-client's error for an answer that is not HTTP 200: the status and the body's repr.
