@@ -56,11 +56,12 @@ def _add_dry_run(sub: Subparsers) -> None:
     cliargs.add_file(
         p, "--scaledobject", "ScaledObject manifest (YAML) with an external trigger", required=True
     )
-    source = p.add_mutually_exclusive_group(required=True)
+    source = p.add_mutually_exclusive_group()
     cliargs.add_file(source, "--observations", "offline: observations, one JSON object per line")
     cliargs.add_prometheus(
         source,
-        "live: the Prometheus URL to read; it wins over the trigger's prometheusAddress (said on stderr)",
+        "live: the Prometheus URL to read; it wins over the trigger's prometheusAddress (said on stderr),"
+        " which is read when neither --observations nor --prometheus is given",
     )
     p.add_argument(
         "--rate-window",
@@ -221,7 +222,19 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     spec = load_scaledobject(args.scaledobject, args.trigger_index)
     written = spec.metadata.get("prometheusAddress")
     name = f"{spec.namespace}/{spec.name}"
-    if cliargs.prometheus_over("scaler dry-run", args.prometheus, written, name) != written:
+    if not args.prometheus:
+        if not written:
+            raise cliargs.UsageError(
+                "--observations FILE (offline) or --prometheus URL (live): one is needed, the trigger"
+                f" of {args.scaledobject} names no prometheusAddress"
+            )
+        problem = cliargs.url_problem(written)
+        if problem is not None:
+            raise cliargs.UsageError(
+                f"the trigger's prometheusAddress {written!r}: {problem}; or give --prometheus"
+            )
+        print(f"scaler dry-run: live, from the trigger's prometheusAddress {written}", file=sys.stderr)
+    elif cliargs.prometheus_over("scaler dry-run", args.prometheus, written, name) != written:
         spec = dataclasses.replace(
             spec, metadata={k: v for k, v in spec.metadata.items() if k != "prometheusAddress"}
         )

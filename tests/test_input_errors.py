@@ -429,3 +429,25 @@ def test_an_old_and_a_new_spelling_of_one_flag_are_refused_together(
     assert capsys.readouterr().err.splitlines()[-1] == (
         "scaler convert: error: --out given twice (as -o and --out): give it once"
     )
+
+
+def test_a_live_dry_run_needs_a_prometheus_from_the_flag_or_the_trigger(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """dry-run with neither --observations, --prometheus nor a prometheusAddress names all three."""
+    line = error_line(capsys, ["dry-run", "--scaledobject", str(EXAMPLE), "--once"])
+    assert line == (
+        "scaler dry-run: error: --observations FILE (offline) or --prometheus URL (live): one is needed,"
+        f" the trigger of {EXAMPLE} names no prometheusAddress"
+    )
+
+
+def test_a_plain_keda_object_given_to_dry_run_points_to_convert(capsys: pytest.CaptureFixture[str]) -> None:
+    """A ScaledObject with only plain KEDA triggers names them and the scaler convert command for it."""
+    published = ROOT / "benchmarks" / "baseline-published.yaml"
+    line = error_line(capsys, ["dry-run", "--scaledobject", str(published), "--prometheus", "http://p:9090"])
+    assert line.startswith(
+        f"scaler dry-run: error: {published}: the ScaledObject has no trigger of type external"
+    )
+    assert "its triggers (prometheus, prometheus, cron) are plain KEDA ones" in line
+    assert f"`scaler convert {published}`" in line

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from scaler.cli import main
 from scaler.model import Signal
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.sim.fleet import PodLoad, SimulatedFleet
@@ -133,6 +134,25 @@ def test_live_dry_run_prints_decisions_once(
     assert "target=6 queue [" in out[0]
     assert out[1].startswith("summary: 1 decisions; binding queue 1;")
     assert "queue=6*" in out[0]
+
+
+def test_live_dry_run_reads_the_trigger_s_prometheus_address_without_the_flag(
+    fleet: SimulatedFleet, prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dry-run with neither --observations nor --prometheus reads the trigger's prometheusAddress, said."""
+    fleet.set_fleet_load(PodLoad(waiting=55, running=10))
+    assert prometheus.wait_for("sum(vllm:num_requests_waiting) == 55")
+    so = tmp_path / "so.yaml"
+    so.write_text(
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: m, namespace: ns}\n"
+        "spec:\n  scaleTargetRef: {name: d}\n  triggers:\n  - type: external\n    metadata:\n"
+        f"      scalerAddress: x:9090\n      labelSelector: '{MODEL}'\n      minReplicas: '1'\n"
+        f"      prometheusAddress: {prometheus.url}\n"
+    )
+    assert main(["dry-run", "--scaledobject", str(so), "--once", "--rate-window", "5s"]) == 0
+    out, err = capsys.readouterr()
+    assert f"scaler dry-run: live, from the trigger's prometheusAddress {prometheus.url}" in err.splitlines()
+    assert "queue=6*" in out.splitlines()[0]
 
 
 @pytest.mark.slow
