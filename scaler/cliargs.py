@@ -95,6 +95,8 @@ class Parser(argparse.ArgumentParser):
         # "argument --since: '-7d': must be above 0s" -> "--since '-7d': must be above 0s"; a
         # positional's value names itself ("x.yaml: no such file").
         text = re.sub(r"^argument ([^:]+): ", lambda m: _flag(m[1]), message)
+        # A required group whose other members are old spellings (hidden) names the one flag.
+        text = re.sub(r"^one of the arguments (\S+) is required$", r"\1 is required", text)
         self.exit(2, f"{self.prog}: error: {text}\n")
 
 
@@ -315,8 +317,11 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, True if self.nargs == 0 else values)
 
 
-def deprecated(parser: argparse.ArgumentParser, old: Sequence[str], new: str, **kwargs: Any) -> None:
-    """Accept ``old`` (hidden from --help, listed in docs/cli.md) for the flag ``new`` for one release.
+def deprecated(
+    parser: argparse.ArgumentParser | argparse._ActionsContainer, old: Sequence[str], new: str, **kwargs: Any
+) -> None:
+    """Accept ``old`` (hidden from --help, listed in docs/cli.md) for the flag ``new`` for one release;
+    ``parser`` may be a group.
 
     ``kwargs`` are the new flag's ``dest``, ``type`` and the like; ``nargs=0`` for a switch.
     """

@@ -224,6 +224,10 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
             "scaler timeline: error: --name 'llama': write it as NAMESPACE/NAME, such as inference/llama",
         ),
         (
+            ["timeline", "--prometheus", "http://127.0.0.1:1"],
+            "scaler timeline: error: --name is required",
+        ),
+        (
             ["trace", "--name", "a/b", "--prometheus", "http://127.0.0.1:1", "--since", "7"],
             "scaler timeline: error: --since '7' is not a duration such as 90s, 5m, 6h or 7d",
         ),
@@ -251,6 +255,7 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
         "rate-window-zero",
         "demo-interval-not-a-duration",
         "trace-name-without-namespace",
+        "timeline-without-name",
         "trace-since-bare-number",
         "max-generation-zero",
         "serve-url-without-scheme",

@@ -288,13 +288,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Draw one ScaledObject's decision history from the llm_scaler_* series in Prometheus:"
         " target vs landed vs demand, the binding signal, clamps, TTFT against the objective.",
     )
-    p.add_argument(
+    # Required, and said so in the usage line: a group that takes the old spelling too.
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
         "--name",
         type=cliargs.namespaced,
         metavar="NS/NAME",
         help="the live ScaledObject, namespace/name (required)",
     )
-    cliargs.deprecated(p, ["--scaledobject"], "--name", dest="name", type=cliargs.namespaced)
+    cliargs.deprecated(which, ["--scaledobject"], "--name", dest="name", type=cliargs.namespaced)
     cliargs.add_prometheus(p, "the Prometheus that scrapes the scaler", required=True)
     cliargs.add_duration(
         p,
@@ -314,10 +316,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--timezone", default="UTC", type=_zone, help="time axis zone (default UTC)")
     p.add_argument(
         "--out",
-        default="trace.png",
+        default="timeline.png",
         type=cliargs.to_write(),
         metavar="FILE",
-        help="the PNG to write (default trace.png)",
+        help="the PNG to write (default timeline.png)",
     )
     cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", type=cliargs.to_write(), metavar="FILE")
 
@@ -349,8 +351,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``scaler timeline``: fetch the history from Prometheus, draw the PNG, print the summary."""
     from scaler.sources.prometheus import PrometheusClient
 
-    if args.name is None:
-        raise cliargs.UsageError("--name NS/NAME is required: the ScaledObject whose decisions to draw")
     namespace, _, name = args.name.partition("/")
     try:
         start, end, step = _span(args)
