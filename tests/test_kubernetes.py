@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -713,14 +712,13 @@ def test_from_config_errors_name_the_source(tmp_path: Path, monkeypatch: pytest.
 def test_stop_closes_open_watches_promptly(
     double: KubeDouble, start: Callable[..., KubernetesInventory]
 ) -> None:
-    """stop() closes every watch within 2 s, ends the watch threads, and a restart is refused."""
+    """stop() interrupts every open watch (they would otherwise run to the server's 30 s timeout):
+    when it returns, no watch thread is left, the double's watches close, and a restart is refused."""
     seed(double)
     inventory = start()
     assert double.wait_watchers("pods")
     assert double.wait_watchers("scaledobjects")
-    began = time.monotonic()
-    inventory.stop()
-    assert time.monotonic() - began < 2
+    inventory.stop()  # joins each thread, for 5 s at most: a watch left blocked would outlive it
     eventually(double.watchers, lambda n: n == 0)
     assert not [t for t in threading.enumerate() if t.name.startswith("k8s-watch-")]
     with pytest.raises(RuntimeError, match="already"):
