@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -417,7 +418,15 @@ def test_pods_prometheus_does_not_scrape(
     naming the values that exist (what the not-scraped check said, with the cause); a matched one is fine."""
     assert prometheus.wait_for("count(vllm:num_requests_running) >= 2", timeout_s=30)
     objs = with_pods(healthy(), "vllm-0", "vllm-1")
-    _, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
+    # A scrape that fails (its 0.5 s timeout, on a loaded machine) marks the fleet's series stale at
+    # once, and the doctor then says, truthfully, that Prometheus has none: asked again at the
+    # next scrapes, a matched selector is fine (and nothing but that stale moment is ever said).
+    for _ in range(3):
+        _, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
+        if not findings:
+            break
+        assert {f["check"] for f in findings} == {"inert-not-scraped"}, findings
+        time.sleep(2 * prometheus.scrape_interval_s)
     assert findings == []  # the fleet's pods carry the model_name, and are the Deployment's
     kind(objs, "ScaledObject")["spec"]["triggers"][0]["metadata"]["labelSelector"] = 'model_name="not-served"'
     code, findings = doctor(objs, tmp_path, capsys, "--prometheus", prometheus.url)
