@@ -37,6 +37,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes.client.exceptions import ApiException
 
+from scaler.sources.unreached import why_unreached
+
 MAX_ERROR_CHARS = 300  # a logged or reported error is cut to this many characters
 
 Key = tuple[str, str]
@@ -172,8 +174,8 @@ def describe(exc: BaseException) -> str:
                 text = f"{text}: {message}"
     elif isinstance(exc, ExpiredError | _WatchError):
         text = str(exc)
-    else:
-        text = f"{type(exc).__name__}: {exc}"
+    else:  # a connection that failed: the OS's reason, not urllib3's text around it
+        text = why_unreached(exc) or f"{type(exc).__name__}: {exc}"
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 

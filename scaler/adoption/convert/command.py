@@ -35,9 +35,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the existing ScaledObject (YAML; other documents are kept)",
     )
     p.add_argument(
-        "--out", default=None, metavar="FILE", help="write the new ScaledObject here (default: stdout)"
+        "--out",
+        default=None,
+        type=cliargs.to_write(),
+        metavar="FILE",
+        help="write the new ScaledObject here (default: stdout)",
     )
-    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", metavar="FILE")
+    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", type=cliargs.to_write(), metavar="FILE")
     p.add_argument(
         "--scaler-address",
         default=DEFAULT_SCALER_ADDRESS,
@@ -58,6 +62,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--replay-out",
         default="replay-out",
+        type=cliargs.to_write(folder=True),
         metavar="DIR",
         help="with --replay: the folder for replay.png and summary.json",
     )

@@ -22,7 +22,7 @@ from scaler.adoption.convert.report import Conversion, ConvertError, RefusedKeys
 from scaler.adoption.convert.triggers import Triggers
 from scaler.config import MetadataError, parse_metadata
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
-from scaler.manifest import yaml_problem
+from scaler.manifest import api_version_problem, yaml_problem
 
 
 def example_document() -> CommentedMap:
@@ -42,6 +42,9 @@ def convert(
     """
     if not isinstance(source, Mapping) or source.get("kind") != "ScaledObject":
         raise ConvertError("not a ScaledObject (kind: ScaledObject)")
+    wrong_api = api_version_problem(source)
+    if wrong_api is not None:  # before its fields: KEDA 1's are not KEDA 2's, and it would be kept as written
+        raise ConvertError(wrong_api)
     doc: CommentedMap = copy.deepcopy(source)
     out = Conversion(doc)
     refused = unknown_keys(doc, force, out)
