@@ -66,6 +66,9 @@ SCALEDOBJECT_FIELDS: Mapping[str, Any] = {
 
 # The API group and version KEDA 2 serves ScaledObjects under, and KEDA 1's (which KEDA 2 does not).
 KEDA_API_VERSION = "keda.sh/v1alpha1"
+# The address KEDA reaches the scaler at, as manifests/ installs it (Service llm-gpu-scaler in the
+# namespace llm-gpu-scaler, gRPC on 9090): what convert writes as scalerAddress unless told otherwise.
+DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 KEDA_1_API_VERSION = "keda.k8s.io/v1alpha1"
 
 

@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 from scaler import cliargs
+from scaler.manifest import DEFAULT_SCALER_ADDRESS
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.replay.cli import DEFAULT_START, add_history_options
 
-# The address KEDA reaches the scaler at, as manifests/ installs it (Service llm-gpu-scaler).
-DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 # convert's YAML library is its own extra (the server image has none of it).
 CONVERT_EXTRA = "ruamel"
 CONVERT_HINT = "convert needs its extra: pip install 'llm-gpu-scaler[convert]' (ruamel.yaml)"

@@ -16,13 +16,12 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from scaler.adoption.convert.command import DEFAULT_SCALER_ADDRESS
 from scaler.adoption.convert.keys import unknown_keys
 from scaler.adoption.convert.report import Conversion, ConvertError, RefusedKeysError
 from scaler.adoption.convert.triggers import Triggers
 from scaler.config import MetadataError, parse_metadata
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
-from scaler.manifest import api_version_problem, yaml_problem
+from scaler.manifest import DEFAULT_SCALER_ADDRESS, api_version_problem, yaml_problem
 
 
 def example_document() -> CommentedMap:
