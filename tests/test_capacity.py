@@ -266,7 +266,9 @@ def test_a_configured_rate_too_high_is_corrected_by_the_prefill_time_and_bounded
     run(untimed, [steady(i) for i in range(30, 70)])  # ten minutes with nobody waiting
     capacity = untimed.capacity()
     assert capacity.prefill_method == "TTFT while nobody waited (a lower bound)"
-    assert 8000.0 < (capacity.prefill_tokens_per_s or 0.0) < 20000.0  # 12,800: a third of the way in log space
+    assert (
+        8000.0 < (capacity.prefill_tokens_per_s or 0.0) < 20000.0
+    )  # 12,800: a third of the way in log space
 
 
 def test_configured_generation_rate_gives_the_slots_until_measured() -> None:
