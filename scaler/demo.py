@@ -45,11 +45,11 @@ from scaler.manifest import first_scaledobject
 from scaler.model import ClampKind, Decision, Signal
 from scaler.outputs.dryrun import Summary
 from scaler.service.app import decider_params, decision_printer, dry_run_live, live_source, wall_clock
-from scaler.service.registry import Target
 from scaler.sim.cluster import SimulatedCluster
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.files import scaledobject_from_dict
+from scaler.targets.registry import Target
 
 PROMPT_TOKENS = 1100  # per request, as in the Azure conversation trace
 OUTPUT_TOKENS = 210

@@ -23,10 +23,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from scaler.cli import main
 from scaler.model import Inert, InertReason, Observation
 from scaler.outputs.collector import DecisionCollector
-from scaler.service.registry import TargetKey
 from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
+from scaler.targets.registry import TargetKey
 from tests import k8s_double as k8s
 from tests.helpers import target_of
 
