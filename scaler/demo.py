@@ -39,8 +39,9 @@ from typing import Any
 
 import yaml
 
-from scaler.hpa import Hpa, Metric
+from scaler.hpa import Metric
 from scaler.inventory import ScaledObject
+from scaler.kubesim.hpa import Hpa
 from scaler.manifest import first_scaledobject
 from scaler.model import ClampKind, Decision, Signal
 from scaler.outputs.dryrun import Summary
