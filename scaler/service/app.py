@@ -20,13 +20,14 @@ from scaler.outputs.dryrun import CompactLines, Summary, format_json, format_lin
 from scaler.outputs.endpoint import serve_metrics
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
-from scaler.service.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
-from scaler.service.runtime import Runtime
 from scaler.service.settings import Settings
 from scaler.sources.history import History
-from scaler.sources.kubernetes import KubernetesInventory
+from scaler.sources.kubeprobe import check_reachable
+from scaler.sources.kubernetes import KubernetesInventory, api_client
 from scaler.sources.live import LiveSource, WorkloadProvider
 from scaler.sources.prometheus import PrometheusReader, redact_url, window_seconds
+from scaler.targets.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
+from scaler.targets.runtime import Runtime
 
 
 def wall_clock() -> datetime:
@@ -78,9 +79,16 @@ def build_source(
     )
 
 
-def start_inventory(kubeconfig: str | None, log: Any = None) -> KubernetesInventory:
-    """The Kubernetes inventory (in-cluster inside a pod, else the kubeconfig), started."""
-    inventory = KubernetesInventory.from_config(kubeconfig, log=log)
+def start_inventory(kubeconfig: str | None, log: Any = None, probe: bool = False) -> KubernetesInventory:
+    """The Kubernetes inventory (in-cluster inside a pod, else the kubeconfig), started; with
+    ``probe``, after one look that the API server answers (``scaler.sources.kubeprobe``: a command
+    run by hand fails at once, in one line, where a server waits for it)."""
+    api = api_client(kubeconfig)
+    if probe:
+        check_reachable(
+            api, f"kubeconfig {kubeconfig}" if kubeconfig else "the default kubeconfig or in-cluster account"
+        )
+    inventory = KubernetesInventory(api, log=log)
     inventory.start()
     return inventory
 

@@ -3,15 +3,14 @@
 Each refresh is classified once (``saturation``: why requests wait, if they do), then each figure
 learns from what it can read there, each in its own module with its formula and example:
 
-    saturation   room, slot-bound, prefill-bound, unsettled     scaler/decider/capacity/saturation.py
+    saturation   room, slot-bound, unsettled                    scaler/decider/capacity/saturation.py
     prefill      P, prompt tokens/s a replica computes          scaler/decider/capacity/prefill.py
     slots        S, sequences a replica runs at once            scaler/decider/capacity/slots.py
     slowdown     beta, how prefill slows decoding               scaler/decider/capacity/slowdown.py
     itl          the batch the ITL objective allows             scaler/decider/capacity/itl.py
     dispatch     whether the dispatch pools the replicas        scaler/decider/capacity/dispatch.py
 
-The order is fixed: the refresh is classified first, with the prefill estimate as it stood
-before it (read only where the engine exports no prefill time), then each figure learns from it.
+The order is fixed: the refresh is classified first, then each figure learns from it.
 """
 
 from __future__ import annotations
@@ -27,19 +26,21 @@ from scaler.decider.capacity.slowdown import DecodeSlowdown
 from scaler.decider.demand import Demand
 from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.stages import ALL, Stages
 from scaler.model import Capacity, CapacitySource, Observation
 
 
 class CapacityModel:
     """Per-target estimates of a replica's prefill rate and batch slots. Deterministic."""
 
-    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT) -> None:
+    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT, stages: Stages = ALL) -> None:
         self.params = params
+        self.stages = stages
         self._configured: tuple[float | None, float | None, bool] | None = None
-        self._saturation = SaturationReader(params)
-        self._last = Saturation(Bound.UNSETTLED, False, True, False, None, "")
+        self._saturation = SaturationReader(params, stages)
+        self._last = Saturation(Bound.UNSETTLED, False, True, False, None)
         self._slowdown = DecodeSlowdown(params)
-        self._dispatch = Dispatch(params, spec.flow_control)
+        self._dispatch = Dispatch(params, stages, spec.flow_control)
         self._itl = ItlSlots(spec.itl_objective_seconds, params)
         self._last_t: float | None = None
         self.configure(spec)
@@ -56,8 +57,8 @@ class CapacityModel:
         if configured == self._configured:
             return
         self._configured = configured
-        self.prefill = PrefillRate(configured[0], self.params)
-        self.slots = BatchSlots(configured[1], spec.flow_control, self.params)
+        self.prefill = PrefillRate(configured[0], self.params, self.stages)
+        self.slots = BatchSlots(configured[1], spec.flow_control, self.params, self.stages)
 
     @property
     def steady(self) -> bool:
@@ -111,7 +112,7 @@ class CapacityModel:
             if last is None
             else 1.0 - math.exp(-max(0.0, t - last) / self.params.learning_time_constant_s)
         )
-        saturation = self._last = self._saturation.read(obs, demand, self.prefill.measured)
+        saturation = self._last = self._saturation.read(obs, demand)
         self.prefill.observe(obs, demand, saturation, fast, slow)
         self.slots.observe(obs, saturation, fast)
         self._dispatch.observe(obs, saturation, fast)
