@@ -9,6 +9,7 @@ keda.py      ScaledObjects as KEDA reads them: external, prometheus and cron tri
 policies.py  this scaler (through its engine), a KEDA baseline, and a clairvoyant reference,
              each landing through scaler.hpa (the HPA model the demo uses too)
 replay.py    the closed loop that runs one policy over one trace
+ownfleet.py  the fleet as the history holds it, replayed: the replica model checked against what ran
 report.py    figures, the comparison table, summary.json and replay.png
 cli.py       ``scaler replay``
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from scaler.replay.cluster import ClusterConfig
     from scaler.replay.history import HistoryReader, Measured, RouterFinder
     from scaler.replay.keda import ScaledObjectModel
+    from scaler.replay.ownfleet import OwnFleet
     from scaler.replay.progress import Progress
     from scaler.replay.replica import ReplicaChoice
     from scaler.replay.span import Span
@@ -478,6 +480,7 @@ def _run(args: argparse.Namespace, upstream: Upstream | None) -> int:
 
 def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progress) -> int:  # noqa: PLR0912, PLR0915 - one command's steps, in order
     from scaler.config import parse_metadata
+    from scaler.replay import ownfleet
     from scaler.replay.compare import compare, workers_for
     from scaler.replay.report import all_figures, own_lines, scale_lines, static_line, table, write_summary
     from scaler.replay.trace import TraceError, load_trace
@@ -510,6 +513,18 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     if len(trace) == 0:
         raise TraceError("the trace holds no request")
     cluster, chosen, cold_start = fleet(args, upstream, scaler_so, policy, measured, cold_start, progress)
+    own: OwnFleet | None = None
+    own_said = None
+    if measured is not None:
+        if args.rate_scale != 1.0:
+            own_said = "own fleet: not checked (--rate-scale replays other rates than the history's)"
+        elif measured.pods is None:
+            own_said = "own fleet: not checked (pods reporting could not be read)"
+        else:
+            progress.stage("replaying your fleet as it ran, through the replica model", unit="step")
+            own = ownfleet.check(
+                measured, trace, cluster, start, objective, chosen.defaults(), scaler_so.max_replicas
+            )
     progress.close()
     for line in limit_lines(chosen, cold_start):
         print(f"scaler replay: limit: {line}", file=sys.stderr)
@@ -527,6 +542,10 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
         workers=workers_for(len(trace), 2),
     )
     rows = all_figures(comparison.runs, objective)
+    # Where the model does not reproduce the fleet as it ran, every row is marked as the model's.
+    shown = (
+        [dataclasses.replace(r, policy=r.policy + ownfleet.MARK) for r in rows] if own and own.off else rows
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not args.no_plot:
@@ -544,6 +563,8 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
         )
     progress.close()
     minutes = trace.duration_s / 60
+    for line in own.lines() if own is not None else [own_said] if own_said else []:
+        print(line)
     print(
         f"{trace.source}: {len(trace):,} requests over {minutes:,.0f} min from {start.isoformat()};"
         f" cluster: {cluster.describe()}"
@@ -553,7 +574,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
         print(line)
     if trace.note:
         print(f"note: {trace.note}")
-    print(table(rows, objective))
+    print(table(shown, objective))
     if measured is not None:
         print(measured.line(cluster.gpus_per_replica))
     search = comparison.search
@@ -594,6 +615,8 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     }
     if measured is not None:
         context["prometheus"] = {"source": trace.source, **measured.to_json()}
+    if own is not None:
+        context["own_fleet"] = own.to_json()
     context["wall_seconds"] = time.perf_counter() - started
     write_summary(out / "summary.json", rows, context)
     written_files = "summary.json" + ("" if args.no_plot else " and replay.png")

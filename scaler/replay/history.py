@@ -103,6 +103,9 @@ class Measured:
     limits: tuple[str, ...]
     replica: replica_module.MeasuredReplica | None = None  # what the points say of one replica
     gap_arrivals: float = 0.0  # requests in the gaps' windows, at the rates interpolated there
+    # Ready replicas per window of ``rates`` (pods reporting; interpolated over the gaps): the fleet as
+    # it ran, which scaler.replay.ownfleet replays to check the replica model. None: not read.
+    pods: tuple[float, ...] | None = None
 
     def trace(self, seed: int, rate_scale: float = 1.0) -> Trace:
         """The requests the replay runs: Poisson arrivals at the (scaled) rates, measured sizes."""
@@ -389,4 +392,5 @@ def measure(
         gaps=gaps,
         limits=tuple(limits),
         gap_arrivals=float(rates.rates[~known[keep]].sum() * step),
+        pods=tuple(_fill(pods[keep], pods_known[keep]).tolist()) if pods_known[keep].any() else None,
     )
