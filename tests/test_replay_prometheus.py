@@ -606,7 +606,10 @@ def test_the_cold_start_is_measured_from_the_deployment_s_pods(
         )
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert out.splitlines()[0].endswith("cold start 20s")
+    # The trace's line, after the own-fleet check's (scaler.replay.ownfleet).
+    assert next(line for line in out.splitlines() if line.startswith("Prometheus history")).endswith(
+        "cold start 20s"
+    )
     assert (
         "  cold start 20s: measured, the median of 5 pod(s) of Deployment inference/vllm-llama from scheduled"
         " to Ready (p90 20s, 20-20s)"
