@@ -151,3 +151,27 @@ def test_a_request_with_no_pod_to_go_to_is_an_error() -> None:
     )
     with pytest.raises(ClusterError, match="no pod can ever serve"):
         cluster.serve(0, 1, series)
+
+
+def test_without_a_directory_for_numba_s_cache_the_loop_is_compiled_each_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read-only install and no writable home: numba cannot cache (its RuntimeError at decoration),
+    and the replay compiles instead of failing to import."""
+    calls: list[dict[str, bool]] = []
+
+    class NoCache:
+        @staticmethod
+        def njit(**options: bool) -> Any:
+            calls.append(options)
+            if options.get("cache"):
+                raise RuntimeError("cannot cache function 'f': no locator available for file 'kernel.py'")
+            return lambda function: function
+
+    monkeypatch.setattr(kernel, "numba", NoCache)
+
+    def double(x: int) -> int:
+        return 2 * x
+
+    assert kernel.jit(double)(21) == 42
+    assert calls == [{"cache": True, "nogil": True}, {"nogil": True}]

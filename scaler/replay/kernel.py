@@ -52,10 +52,15 @@ DONE, EVENT, NO_POD = 0, 1, 2
 
 
 def jit(function: F) -> F:
-    """``function`` compiled by numba (cached beside the module), or as it is without numba."""
+    """``function`` compiled by numba (cached beside the module, or in the user's cache directory
+    where the module's is read-only), or as it is without numba. Where no directory can hold the
+    cache (numba's RuntimeError "no locator available"), it is compiled afresh by each process."""
     if numba is None:  # pragma: no cover - see COMPILED
         return function
-    return cast("F", numba.njit(cache=True, nogil=True)(function))
+    try:
+        return cast("F", numba.njit(cache=True, nogil=True)(function))
+    except RuntimeError:
+        return cast("F", numba.njit(nogil=True)(function))
 
 
 @jit
