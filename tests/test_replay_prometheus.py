@@ -441,6 +441,14 @@ def test_convert_replays_on_prometheus_history(
     assert "new (this scaler)" in out
     assert "old (as written)" in out
     assert "measured (what ran): " in out
+    # The replica model checked against the fleet as it ran first (physics the default here), every
+    # row marked as the model's.
+    lines = out.splitlines()
+    warning = next(i for i, line in enumerate(lines) if line.startswith("WARNING: the replica model"))
+    assert lines[warning + 1].startswith("own fleet: the replicas the history holds replayed")
+    assert warning < next(i for i, line in enumerate(lines) if line.startswith("replay of "))
+    assert any(line.startswith("new (this scaler) *") for line in lines)
+    assert any(line.startswith("old (as written) *") for line in lines)
     assert "scaler convert: limit: requests a router, gateway or client dropped" in err
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -543,9 +542,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     )
     rows = all_figures(comparison.runs, objective)
     # Where the model does not reproduce the fleet as it ran, every row is marked as the model's.
-    shown = (
-        [dataclasses.replace(r, policy=r.policy + ownfleet.MARK) for r in rows] if own and own.off else rows
-    )
+    shown = ownfleet.marked(rows, own)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not args.no_plot:

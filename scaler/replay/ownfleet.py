@@ -18,6 +18,7 @@ the measured week is not printed as if it were sound.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from scaler.replay.cluster import ClusterConfig
 from scaler.replay.history import Measured
 from scaler.replay.policies import TickInputs
 from scaler.replay.replay import run
+from scaler.replay.report import Figures
 from scaler.replay.trace import Trace
 
 POINTS = 1.0  # percentage points of attainment beyond which the replica model does not reproduce the fleet
@@ -185,3 +187,10 @@ def check(
         replayed_served=int(np.count_nonzero(served)),
         defaults=tuple(d for d in defaults if d in LATENCY_FIGURES),
     )
+
+
+def marked(rows: Sequence[Figures], own: OwnFleet | None) -> list[Figures]:
+    """``rows`` for the table: each policy marked as the model's where ``own`` is off."""
+    if own is None or not own.off:
+        return list(rows)
+    return [dataclasses.replace(r, policy=r.policy + MARK) for r in rows]

@@ -135,11 +135,12 @@ def replay(args: argparse.Namespace, old_text: str, new_text: str, report: Any) 
         return _replay(args, old_text, new_text, report, progress)
 
 
-def _replay(  # noqa: PLR0915 - one command's steps, in order
+def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
     args: argparse.Namespace, old_text: str, new_text: str, report: Any, progress: Progress
 ) -> int:
     from pathlib import Path
 
+    from scaler.replay import ownfleet
     from scaler.replay.compare import compare, initial_ready, replayed, run_policy
     from scaler.replay.keda import scaledobject_model
     from scaler.replay.policies import KedaPolicy
@@ -166,6 +167,10 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
     for line in limit_lines(chosen, cold_start):
         print(f"scaler convert: limit: {line}", file=sys.stderr)
     objective = policy.ttft_objective_seconds
+    own = None  # the replica model checked against the fleet as it ran (scaler.replay.ownfleet)
+    if measured is not None and measured.pods is not None:
+        progress.stage("replaying your fleet as it ran, through the replica model", unit="step")
+        own = ownfleet.check(measured, trace, cluster, start, objective, chosen.defaults(), new.max_replicas)
     comparison = compare(
         trace,
         cluster,
@@ -210,14 +215,17 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
             out / "replay.png", args, trace, cluster, runs, objective, rows, (policy, new, old), start
         )
     progress.close()
+    print(file=report)
+    for line in [] if own is None else own.lines():
+        print(line, file=report)
     print(
-        f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.describe()}",
+        f"replay of {trace.source}: {len(trace):,} requests; cluster {cluster.describe()}",
         file=report,
     )
     print(trace.sizes_line(), file=report)
     for line in replica_lines(chosen, cold_start):
         print(line, file=report)
-    print(table(rows, objective), file=report)
+    print(table(ownfleet.marked(rows, own), objective), file=report)
     if measured is not None:
         print(measured.line(cluster.gpus_per_replica), file=report)
     if len(results) > len(comparison.results):
