@@ -465,6 +465,10 @@ class Reading(StrEnum):
     REPLICAS_REPORTING = "replicas_reporting"  # pods exporting metrics: the replicas, without Kubernetes
     ROUTER_STALE_ENDPOINTS = "router_stale_endpoints"  # llm-d: endpoints whose saturation reads 1 stale
     ROUTER_TTFT = "router_ttft"  # the router's TTFT histogram (its queue included): the TTFT users see
+    # llm-d: requests its EPP has sent to the endpoints of the target's namespace and not seen finish.
+    # Never demand (the servers' own queue and running count it): a sign that the EPP runs and
+    # dispatches, so that its flow-control queue, when absent, is read as holding nothing.
+    ROUTER_INFLIGHT = "router_inflight"
     STUCK_WAITING = "stuck_waiting"  # per pod whose engine is stuck (scaler.readings): its requests waiting
 
 

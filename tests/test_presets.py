@@ -230,6 +230,17 @@ def test_a_query_on_a_queue_is_read_as_its_preset(query: str, preset: str, match
     assert (read.preset.name, [str(m) for m in read.matchers]) == (preset, matchers)
 
 
+def test_llm_d_routers_names_removed_after_v0_10_are_named_with_their_replacement() -> None:
+    """A KEDA query on a name llm-d-router removed after v0.10.0 is found, with the llm_d_epp_* name
+    v0.9.0 and later write beside it, and the change that removed it (unverified ones said so)."""
+    query = "sum(inference_pool_average_queue_size) + inference_extension_flow_control_pool_saturation"
+    found = dict(removed_in(query))
+    assert found["inference_pool_average_queue_size"].instead == "llm_d_epp_average_queue_size"
+    assert "unverified" in found["inference_pool_average_queue_size"].by
+    assert found["inference_extension_flow_control_pool_saturation"].by.startswith("llm-d-router PR #2826")
+    assert removed_in("sum(inference_extension_flow_control_queue_size)") == []  # still written on main
+
+
 def test_removed_names_are_found_whole() -> None:
     """A removed name is found as a whole metric name (or its histogram's series), not inside another."""
     assert removed_in('sum(vllm:time_per_output_token_seconds_total{a="b"})') == []

@@ -48,6 +48,9 @@ class Select(StrEnum):
     POOL = "pool"  # the router's pool: <pool_label>="<inferencePool>"
     MODEL = "model"  # the labelSelector's matchers on the family's model label, if any
     ANY = "any"  # every series at the address (a router gauge that names no pool)
+    # namespace="<the ScaledObject's>": a router's per-endpoint series, which name no pool or model
+    # but the endpoint's namespace (an InferencePool selects the pods of its own namespace)
+    NAMESPACE = "namespace"
 
 
 # What a family can read: an input Prometheus answers (``scaler.inputs.Input``), or what inputs are

@@ -78,8 +78,8 @@ def written(family: Family, generations: tuple[str, ...]) -> tuple[Selector, ...
 
 def _select_labels(preset: Preset, family: Family, model: str, pool: str | None) -> dict[str, str]:
     model_value = model.lower() if preset.lowercases_model else model
-    if family.select is Select.ANY:
-        return {}
+    if family.select in (Select.ANY, Select.NAMESPACE):
+        return {}  # the source's own labels name the namespace
     if family.select is Select.MODEL:
         return {family.model_label: model_value}
     out = {**preset.labels}

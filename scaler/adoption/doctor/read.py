@@ -175,7 +175,7 @@ def inert_reasons(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[I
         if policy is None or preset_for(policy.engine) is None:
             continue  # engine: custom (or invalid metadata): no preset's series to look for
         address = prometheus.rstrip("/")  # --prometheus wins over prometheusAddress, as above
-        queries.append(TargetQuery(so_key(so), policy, address))
+        queries.append(TargetQuery(so_key(so), policy, address, so.namespace))
         pods[so_key(so)] = _pods(cluster, so)
     if not queries:
         return {}
