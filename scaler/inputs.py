@@ -284,6 +284,11 @@ class Input(StrEnum):
             "KV cache usage, 0 to 1.",
             _P,
             custom_query="kv_cache_query",
+            doc=(
+                "vLLM's `vllm:kv_cache_usage_perc`; SGLang's `sglang:kv_used_tokens` over used, available "
+                "and evictable tokens, or `sglang:token_usage` where those are absent "
+                "([engines.md](engines.md#what-each-engine-exports)); Triton's KV block fraction."
+            ),
         ),
     )
     ITL_MEAN_SECONDS = (
