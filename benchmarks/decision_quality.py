@@ -76,7 +76,7 @@ The run exits non-zero when any target is missed.
 ``--ablation`` turns each mechanism of the decider off in turn, one run on one code version: every
 trace, seed, physics and serving model, with capacities right and not configured, the change
 against the whole decider printed per trace and per serving model. The mechanisms are ABLATIONS,
-each a (name, ``DeciderParams`` field, value) switch.
+each a decider stage removed (``scaler.decider.stages``) or a constant that empties it.
 """
 
 from __future__ import annotations
@@ -290,35 +290,52 @@ def overlaid(trace: Trace, copies: int) -> Trace:
 
 # ---- ablations: each mechanism of the decider off in turn ----------------------------------
 
-# The switches: (name, DeciderParams field, the value that turns the mechanism off). One row per
-# mechanism: every one is a switch, so the ablation is one run on one code version.
-ABLATIONS: tuple[tuple[str, str, Any], ...] = (
-    ("offered demand", "offered_demand", False),  # size what was served: no queue growth
-    ("trend", "trend_time_constant_s", math.inf),  # the forecast is its level
-    ("hold over one lead", "hold_plan", False),  # the latest forecast, not the lead's largest
-    ("forecast errors", "error_window_s", 1e-9),  # the point forecast, no error distribution
-    ("errors against the floor", "errors_against_floor", False),  # every miss a ratio to its plan
-    ("denoised errors", "denoise_errors", False),
-    ("queueing headroom", "queueing_headroom", False),  # servers just above the load
-    ("capacity measurement", "measure_capacity", False),  # the configured capacities only
-    ("phase times", "phase_times", False),  # as for an engine that exports no phase time
-    ("saturation cause", "saturation_cause", False),  # waiting on every replica read as full batches
-    ("slot cap", "slot_cap", False),  # the KV reading alone, where max_num_seqs binds first
-    ("dispatch model", "dispatch_model", False),  # one pooled queue, whatever the dispatch
-    ("decode slowdown", "fit_min_spread", math.inf),  # never fitted (nor the ITL line)
-    ("calibration", "calibration", False),  # the capacity scale the measured objective sets, off
-    ("backlog (queue signal)", "queue_signal", False),
-    ("safety net", "backlog_net", False),  # the load trusts the capacity model with a backlog
-    ("backlog in the load", "backlog_in_load", False),  # the queue signal proposes the backlog itself
-    ("slots resource", "size_slots", False),  # sizes on prefill only
+
+# One row per mechanism: the stage it removes (``scaler.decider.stages``), or, for a mechanism that
+# is a constant's value, the constant that turns it into nothing. One code version, no patching.
+class Ablation(NamedTuple):
+    """One mechanism taken out: a decider stage removed, or a parameter that empties it."""
+
+    name: str
+    stage: str | None = None  # the Stages field it removes
+    params: tuple[tuple[str, Any], ...] = ()  # or the DeciderParams fields it sets
+
+    def engine(self, spec: Any) -> Any:
+        """The decider for ``spec`` without this mechanism."""
+        from scaler.decider.engine import Engine
+        from scaler.decider.params import DeciderParams
+        from scaler.decider.stages import ALL
+
+        stages = ALL.without(self.stage) if self.stage else ALL
+        return Engine(spec, DeciderParams(**dict(self.params)), stages)
+
+
+ABLATIONS: tuple[Ablation, ...] = (
+    Ablation("offered demand", "offered_demand"),  # size what was served: no queue growth
+    Ablation("trend", params=(("trend_time_constant_s", math.inf),)),  # the forecast is its level
+    Ablation("hold over one lead", "hold_plan"),  # the latest forecast, not the lead's largest
+    Ablation("forecast errors", params=(("error_window_s", 1e-9),)),  # the point forecast alone
+    Ablation("errors against the floor", "errors_against_floor"),  # every miss a ratio to its plan
+    Ablation("queueing headroom", "queueing_headroom"),  # servers just above the load
+    Ablation("capacity measurement", "measure_capacity"),  # the configured capacities only
+    Ablation("phase times", "phase_times"),  # as for an engine that exports no phase time
+    Ablation("saturation cause", "saturation_cause"),  # waiting on every replica read as full batches
+    Ablation("slot cap", "slot_cap"),  # the KV reading alone, where max_num_seqs binds first
+    Ablation("dispatch model", "dispatch_model"),  # one pooled queue, whatever the dispatch
+    Ablation("decode slowdown", params=(("fit_min_spread", math.inf),)),  # never fitted (nor the ITL line)
+    Ablation("calibration", "calibration"),  # the configured or measured capacities, unscaled
+    Ablation("backlog (queue signal)", "queue_signal"),
+    Ablation("safety net", "backlog_net"),  # the load trusts the capacity model with a backlog
+    Ablation("backlog in the load", "backlog_in_load"),  # the queue signal proposes the backlog itself
+    Ablation("slots resource", "size_slots"),  # sizes on prefill only
 )
-SWITCHES = {name: {field: value} for name, field, value in ABLATIONS}
+SWITCHES = {a.name: a for a in ABLATIONS}
 MECHANISMS = tuple(SWITCHES)
 ABLATION_CONDITIONS = ("right", "not configured")  # what the ablation replays each mechanism under
 
 
 def _ablate(name: str) -> None:
-    """Check that ``name`` is a known ablation ("none", or a switch of ABLATIONS)."""
+    """Check that ``name`` is a known ablation ("none", or a row of ABLATIONS)."""
     if name != "none" and name not in SWITCHES:
         raise ValueError(f"unknown ablation {name!r}")
 
@@ -527,10 +544,7 @@ def estimate(capacity: Capacity | None, truth: tuple[float, float, float]) -> di
 
 def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
     """This scaler's replays, each with its figures and the capacity its decisions used beside the
-    truth, each mechanism its ablation turns off switched off in its ``DeciderParams``."""
-    from scaler.decider.engine import Engine
-    from scaler.decider.params import DeciderParams
-
+    truth, each without the mechanism its ablation takes out (``Ablation.engine``)."""
     out = []
     scaler_so = load_scaledobject_model(HERE / "scaledobject-70b.yaml")
     for spec in runs:
@@ -543,7 +557,7 @@ def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
         _ablate(spec.ablation)
         if spec.ablation in SWITCHES:
             assert policy.target_policy is not None
-            policy.engine = Engine(policy.target_policy.spec, DeciderParams(**SWITCHES[spec.ablation]))
+            policy.engine = SWITCHES[spec.ablation].engine(policy.target_policy.spec)
         result = run_policy(policy, trace, spec.cluster, START, spec.initial)  # with its own hours held
         row = dataclasses.asdict(figures(result, objective_s, spec.references))
         first = policy.decided_at[0] if policy.decided_at else 0.0
@@ -874,7 +888,12 @@ def ablation_table(
             d = _deltas(cells, name, serving=serving)
             if d is not None:
                 by_serving.append(f"{serving} {d[0]:+.2f} pt {d[1]:+.3f}x")
-        switch = ", ".join(f"{k} = {v:g}" for k, v in SWITCHES[name].items())
+        taken = SWITCHES[name]
+        switch = (
+            f"stage {taken.stage} removed"
+            if taken.stage
+            else ", ".join(f"{k} = {v:g}" for k, v in taken.params)
+        )
         lines += [f"  without {name} ({switch}):", *rows, "    by serving model: " + "; ".join(by_serving)]
     return lines
 

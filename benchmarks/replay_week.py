@@ -1,6 +1,6 @@
 """Replay a week from Prometheus: issue 22's acceptance, timed, as a user runs it.
 
-    python -m benchmarks.replay_week [--step 1m] [--cluster benchmarks/cluster-70b.yaml]
+    python -m benchmarks.replay_week [--step 2m] [--cluster benchmarks/cluster-70b.yaml]
 
 A real Prometheus is filled with a week of a vLLM fleet (``tests/vllm_history.py``, the test's
 own generator: a daily cycle, a burst that queues, pods that come and go, a 20-minute outage, a
@@ -75,7 +75,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--step", default="1m", help="the replay's --step (default 1m, the command's)")
+    parser.add_argument(
+        "--step",
+        default=None,
+        help="the replay's --step (default: the command's, 2m on this history's scrape a minute)",
+    )
     parser.add_argument("--cluster", default=str(ROOT / "benchmarks" / "cluster-70b.yaml"))
     args = parser.parse_args()
     began = time.perf_counter()
@@ -92,8 +96,9 @@ def main() -> int:
             command = [
                 str(Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "scaler"),
                 "replay", "--prometheus", prometheus.url, "--scaledobject", str(work / "plain.yaml"),
-                "--since", "7d", "--until", end.isoformat(), "--step", args.step, "--cluster", args.cluster,
+                "--since", "7d", "--until", end.isoformat(), "--cluster", args.cluster,
                 "--export", str(work / "trace.csv"), "--out", str(work / "out"),
+                *(["--step", args.step] if args.step else []),
             ]  # fmt: skip
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
@@ -116,7 +121,7 @@ def main() -> int:
     print(f"the week written and loaded into Prometheus in {prepared_s:.1f}s (not part of the command)")
     print("\n".join(table))
     print(
-        f"scaler replay --since 7d --step {args.step}: {wall_s:.1f}s wall, "
+        f"scaler replay --since 7d --step {args.step or '(default)'}: {wall_s:.1f}s wall, "
         f"{cpu_s:.1f}s CPU over its processes, peak RSS {after.ru_maxrss / 1024:.0f} MB, "
         f"{os.cpu_count()} cores; replay.png {'written' if wrote_png else 'MISSING'}"
     )

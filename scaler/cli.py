@@ -19,7 +19,7 @@ from scaler.adoption import convert as convert_cli
 from scaler.adoption import doctor as doctor_cli
 from scaler.adoption import timeline as timeline_cli
 from scaler.config import TargetPolicy, parse_metadata
-from scaler.errors import is_users
+from scaler.errors import is_users, validation_problems
 from scaler.inventory import ScaledObject
 from scaler.outputs import dryrun, logs
 from scaler.replay import cli as replay_cli
@@ -56,11 +56,12 @@ def _add_dry_run(sub: Subparsers) -> None:
     cliargs.add_file(
         p, "--scaledobject", "ScaledObject manifest (YAML) with an external trigger", required=True
     )
-    source = p.add_mutually_exclusive_group(required=True)
+    source = p.add_mutually_exclusive_group()
     cliargs.add_file(source, "--observations", "offline: observations, one JSON object per line")
     cliargs.add_prometheus(
         source,
-        "live: the Prometheus URL to read; it wins over the trigger's prometheusAddress (said on stderr)",
+        "live: the Prometheus URL to read; it wins over the trigger's prometheusAddress (said on stderr),"
+        " which is read when neither --observations nor --prometheus is given",
     )
     p.add_argument(
         "--rate-window",
@@ -221,7 +222,19 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     spec = load_scaledobject(args.scaledobject, args.trigger_index)
     written = spec.metadata.get("prometheusAddress")
     name = f"{spec.namespace}/{spec.name}"
-    if cliargs.prometheus_over("scaler dry-run", args.prometheus, written, name) != written:
+    if not args.prometheus:
+        if not written:
+            raise cliargs.UsageError(
+                "--observations FILE (offline) or --prometheus URL (live): one is needed, the trigger"
+                f" of {args.scaledobject} names no prometheusAddress"
+            )
+        problem = cliargs.url_problem(written)
+        if problem is not None:
+            raise cliargs.UsageError(
+                f"the trigger's prometheusAddress {written!r}: {problem}; or give --prometheus"
+            )
+        print(f"scaler dry-run: live, from the trigger's prometheusAddress {written}", file=sys.stderr)
+    elif cliargs.prometheus_over("scaler dry-run", args.prometheus, written, name) != written:
         spec = dataclasses.replace(
             spec, metadata={k: v for k, v in spec.metadata.items() if k != "prometheusAddress"}
         )
@@ -232,7 +245,7 @@ def _dry_run_live(args: argparse.Namespace) -> int:
     )
     inventory = None
     if args.kubeconfig or args.kubernetes:
-        inventory = start_inventory(args.kubeconfig)
+        inventory = start_inventory(args.kubeconfig, probe=True)
         if not inventory.wait_synced(30):
             print(f"scaler dry-run: warning: Kubernetes not synced: {inventory.problem()}", file=sys.stderr)
     try:
@@ -280,7 +293,7 @@ def _converted(text: str) -> tuple[str, list[str]]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from scaler.sources.history import read_history
+    from scaler.sources.history import read_history, scrape_interval
     from scaler.sources.kube_state import recorded_pods
     from scaler.sources.prometheus import router_queues
 
@@ -293,7 +306,10 @@ def _replay(args: argparse.Namespace) -> int:
             raise cliargs.UsageError(f"--kubeconfig: {exc}") from None
 
     return replay_cli.run(
-        args, replay_cli.Upstream(read_history, _converted, read_pods, router_queues, recorded_pods)
+        args,
+        replay_cli.Upstream(
+            read_history, _converted, read_pods, router_queues, recorded_pods, scrape_interval
+        ),
     )
 
 
@@ -360,7 +376,10 @@ def _ended(exc: Exception, prog: str, debug: bool) -> int:
     """The line an error ends the command with, and its exit status: 2 for the user's (the input,
     or a source it names: ``scaler.errors``; pydantic's ValidationError of a model built from the
     input), 1 for a bug of ours, its traceback first with ``--debug``."""
-    if is_users(exc) or isinstance(exc, ValidationError):
+    if isinstance(exc, ValidationError):  # a model built from the input: its problems, in our words
+        print(f"{prog}: error: {exc.title}: {validation_problems(exc.errors())}", file=sys.stderr)
+        return 2
+    if is_users(exc):
         print(f"{prog}: error: {_said(exc)}", file=sys.stderr)
         return 2
     if debug:
@@ -374,7 +393,7 @@ def _ended(exc: Exception, prog: str, debug: bool) -> int:
 
 
 def _said(exc: BaseException) -> str:
-    """The error's one line: a file that cannot be opened says which and why."""
+    """The error's one line: a file that cannot be opened (to read or to write) says which and why."""
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"cannot read {exc.filename}: {exc.strerror}"
+        return f"{exc.filename}: {exc.strerror}"
     return str(exc)

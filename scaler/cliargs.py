@@ -5,6 +5,9 @@
 * A duration is a number and a unit, as Prometheus writes them (``90s``, ``5m``, ``6h``,
   ``7d``); where a flag took bare seconds it still does (``--interval 15`` is ``15s``).
 * A Prometheus is an ``http://`` or ``https://`` URL with a host.
+* A path the command writes (``--out``, ``--export``) is in a folder that is there.
+* A flag that takes a value is given once: twice is an error naming it (argparse would keep
+  the last one without a word).
 
 Every value is checked as the command line is parsed, before the command prints anything,
 and a bad one is one line on stderr, ``scaler COMMAND: error: FLAG VALUE: RULE``, exit
@@ -41,18 +44,59 @@ class UsageError(InputError):
     """Flags that cannot be used together, or a value found wrong after parsing; names the flags."""
 
 
+def _once(parser: argparse.ArgumentParser, action: argparse.Action, option_string: str | None) -> None:
+    """ArgumentError when ``action``'s value was given already in this parse (by it, or by another
+    spelling of the flag); else remember it was."""
+    given = getattr(parser, "given", None)
+    if option_string is None or not isinstance(given, dict):
+        return
+    first = given.get(action.dest)
+    if first is not None:
+        both = "" if first == option_string else f" (as {first} and {option_string})"
+        raise argparse.ArgumentError(action, f"given twice{both}: give it once")
+    given[action.dest] = option_string
+
+
+class _Once(argparse._StoreAction):
+    """argparse's ``store``, refusing a flag given twice: argparse keeps the last value without a
+    word, and ``--prometheus A ... --prometheus B`` would read B while the user reads A."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        _once(parser, self, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, ending a bad command line in one line rather than its usage block."""
+    """argparse's parser, ending a bad command line in one line rather than its usage block, and
+    refusing a flag that takes a value given twice (``_Once``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = _NEGATIVE_VALUE
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+        self.given: dict[str, str] = {}  # dest -> the flag as written, in this parse
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, each flag's first value remembered for this parse only (``_Once``)."""
+        self.given = {}
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
         """``scaler COMMAND: error: MESSAGE``, one line, exit status 2 (as every input error ends)."""
         # "argument --since: '-7d': must be above 0s" -> "--since '-7d': must be above 0s"; a
         # positional's value names itself ("x.yaml: no such file").
         text = re.sub(r"^argument ([^:]+): ", lambda m: _flag(m[1]), message)
+        # A required group whose other members are old spellings (hidden) names the one flag.
+        text = re.sub(r"^one of the arguments (\S+) is required$", r"\1 is required", text)
         self.exit(2, f"{self.prog}: error: {text}\n")
 
 
@@ -88,7 +132,14 @@ def duration(
         try:
             value = seconds(text, bare_seconds)
         except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            # A bare number the rule refuses whatever its unit (0, -1) is refused by the rule, as
+            # -1d is, not as a spelling: --since 0 and --since -1d say the same thing.
+            try:
+                value = seconds(text, bare_seconds=True)
+            except ValueError:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+            if value > minimum_s:
+                raise argparse.ArgumentTypeError(str(exc)) from None
         if value < minimum_s or (above and value == minimum_s):
             rule = f"must be {'above' if above else 'at least'} {minimum_s:g}s"
             raise argparse.ArgumentTypeError(f"{text!r}: {rule}")
@@ -209,6 +260,31 @@ def existing_file(text: str) -> str:
     return text
 
 
+def to_write(folder: bool = False) -> Callable[[str], str]:
+    """An argparse ``type``: a path the command writes, checked before any output, so that a command
+    does not print its report and then fail to write: a file in a folder that is there, or with
+    ``folder`` a folder (created when missing) that is not a file.
+
+    *Example*: ``--out nodir/x.yaml`` is refused: ``nodir/x.yaml: no folder nodir to write it in``.
+    """
+
+    def parse(text: str) -> str:
+        path = Path(text)
+        if folder:
+            if path.exists() and not path.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: is a file, not a folder")
+            return text
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: is a folder; name a file in it")
+        if not path.parent.exists():
+            raise argparse.ArgumentTypeError(f"{text}: no folder {path.parent} to write it in")
+        if not path.parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: {path.parent} is a file, not a folder")
+        return text
+
+    return parse
+
+
 def namespaced(text: str) -> str:
     """An argparse ``type``: a live object's ``NAMESPACE/NAME``."""
     namespace, slash, name = text.partition("/")
@@ -231,6 +307,8 @@ class _Deprecated(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
+        if self.nargs != 0:
+            _once(parser, self, option_string)
         print(
             f"{parser.prog}: deprecated: {option_string} is now {self.new}; the old spelling goes in the"
             " next release",
@@ -239,8 +317,11 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, True if self.nargs == 0 else values)
 
 
-def deprecated(parser: argparse.ArgumentParser, old: Sequence[str], new: str, **kwargs: Any) -> None:
-    """Accept ``old`` (hidden from --help, listed in docs/cli.md) for the flag ``new`` for one release.
+def deprecated(
+    parser: argparse.ArgumentParser | argparse._ActionsContainer, old: Sequence[str], new: str, **kwargs: Any
+) -> None:
+    """Accept ``old`` (hidden from --help, listed in docs/cli.md) for the flag ``new`` for one release;
+    ``parser`` may be a group.
 
     ``kwargs`` are the new flag's ``dest``, ``type`` and the like; ``nargs=0`` for a switch.
     """

@@ -32,7 +32,7 @@ from pydantic import (
 from scaler.decider.engine import Engine
 from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.spec import DeciderSpec, Role, Window
-from scaler.errors import InputError
+from scaler.errors import InputError, rule_of
 from scaler.inputs import Input
 from scaler.matchers import LabelMatcher, MatchOp, SelectorError, parse_selector
 from scaler.presets import CUSTOM_ENGINE, DEFAULT_ENGINE, NO_ROUTER, REGISTRY, Kind, choices, promql_problem
@@ -522,9 +522,7 @@ _RULE_HINTS = {
 def _problem_from_pydantic(error: Mapping[str, Any], raw: Mapping[str, str]) -> FieldProblem:
     loc = error.get("loc", ())
     key = str(loc[0]) if loc else "metadata"
-    message = str(error.get("msg", "invalid"))
-    if message.startswith("Value error, "):
-        message = message[len("Value error, ") :]
+    message = rule_of(error)
     if len(loc) > 1:
         message = f"at {'.'.join(str(p) for p in loc[1:])}: {message}"
     if error.get("type") == "extra_forbidden":

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scaler.errors import InputError
+from scaler.kubejson import as_mapping
 from scaler.model import HpaStatus
 from scaler.quantity import parse_quantity
 
@@ -120,31 +121,35 @@ def quantity(value: Any) -> float | None:
 # ---- reading one from the API --------------------------------------------------------------
 
 
-def _obj(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
     """An autoscaling/v2 HorizontalPodAutoscaler, as the landing monitor and the policy read it."""
-    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
+    meta, spec, status = (
+        as_mapping(obj.get("metadata")),
+        as_mapping(obj.get("spec")),
+        as_mapping(obj.get("status")),
+    )
     external: list[str] = []
     others = 0
     for raw in spec.get("metrics") or []:
-        metric = _obj(raw)
-        name = str(_obj(_obj(metric.get("external")).get("metric")).get("name", ""))
+        metric = as_mapping(raw)
+        name = str(as_mapping(as_mapping(metric.get("external")).get("metric")).get("name", ""))
         if metric.get("type") == "External" and name.endswith(METRIC_NAME):
             external.append(name)
         else:
             others += 1
     conditions = tuple(
-        (str(_obj(c).get("type", "")), str(_obj(c).get("status", "")), str(_obj(c).get("reason", "")))
+        (
+            str(as_mapping(c).get("type", "")),
+            str(as_mapping(c).get("status", "")),
+            str(as_mapping(c).get("reason", "")),
+        )
         for c in status.get("conditions") or []
     )
-    behavior = _obj(spec.get("behavior"))
+    behavior = as_mapping(spec.get("behavior"))
     return HpaStatus(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
@@ -155,8 +160,8 @@ def hpa_from_json(obj: Mapping[str, Any]) -> HpaStatus:
         current_replicas=_int(status.get("currentReplicas")),
         desired_replicas=_int(status.get("desiredReplicas")),
         conditions=conditions,
-        scale_up_tolerance=quantity(_obj(behavior.get("scaleUp")).get("tolerance")),
-        scale_down_tolerance=quantity(_obj(behavior.get("scaleDown")).get("tolerance")),
+        scale_up_tolerance=quantity(as_mapping(behavior.get("scaleUp")).get("tolerance")),
+        scale_down_tolerance=quantity(as_mapping(behavior.get("scaleDown")).get("tolerance")),
     )
 
 

@@ -64,6 +64,33 @@ SCALEDOBJECT_FIELDS: Mapping[str, Any] = {
 }
 
 
+# The API group and version KEDA 2 serves ScaledObjects under, and KEDA 1's (which KEDA 2 does not).
+KEDA_API_VERSION = "keda.sh/v1alpha1"
+# The address KEDA reaches the scaler at, as manifests/ installs it (Service llm-gpu-scaler in the
+# namespace llm-gpu-scaler, gRPC on 9090): what convert writes as scalerAddress unless told otherwise.
+DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
+KEDA_1_API_VERSION = "keda.k8s.io/v1alpha1"
+
+
+def api_version_problem(doc: Mapping[str, Any]) -> str | None:
+    """Why ScaledObject ``doc``'s ``apiVersion`` is not one KEDA 2 serves, or None.
+
+    *Example*: ``keda.k8s.io/v1alpha1`` -> ``apiVersion keda.k8s.io/v1alpha1 is KEDA 1's, ...``.
+    """
+    written = doc.get("apiVersion")
+    if written == KEDA_API_VERSION:
+        return None
+    if written is None:
+        return f"apiVersion is missing: a ScaledObject is {KEDA_API_VERSION}"
+    if written == KEDA_1_API_VERSION:
+        return (
+            f"apiVersion {written} is KEDA 1's, which KEDA 2 does not serve (this scaler needs KEDA 2.17"
+            f" or later, where a ScaledObject is {KEDA_API_VERSION}): move the object to KEDA 2 first"
+            " (keda.sh/docs/2.0/migration/: scaleTargetRef.deploymentName becomes name, among others)"
+        )
+    return f"apiVersion {written} is not KEDA's: a ScaledObject is {KEDA_API_VERSION}"
+
+
 class ManifestError(InputError):
     """The text is not YAML, holds no ScaledObject, or a field its CRD does not have."""
 

@@ -35,12 +35,14 @@ class FakePrometheus(Generic[R]):
                 self.send_body(status, body, "application/json")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True  # a handler still sleeping in a slow answer never blocks close()
+        # close() waits for the answers in flight (a scripted slow one included), so none is
+        # written after the test that scripted it has ended.
+        self.server.daemon_threads = False
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
-        """Stop serving and release the port."""
+        """Stop serving, wait for the answers in flight and release the port."""
         self.server.shutdown()
         self.server.server_close()
 

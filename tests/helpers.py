@@ -205,22 +205,6 @@ def ref(name: str = "llama", namespace: str = "inference", **metadata: str) -> p
     return pb.ScaledObjectRef(name=name, namespace=namespace, scalerMetadata=md)
 
 
-def first_metrics(
-    stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest, timeout: float = 20.0
-) -> pb.GetMetricsResponse:
-    """A new target's first GetMetrics as KEDA makes it: UNAVAILABLE ("no decision yet", the first
-    refresh still running on a loaded machine) is asked again until ``timeout``; any other error raises."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            response: pb.GetMetricsResponse = stub.GetMetrics(request, timeout=5)
-            return response
-        except grpc.RpcError as exc:
-            if exc.code() is not grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
-                raise
-        time.sleep(0.1)
-
-
 def serve(port: int, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     """``python -m scaler serve --host 127.0.0.1 --port PORT ARGS``, its stdout and stderr piped (text)."""
     return subprocess.Popen(
@@ -230,6 +214,37 @@ def serve(port: int, *args: str, env: Mapping[str, str] | None = None) -> subpro
         text=True,
         env=env,
     )
+
+
+def wait_serving(proc: subprocess.Popen[str], channel: grpc.Channel) -> None:
+    """Wait until ``scaler serve`` in ``proc`` accepts gRPC on ``channel``, or fail with its stderr
+    if it ended first. The condition, not a deadline: how long a process takes to import and bind
+    depends on the machine's load (pytest-timeout bounds a server that never comes)."""
+    while True:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=1)
+            return
+        except grpc.FutureTimeoutError:
+            if proc.poll() is not None:
+                _, err = proc.communicate()
+                pytest.fail(f"scaler serve ended with status {proc.returncode} before serving: {err[-2000:]}")
+
+
+def get_metrics(stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest) -> pb.GetMetricsResponse:
+    """GetMetrics as KEDA calls it. A target's first call waits ``first_decision_timeout`` for its
+    first decision and is answered UNAVAILABLE ("no decision yet") if the first refresh (warming
+    from history, then deciding) takes longer, as it does on a loaded machine; KEDA asks again, and
+    so does this, until the decision is there (pytest-timeout bounds one that never comes)."""
+    while True:
+        try:
+            reply: pb.GetMetricsResponse = stub.GetMetrics(request, timeout=30)
+            return reply
+        except grpc.RpcError as exc:
+            if exc.code() is not grpc.StatusCode.UNAVAILABLE or "no decision yet" not in (
+                exc.details() or ""
+            ):
+                raise
+        time.sleep(0.1)
 
 
 class Closeable(Protocol):

@@ -2,8 +2,8 @@
 
 The benchmarks run for minutes and no test runs them whole; what breaks them when the code moves
 is their set-up: the files they load and check against each other, and the ablations, each a
-switch of the decider's parameters. A switch left at its default would change nothing and report
-its mechanism as worth nothing.
+decider stage removed or a constant moved. An ablation that changed nothing would report its
+mechanism as worth nothing.
 """
 
 from __future__ import annotations
@@ -16,34 +16,51 @@ import pytest
 
 from benchmarks import decision_quality, pd_quality, router_quality
 from benchmarks.harness import target_lines
-from scaler.decider.params import DeciderParams
+from scaler.config import parse_metadata
+from scaler.decider.params import DEFAULT, DeciderParams
+from scaler.decider.stages import ALL, Stages
 from scaler.model import Capacity
 from scaler.replay.cluster import ClusterConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize(("ablation", "field", "value"), decision_quality.ABLATIONS)
-def test_each_switch_names_a_decider_parameter_and_turns_it_from_its_default(
-    ablation: str, field: str, value: Any
+@pytest.mark.parametrize("ablation", decision_quality.ABLATIONS, ids=lambda a: a.name)
+def test_each_ablation_takes_out_one_stage_or_moves_a_constant_from_its_default(
+    ablation: decision_quality.Ablation,
 ) -> None:
-    """A switch sets a field the decider's parameters have, to a value they accept that is not the
-    default (a switch at its default would report its mechanism as worth nothing)."""
-    params = DeciderParams(**{field: value})
-    assert getattr(params, field) == value
-    assert getattr(DeciderParams(), field) != value, f"{ablation!r} sets {field} to its default"
+    """An ablation removes a stage the decider has, or sets constants it has to values they accept
+    that are not their defaults (an ablation that changes nothing would report its mechanism as
+    worth nothing)."""
+    assert (ablation.stage is None) != (not ablation.params), "a stage or constants, one of them"
+    engine = ablation.engine(parse_metadata({}).spec)
+    if ablation.stage is not None:
+        assert getattr(engine.stages, ablation.stage) is False
+        assert getattr(ALL, ablation.stage) is True
+    for field, value in ablation.params:
+        assert getattr(engine.params, field) == value
+        assert getattr(DEFAULT, field) != value, f"{ablation.name!r} sets {field} to its default"
 
 
-def test_every_mechanism_is_a_switch_named_once_and_every_switch_has_an_ablation() -> None:
-    """Each mechanism is turned off through ``DeciderParams`` (one code version, no patching): each is
-    named once, and every switch of the decider's parameters is some ablation's."""
-    names = [name for name, _, _ in decision_quality.ABLATIONS]
+def test_every_mechanism_is_named_once_and_every_stage_has_an_ablation() -> None:
+    """Each mechanism is taken out through ``Ablation.engine`` (one code version, no patching): each
+    is named once, and every stage of the decider is some ablation's."""
+    names = [a.name for a in decision_quality.ABLATIONS]
     assert len(names) == len(set(names))
     assert "none" not in names
     decision_quality._ablate("none")  # the whole decider
-    switches = {f.name for f in dataclasses.fields(DeciderParams) if f.type in ("bool", bool)}
-    ablated = {field for _, field, _ in decision_quality.ABLATIONS}
-    assert switches <= ablated, f"switches no ablation turns off: {sorted(switches - ablated)}"
+    stages = {f.name for f in dataclasses.fields(Stages)}
+    ablated = {a.stage for a in decision_quality.ABLATIONS}
+    assert stages <= ablated, f"stages no ablation removes: {sorted(stages - ablated)}"
+    assert not any(f.type in ("bool", bool) for f in dataclasses.fields(DeciderParams)), (
+        "a switch among the production parameters: it belongs in scaler.decider.stages"
+    )
+
+
+def test_a_misspelled_stage_is_refused_naming_it() -> None:
+    """``Stages.without`` names what it does not know rather than removing nothing."""
+    with pytest.raises(ValueError, match="no decider stage named calibrashun"):
+        ALL.without("calibrashun")
 
 
 def test_the_serving_models_are_cluster_models_and_pooled_is_the_replays_default() -> None:

@@ -369,3 +369,29 @@ def test_the_dispatch_is_read_as_pooled_where_the_replicas_are_evenly_loaded_and
     routed = {"router": "llm-d", "inferencePool": "llama-pool"}
     assert model(None, routed).capacity().pooled is True
     assert model(None, refreshes=1).capacity().pooled is None
+
+
+def test_a_queue_vllm_says_is_deferred_teaches_no_capacity_and_its_capacity_share_does() -> None:
+    """vLLM's waiting reasons decide whether requests wait for room (issue 37, item 5): 40 waiting
+    on 4 replicas running 10 each with 30% of the KV cache used and prefill idle. Read as waiting
+    for room (no split exported, or the split says capacity), every slot is busy and the cap is
+    measured at 10; where vLLM says 38 of them are deferred (a LoRA budget, a KV transfer), the
+    fleet has room and the slots stay those the KV cache gives, 10 / 0.3 = 33."""
+    idle_prefill: Any = {"prefill_time_mean_seconds": 0.05}
+
+    def fleet(deferred: float | None, capacity: float | None) -> Capacity:
+        split: Any = {}
+        if deferred is not None:
+            split = {"queue_waiting_deferred": deferred, "queue_waiting_capacity": capacity}
+        return measured(
+            steady(i, running=40.0, kv=0.3, waiting=40.0, **idle_prefill, **split) for i in range(20)
+        )
+
+    inferred = fleet(None, None)
+    assert inferred.slots == pytest.approx(10.0)
+    assert inferred.slots_method == "running while every slot was busy"
+    said_capacity = fleet(0.0, 40.0)
+    assert said_capacity.slots == pytest.approx(10.0)
+    deferred = fleet(38.0, 2.0)
+    assert deferred.slots == pytest.approx(10.0 / 0.3)
+    assert deferred.slots_method != "running while every slot was busy"

@@ -72,7 +72,7 @@ def test_each_flag_name_means_one_thing_in_every_command() -> None:
     assert kinds["--scaledobject"] == {"existing_file"}
     assert kinds["--name"] == {"namespaced"}
     assert kinds["--output"] == kinds["-o"] == {"format"}
-    assert kinds["--out"] == {"text"}
+    assert kinds["--out"] == kinds["--export"] == {"to_write"}
     assert kinds["--since"] == kinds["--step"] == kinds["--interval"] == {"duration"}
 
 
@@ -88,3 +88,22 @@ def test_output_is_a_format_everywhere(command: str) -> None:
 def test_the_readme_points_to_docs_cli_md() -> None:
     """The README sends a reader to the generated table."""
     assert "(docs/cli.md)" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_flag_its_help_calls_required_is_required_in_the_usage_line(command: str) -> None:
+    """A flag whose help says '(required)' is shown without brackets in the usage line, as argparse
+    shows what it requires (timeline's --name was shown optional)."""
+    parser = COMMANDS[command]
+    usage = " ".join(parser.format_usage().split())
+    for action in GEN.flags(parser):
+        if action.option_strings and "(required)" in (action.help or ""):
+            flag = action.option_strings[-1]
+            assert f" {flag} {action.metavar or ''}".rstrip() in usage, (flag, usage)
+            assert f"[{flag}" not in usage, (flag, usage)
+
+
+def test_timeline_writes_a_picture_named_for_its_command() -> None:
+    """scaler timeline's default --out is timeline.png (it was trace.png, the command's old name)."""
+    args = COMMANDS["timeline"].parse_args(["--name", "ns/so", "--prometheus", "http://p:9090"])
+    assert args.out == "timeline.png"

@@ -166,7 +166,7 @@ def test_authentication_refs_and_unknown_triggers(validator: jsonschema.protocol
     assert "labelSelector" not in external(doc)
     assert any("authenticationRef dropped" in c for c in conversion.changes)
     assert any("activationThreshold dropped" in c for c in conversion.changes)
-    (warning,) = conversion.warnings
+    (warning,) = [w for w in conversion.warnings if w.startswith("triggers[1] ")]
     assert warning.startswith("triggers[1] (kafka, requests-topic): kept as it is")
     assert "the GPU check cannot hold a scale-up" in warning
     assert crd_errors(validator, doc) == []
@@ -879,3 +879,120 @@ def test_an_unquoted_number_is_quoted_and_said() -> None:
         "triggers[1] (cron): desiredReplicas 4 written as '4' (quoted: trigger metadata values are"
         " strings, and KEDA refuses a number)"
     ) in conversion.changes
+
+
+# ---- what KEDA would refuse, or read otherwise than written, is said -----------------------
+
+
+@pytest.mark.parametrize(
+    ("triggers", "says"),
+    [
+        (QUEUE.replace("    serverAddress: http://prometheus:9090\n", ""), "serverAddress is missing"),
+        (
+            QUEUE.replace("serverAddress: http://prometheus:9090", 'serverAddress: ""'),
+            "serverAddress is empty",
+        ),
+    ],
+    ids=["missing", "empty"],
+)
+def test_a_queue_trigger_without_server_address_is_converted_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], triggers: str, says: str
+) -> None:
+    """No serverAddress: converted without prometheusAddress, and a warning naming the key says so."""
+    code, out, err = convert_cli(tmp_path, capsys, scaledobject(triggers))
+    assert code == 0
+    assert "prometheusAddress" not in external(yaml.safe_load(out))
+    (warning,) = [line for line in err.splitlines() if "serverAddress" in line]
+    assert warning.startswith(
+        f"llm: warning: triggers[0] (prometheus): {says}, which KEDA's prometheus scaler"
+    )
+    assert "no prometheusAddress is written" in warning
+
+
+@pytest.mark.parametrize(
+    ("api_version", "says"),
+    [
+        ("keda.k8s.io/v1alpha1", "apiVersion keda.k8s.io/v1alpha1 is KEDA 1's"),
+        ("keda.sh/v1beta1", "apiVersion keda.sh/v1beta1 is not KEDA's: a ScaledObject is keda.sh/v1alpha1"),
+        (None, "apiVersion is missing: a ScaledObject is keda.sh/v1alpha1"),
+    ],
+)
+def test_an_api_version_keda_2_does_not_serve_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], api_version: str | None, says: str
+) -> None:
+    """A ScaledObject written for KEDA 1 (or no KEDA) exits 2 with one line naming apiVersion, never kept."""
+    text = scaledobject(QUEUE)
+    text = text.replace(
+        "apiVersion: keda.sh/v1alpha1\n", f"apiVersion: {api_version}\n" if api_version else ""
+    )
+    code, out, err = convert_cli(tmp_path, capsys, text)
+    assert code == 2
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"scaler convert: error: llm: {says}")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "hours"),
+    [
+        ("0 9 * * *", "0 8 * * *", "open 23 h from each start, 96% of the week"),
+        ("0 9 * * 1-5", "0 8 * * 1-5", "open 23-71 h"),
+    ],
+)
+def test_a_cron_window_whose_end_comes_before_its_start_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: str, end: str, hours: str
+) -> None:
+    """A window ending before it starts in the day converts, with a warning naming it and its hours open."""
+    cron = CRON.replace("start: 0 9 * * 1-5", f"start: {start}").replace("end: 0 12 * * 1-5", f"end: {end}")
+    code, out, err = convert_cli(tmp_path, capsys, scaledobject(QUEUE + cron))
+    assert code == 0
+    assert external(yaml.safe_load(out))["prewarmEnd"] == end  # kept as written: KEDA reads it so too
+    (warning,) = [line for line in err.splitlines() if "warning: triggers[1] (cron)" in line]
+    assert f"end {end} comes before start {start} in the day" in warning
+    assert hours in warning
+
+
+def test_a_window_that_closes_the_day_it_opens_gets_no_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 09:00-12:00 window converts without a word about its hours."""
+    code, _, err = convert_cli(tmp_path, capsys, scaledobject(QUEUE + CRON))
+    assert code == 0
+    assert "comes before start" not in err
+
+
+@pytest.mark.parametrize(
+    ("query", "warned"),
+    [
+        ("sum(vllm:num_requests_waiting)", True),
+        ('sum(vllm:num_requests_waiting{namespace="inference"})', True),
+        ('sum(vllm:num_requests_waiting{model_name="llama"})', False),
+        ('sum(llm_d_epp_flow_control_queue_size{inference_pool="p"})', True),
+        ('sum(llm_d_epp_flow_control_queue_size{inference_pool="p", model_name="llama"})', False),
+    ],
+)
+def test_a_queue_query_naming_no_model_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str, warned: bool
+) -> None:
+    """A queue query with no matcher on the model label converts, with a warning naming the label."""
+    code, _, err = convert_cli(
+        tmp_path,
+        capsys,
+        scaledobject(QUEUE.replace('sum(vllm:num_requests_waiting{model_name="llama"})', query)),
+    )
+    assert code == 0
+    lines = [line for line in err.splitlines() if "the query names no model (no model_name matcher)" in line]
+    assert len(lines) == warned
+    assert all(line.startswith("llm: warning: triggers[0] (prometheus): ") for line in lines)
+
+
+@pytest.mark.parametrize("out", ["nodir/x.yaml", "."])
+def test_an_out_file_that_cannot_be_written_is_refused_before_anything_is_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str
+) -> None:
+    """--out in a folder that is not there (or a folder) exits 2 with one line naming --out, no report."""
+    code, stdout, err = convert_cli(tmp_path, capsys, scaledobject(QUEUE), "--out", str(tmp_path / out))
+    assert code == 2
+    assert stdout == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"scaler convert: error: --out {tmp_path / out}: ")

@@ -29,7 +29,15 @@ from scaler.service.registry import Target, TargetKey, TargetRegistry
 from scaler.service.runtime import Runtime
 from scaler.sim.prometheus import find_binary, free_port
 from tests.conftest import require_prometheus
-from tests.helpers import ScriptedSource, StepClock, serve, slowdown_history, target_of
+from tests.helpers import (
+    ScriptedSource,
+    StepClock,
+    get_metrics,
+    serve,
+    slowdown_history,
+    target_of,
+    wait_serving,
+)
 from tests.observability import (
     LLAMA,
     LOAD,
@@ -329,10 +337,10 @@ def test_scaler_serve_exposes_metrics_on_the_metrics_port() -> None:
     proc = serve(grpc_port, env=env)
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
-        grpc.channel_ready_future(channel).result(timeout=20)
+        wait_serving(proc, channel)
         ref = pb.ScaledObjectRef(name="llama", namespace="inference", scalerMetadata={"minReplicas": "3"})
         stub = pb_grpc.ExternalScalerStub(channel)  # type: ignore[no-untyped-call]
-        stub.GetMetrics(pb.GetMetricsRequest(scaledObjectRef=ref), timeout=5)
+        get_metrics(stub, pb.GetMetricsRequest(scaledObjectRef=ref))
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as reply:
             text = reply.read().decode()
         samples = {

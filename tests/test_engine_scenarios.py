@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scaler.config import engine_for
+from scaler.config import engine_for, parse_metadata
 from scaler.decider.engine import Engine, Observation
 from scaler.model import ClampKind, Decision, Signal
 from tests.fleet_model import FleetModel
@@ -420,8 +420,8 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
     assert "safety net" in second.signal_reasons[Signal.LOAD]
     assert second.replicas == math.ceil((2.0 + 400.0 / 180.0) / 1.0) == 5
     # Without the net the same fleet is judged to clear its queue: nothing more is asked.
-    from scaler.decider.params import DeciderParams
+    from scaler.decider.stages import ALL
 
-    trusting = engine_for(metadata, DeciderParams(backlog_net=False))
+    trusting = Engine(parse_metadata(metadata).spec, stages=ALL.without("backlog_net"))
     unarmed = [trusting.decide(refresh(i)) for i in range(3)]
     assert unarmed[-1].replicas < second.replicas

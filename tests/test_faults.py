@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from scaler.sources.live import LiveSource
 from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
 from tests.fake_prometheus import Answer, FakePrometheus, query_of, vector
-from tests.helpers import ServerThread, first_metrics, ref
+from tests.helpers import ServerThread, eventually, get_metrics, ref
 
 pytestmark = pytest.mark.e2e  # every test serves gRPC and answers as Prometheus over HTTP
 
@@ -29,13 +30,20 @@ class FaultScript:
     def __init__(self) -> None:
         self.mode = "ok"  # ok | slow | error | garbage | empty | nan
         self.waiting = 120.0
+        self.release = threading.Event()  # a slow answer waits for it (or 3 s)
+        self.lock = threading.Lock()
+        self.stuck = 0  # slow answers still waiting
 
     def __call__(self, path: str) -> Answer:
         """Answer one request: the queue depth for the waiting-queue query (not the waiting reasons',
         nor the stuck-engine signature's), no series otherwise."""
         query = query_of(path)
         if self.mode == "slow":
-            time.sleep(3)
+            with self.lock:
+                self.stuck += 1
+            self.release.wait(3)
+            with self.lock:
+                self.stuck -= 1
         if self.mode == "error":
             return 500, b"boom"
         if self.mode == "garbage":
@@ -53,16 +61,13 @@ def scripted() -> Iterator[FakePrometheus[FaultScript]]:
     fake.close()
 
 
-def timed_metrics(
-    stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest
-) -> tuple[float, int | grpc.StatusCode]:
-    """One GetMetrics call: its latency in seconds and the metric value, or the gRPC status code."""
-    started = time.perf_counter()
+def answer(stub: pb_grpc.ExternalScalerStub, request: pb.GetMetricsRequest) -> int | grpc.StatusCode:
+    """One GetMetrics call: the metric value, or the gRPC status code it failed with."""
     try:
-        value: int | grpc.StatusCode = stub.GetMetrics(request, timeout=5).metricValues[0].metricValue
+        value: int = stub.GetMetrics(request, timeout=5).metricValues[0].metricValue
     except grpc.RpcError as exc:
-        value = exc.code()
-    return time.perf_counter() - started, value
+        return exc.code()
+    return value
 
 
 def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
@@ -77,33 +82,33 @@ def test_prometheus_faults_hold_the_target_then_unavailable_then_recover(
     )
     with ServerThread(source=source, refresh_interval_s=0.25) as server:
         stub = server.stub()  # one pooled connection, as KEDA keeps
-        stub.GetMetrics(request, timeout=5)
-        deadline = time.monotonic() + 5
-        while timed_metrics(stub, request)[1] != 12 and time.monotonic() < deadline:
+        get_metrics(stub, request)  # registered, its first decision made
+        while answer(stub, request) != 12:  # 120 waiting at 10 per replica, once a refresh read them
             time.sleep(0.05)
-        assert timed_metrics(stub, request)[1] == 12
-        latencies = []
-        for mode in ("slow", "error", "garbage", "empty", "nan"):
+        # A query stuck in a slow Prometheus: RPCs answer while it hangs, so they never wait on it
+        # (shown by the query still hanging when they return, not by how long they took).
+        scripted.respond.mode = "slow"
+        eventually(lambda: scripted.respond.stuck, bool, timeout=30)
+        for _ in range(5):
+            assert answer(stub, request) == 12  # held: missing data never lowers the target
+            assert scripted.respond.stuck, "the query was answered before the RPC: it proves nothing"
+        scripted.respond.release.set()
+        for mode in ("error", "garbage", "empty", "nan"):
             scripted.respond.mode = mode
             until = time.monotonic() + 0.5
             while time.monotonic() < until:
-                latency, value = timed_metrics(stub, request)
-                latencies.append(latency)
-                assert value == 12, (mode, value)  # held: missing data never lowers the target
+                value = answer(stub, request)
+                assert value == 12, (mode, value)
                 time.sleep(0.02)
-        # The slow Prometheus answers after 3 s and the reader gives up after 1 s: an RPC well
-        # under that did not wait for it (a speed figure is the benchmarks' business).
-        assert max(latencies) < 0.5, f"slowest RPC {max(latencies) * 1000:.0f} ms"
-        until = time.monotonic() + 7
-        while timed_metrics(stub, request)[1] != grpc.StatusCode.UNAVAILABLE:
-            assert time.monotonic() < until, "never turned UNAVAILABLE after maxStalenessSeconds"
-            time.sleep(0.1)
+        while answer(stub, request) != grpc.StatusCode.UNAVAILABLE:  # after maxStalenessSeconds
+            time.sleep(0.1)  # (pytest-timeout bounds a hold that never ends)
         scripted.respond.mode = "ok"
         scripted.respond.waiting = 50.0
-        recovered_by = time.monotonic() + 2 * 0.25 + 1.0  # two refreshes, plus a query timeout in flight
-        while timed_metrics(stub, request)[1] != 5:  # a live decision again: 50 waiting at 10 per replica
-            assert time.monotonic() < recovered_by, "did not recover without a restart"
+        healed_at = server.runtime.refreshes
+        while answer(stub, request) != 5:  # a live decision again: 50 waiting at 10 per replica
             time.sleep(0.05)
+        # Counted in refreshes, not seconds: one in flight when it healed, then the one that reads it.
+        assert server.runtime.refreshes - healed_at <= 2, "did not recover within two refreshes"
         decision = server.runtime.registry.targets()[0].latest
         assert decision is not None
         assert not [note for note in decision.notes if "inputs missing" in note]
@@ -136,11 +141,11 @@ def test_prometheus_down_from_the_start_ends_in_unavailable() -> None:
     source = LiveSource(PrometheusReader("http://127.0.0.1:9", timeout_s=0.5))
     request = pb.GetMetricsRequest(scaledObjectRef=ref(minReplicas="3", maxStalenessSeconds="1"))
     with ServerThread(source=source, refresh_interval_s=0.25) as server:
-        assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 3
-        time.sleep(1.5)
-        with pytest.raises(grpc.RpcError) as caught:
-            server.stub().GetMetrics(request, timeout=5)
-        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+        stub = server.stub()
+        assert get_metrics(stub, request).metricValues[0].metricValue == 3
+        while answer(stub, request) != grpc.StatusCode.UNAVAILABLE:  # once maxStalenessSeconds passed
+            assert answer(stub, request) in (3, grpc.StatusCode.UNAVAILABLE)  # the floor until then
+            time.sleep(0.1)
 
 
 @pytest.mark.prometheus
@@ -171,13 +176,13 @@ def test_two_scaler_replicas_answer_alike(fleet: SimulatedFleet, prometheus: Loc
         for _ in range(2)
     ]
     with servers[0] as a:
-        first_metrics(a.stub(), request)
+        get_metrics(a.stub(), request)
         time.sleep(3)  # the second replica starts later and warms from history
         with servers[1] as b:
-            first_metrics(b.stub(), request)
+            get_metrics(b.stub(), request)
             compared = 0
-            deadline = time.monotonic() + 10
-            while compared < 3 and time.monotonic() < deadline:
+            started = a.runtime.refreshes  # a bound in refreshes, not seconds: a loaded machine is slower
+            while compared < 3 and a.runtime.refreshes - started < 20:
                 da = a.runtime.registry.targets()[0].latest
                 db = b.runtime.registry.targets()[0].latest
                 if da is not None and db is not None and da.now == db.now and da.now not in seen:

@@ -178,6 +178,14 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
             "scaler replay: error: --since '-7d': must be above 0s",
         ),
         (
+            ["replay", "--prometheus", "http://127.0.0.1:1", "--since", "0"],
+            "scaler replay: error: --since '0': must be above 0s",
+        ),
+        (
+            ["replay", "--prometheus", "http://127.0.0.1:1", "--since", "-1"],
+            "scaler replay: error: --since '-1': must be above 0s",
+        ),
+        (
             ["replay", "--prometheus", "prometheus:9090"],
             "scaler replay: error: --prometheus 'prometheus:9090': must be an http:// or https:// URL,"
             " such as http://prometheus:9090",
@@ -216,6 +224,10 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
             "scaler timeline: error: --name 'llama': write it as NAMESPACE/NAME, such as inference/llama",
         ),
         (
+            ["timeline", "--prometheus", "http://127.0.0.1:1"],
+            "scaler timeline: error: --name is required",
+        ),
+        (
             ["trace", "--name", "a/b", "--prometheus", "http://127.0.0.1:1", "--since", "7"],
             "scaler timeline: error: --since '7' is not a duration such as 90s, 5m, 6h or 7d",
         ),
@@ -232,6 +244,8 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
     ids=[
         "rate-scale-negative",
         "since-negative",
+        "since-zero-bare",
+        "since-negative-bare",
         "url-without-scheme",
         "missing-trace",
         "hours-backwards",
@@ -241,6 +255,7 @@ RATES = ROOT / "benchmarks" / "traces" / "servegen_language_m-large_rate_10min.c
         "rate-window-zero",
         "demo-interval-not-a-duration",
         "trace-name-without-namespace",
+        "timeline-without-name",
         "trace-since-bare-number",
         "max-generation-zero",
         "serve-url-without-scheme",
@@ -327,3 +342,117 @@ def test_a_bad_variable_names_its_flag_and_variable(
         "scaler serve: error: invalid settings: --prometheus / SCALER_PROMETHEUS: must be an http://"
         " or https:// URL, such as http://prometheus:9090"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "rule"),
+    [
+        (
+            ["timeline", "--name", "ns/so", "--prometheus", "http://p:9090", "--out", "{nodir}/t.png"],
+            "--out",
+            "no folder",
+        ),
+        (
+            ["replay", "--trace", "{trace}", "--scaledobject", str(EXAMPLE), "--export", "{nodir}/t.csv"],
+            "--export",
+            "no folder",
+        ),
+        (
+            ["replay", "--trace", "{trace}", "--scaledobject", str(EXAMPLE), "--out", "{trace}"],
+            "--out",
+            "is a file, not a folder",
+        ),
+        (["convert", str(EXAMPLE), "--out", "{tmp}"], "--out", "is a folder"),
+    ],
+    ids=["timeline-out", "replay-export", "replay-out-a-file", "convert-out-a-folder"],
+)
+def test_a_path_to_write_that_cannot_be_written_is_refused_as_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str, rule: str
+) -> None:
+    """A file or folder to write where it cannot be is one line naming the flag, before anything runs."""
+    trace = tmp_path / "requests.csv"
+    trace.write_text(HEADER + "0,10,20\n")
+    paths = {"nodir": str(tmp_path / "nodir"), "trace": str(trace), "tmp": str(tmp_path)}
+    line = error_line(capsys, [arg.format(**paths) for arg in argv])
+    assert line.startswith(f"scaler {argv[0]}: error: {flag} ")
+    assert rule in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["replay", "--prometheus", "http://a:9090", "--prometheus", "http://b:9090"], "--prometheus"),
+        (["replay", "--trace", "{trace}", "--since", "1d", "--since", "2d"], "--since"),
+        (
+            ["replay", "--trace", "{trace}", "--scaledobject", str(EXAMPLE), "--scaledobject", str(EXAMPLE)],
+            "--scaledobject",
+        ),
+        (["convert", str(EXAMPLE), "--out", "{tmp}/a.yaml", "--out", "{tmp}/b.yaml"], "--out"),
+        (
+            [
+                "dry-run",
+                "--scaledobject",
+                str(EXAMPLE),
+                "--prometheus",
+                "http://a:9090",
+                "--interval",
+                "15",
+                "--interval",
+                "1m",
+            ],
+            "--interval",
+        ),
+        (["serve", "--port", "9090", "--port", "9091"], "--port"),
+    ],
+    ids=[
+        "replay-prometheus",
+        "replay-since",
+        "replay-scaledobject",
+        "convert-out",
+        "dry-run-interval",
+        "serve-port",
+    ],
+)
+def test_a_flag_given_twice_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str
+) -> None:
+    """A flag that takes a value, given twice, is one line naming it, not the last value taken silently."""
+    trace = tmp_path / "requests.csv"
+    trace.write_text(HEADER + "0,10,20\n")
+    line = error_line(capsys, [arg.format(trace=trace, tmp=tmp_path) for arg in argv])
+    assert line == f"scaler {argv[0]}: error: {flag} given twice: give it once"
+
+
+def test_an_old_and_a_new_spelling_of_one_flag_are_refused_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """convert's old -o and its --out, both given, are refused naming both spellings."""
+    assert (
+        main(["convert", str(EXAMPLE), "-o", str(tmp_path / "a.yaml"), "--out", str(tmp_path / "b.yaml")])
+        == 2
+    )
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "scaler convert: error: --out given twice (as -o and --out): give it once"
+    )
+
+
+def test_a_live_dry_run_needs_a_prometheus_from_the_flag_or_the_trigger(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """dry-run with neither --observations, --prometheus nor a prometheusAddress names all three."""
+    line = error_line(capsys, ["dry-run", "--scaledobject", str(EXAMPLE), "--once"])
+    assert line == (
+        "scaler dry-run: error: --observations FILE (offline) or --prometheus URL (live): one is needed,"
+        f" the trigger of {EXAMPLE} names no prometheusAddress"
+    )
+
+
+def test_a_plain_keda_object_given_to_dry_run_points_to_convert(capsys: pytest.CaptureFixture[str]) -> None:
+    """A ScaledObject with only plain KEDA triggers names them and the scaler convert command for it."""
+    published = ROOT / "benchmarks" / "baseline-published.yaml"
+    line = error_line(capsys, ["dry-run", "--scaledobject", str(published), "--prometheus", "http://p:9090"])
+    assert line.startswith(
+        f"scaler dry-run: error: {published}: the ScaledObject has no trigger of type external"
+    )
+    assert "its triggers (prometheus, prometheus, cron) are plain KEDA ones" in line
+    assert f"`scaler convert {published}`" in line

@@ -95,3 +95,24 @@ def test_gpu_check_accepts_only_true_or_false(value: str) -> None:
 def test_gpu_check_true_and_false_parse_in_any_case(value: str, parsed: bool) -> None:
     """true and false parse whatever their case (an unquoted YAML True arrives as "True")."""
     assert parse_metadata({"gpuCheck": value}).gpu_check is parsed
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "rule"),
+    [
+        ("minReplicas", "abc", "must be a whole number"),
+        ("maxReplicas", "1.5", "must be a whole number"),
+        ("minReplicas", "0", "must be at least 1"),
+        ("ttftObjectiveSeconds", "-1", "must be above 0"),
+        ("ttftObjectivePercentile", "100", "must be below 100"),
+        ("role", "x", "must be one of 'prefill', 'decode' or 'both'"),
+        ("inferencePool", "", "must be at least 1 character(s) long"),
+    ],
+)
+def test_a_bad_value_is_said_in_the_project_s_words(key: str, value: str, rule: str) -> None:
+    """A value of the wrong type or out of bounds names its key and the rule as the project says it."""
+    extra = {"router": "llm-d"} if key == "inferencePool" else {}
+    message = _error({key: value, **extra})
+    assert f'{key}="{value}": {rule}' in message
+    assert "Input should" not in message
+    assert "String should" not in message

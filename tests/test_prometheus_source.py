@@ -18,7 +18,7 @@ from scaler.readings import Readings
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus, free_port
 from scaler.sources.history import History
-from scaler.sources.prometheus import PrometheusReader, TargetQuery
+from scaler.sources.prometheus import PrometheusClient, PrometheusQueryError, PrometheusReader, TargetQuery
 from tests.conftest import require_prometheus
 from tests.fake_prometheus import FakePrometheus, vector
 from tests.helpers import eventually, started
@@ -91,6 +91,9 @@ SELECTORS = {
 }
 
 
+WINDOW_SCRAPES = 12  # scrapes of 0.5 s that fill reader_for's 5 s rate window, and two more
+
+
 def close_to(value: float | None, expected: float, tolerance: float = 0.15) -> bool:
     """Whether ``value`` is present and within ``tolerance`` (relative) of ``expected``."""
     return value is not None and abs(value - expected) <= tolerance * max(expected, 1e-9)
@@ -101,10 +104,16 @@ def test_preset_reads_each_engine(stack: Stack, engine: str) -> None:
     """Each engine's preset reads queue, rates, running, pods, and KV cache and TTFT where exported."""
     fleet = stack.fleets[engine]
     fleet.set_fleet_load(LOAD)
+    switched = fleet.scrapes
     reader = reader_for(stack)
     query = target("t", stack.prometheus.url, engine=engine, labelSelector=SELECTORS[engine])
 
     def read() -> Readings | None:
+        # Every sample of the 5 s rate window scraped after the load was set (10 scrapes of 0.5 s,
+        # and two more): a window that still holds an earlier test's load mixes the two, and the
+        # ratios below (a histogram's sum over its count) come out between them.
+        if fleet.scrapes - switched < WINDOW_SCRAPES:
+            return None
         got = reader.read([query])["t"]
         v = got.values
         rates_ok = close_to(v.get("prompt_tokens_per_s"), 6000) and close_to(
@@ -239,9 +248,63 @@ def test_prometheus_down_is_a_named_absence() -> None:
 
 
 @pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        (
+            "http://127.0.0.1:{port}",
+            "connection failed: connection refused (nothing listens at that host and port)",
+        ),
+        ("http://no-such-host.invalid:9090", "connection failed: the host name does not resolve"),
+    ],
+    ids=["refused", "no-such-host"],
+)
+def test_an_unreachable_prometheus_is_said_in_a_few_words(address: str, said: str) -> None:
+    """Why a connection failed, named in a few words: none of urllib3's text, nor the query URL-encoded."""
+    url = address.format(port=free_port())
+    client = PrometheusClient(url, timeout_s=2)
+    with pytest.raises(PrometheusQueryError) as caught:
+        client.instant('sum(vllm:num_requests_waiting{model_name="m"})')
+    message = str(caught.value)
+    assert message.startswith(f"prometheus {url}: {said}")
+    for leak in ("HTTPConnectionPool", "Max retries", "%28", "urllib3", "NewConnectionError"):
+        assert leak not in message
+
+
+BAD_QUERY = b'{"status":"error","errorType":"bad_data","error":"1:5: parse error: unclosed left parenthesis"}'
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (
+            404,
+            b"",
+            "HTTP 404 Not Found: no Prometheus API at this URL (is it Prometheus' own, without a path such"
+            " as /graph?)",
+        ),
+        (
+            400,
+            BAD_QUERY,
+            'HTTP 400 Bad Request: 1:5: parse error: unclosed left parenthesis (query: sum(vllm:x{a="b"}))',
+        ),
+    ],
+    ids=["not-found", "bad-query"],
+)
+def test_an_http_error_says_its_status_and_what_prometheus_said(status: int, body: bytes, said: str) -> None:
+    """A non-200 answer names its status, Prometheus' own error and the query as written, not as sent."""
+    fake = FakePrometheus(lambda path: (status, body))
+    try:
+        with pytest.raises(PrometheusQueryError) as caught:
+            PrometheusClient(fake.url + "/graph", timeout_s=2).instant('sum(vllm:x{a="b"})')
+    finally:
+        fake.close()
+    assert str(caught.value) == f"prometheus {fake.url}/graph: {said}"
+
+
+@pytest.mark.parametrize(
     ("status", "body", "reason"),
     [
-        (500, b"internal error", "HTTP Status Code 500"),
+        (500, b"internal error", "HTTP 500 Internal Server Error: internal error (query: sum by"),
         (200, b"{not json", "invalid response"),
         (200, b'{"status": "success", "data": {}}', "'result'"),
         (200, vector("NaN", "NaN"), "only NaN samples"),

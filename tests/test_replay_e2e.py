@@ -84,7 +84,8 @@ def test_deterministic_for_a_seed() -> None:
 def test_cli_prints_the_table_and_writes_the_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The replay CLI prints the comparison table and writes summary.json and replay.png."""
+    """The replay CLI prints the comparison table, with the requests' mean sizes, and writes summary.json
+    and replay.png."""
     short = tmp_path / "short.csv"
     lines = AZURE.read_text().splitlines()
     short.write_text("\n".join(lines[:3000]) + "\n")
@@ -112,6 +113,13 @@ def test_cli_prints_the_table_and_writes_the_files(
         "static at peak",
     ]
     assert summary["policies"][0]["requests"] == 2999
+    rows = np.loadtxt(short, delimiter=",", skiprows=1)
+    prompt, completion = rows[:, 1].mean(), rows[:, 2].mean()
+    assert (
+        f"tokens per request: {prompt:,.0f} prompt, {completion:,.0f} completion (means over 2,999" in printed
+    )
+    assert summary["trace"]["prompt_tokens_mean"] == pytest.approx(prompt)
+    assert summary["trace"]["output_tokens_mean"] == pytest.approx(completion)
     png = (out / "replay.png").read_bytes()
     assert png.startswith(b"\x89PNG")
     assert len(png) > 20_000
@@ -225,3 +233,31 @@ def test_the_closed_loop_feeds_the_measured_cold_start(slice_15min: Trace) -> No
     assert obs.cold_start_samples is not None
     assert obs.cold_start_samples >= 1
     assert obs.cold_start_seconds == pytest.approx(60.0)
+
+
+def test_replay_png_keeps_its_legends_off_the_data_and_the_demand_in_sight(slice_15min: Trace) -> None:
+    """replay.png: each legend above its panel, the demand's outline above every policy's line, and
+    the floor named on an axis of its own where no line covers its label."""
+    import matplotlib.pyplot as plt
+
+    from scaler.replay.report import PlotContext, replay_figure
+
+    comparison = _compare(slice_15min)
+    context = PlotContext(start=START, floor=2)
+    fig = replay_figure(slice_15min, CLUSTER, comparison.runs, 2.0, "t", context)
+    try:
+        fig.canvas.draw()
+        top, bottom, *twins = fig.axes
+        for panel in (top, bottom):
+            legend = panel.get_legend()
+            assert legend is not None
+            assert legend.get_window_extent().y0 >= panel.get_window_extent().y1 - 1  # above, not over
+        demand = [line for line in top.get_lines() if line.get_color() == "0.45"]
+        policies = [line for line in top.get_lines() if line.get_label().endswith(("Ready", "<= 2s)"))]
+        assert demand
+        assert policies
+        assert demand[0].get_zorder() > max(line.get_zorder() for line in policies)
+        labels = [t.get_text() for twin in twins for t in twin.get_yticklabels()]
+        assert "floor (minReplicas) 2" in labels
+    finally:
+        plt.close(fig)

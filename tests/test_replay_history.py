@@ -11,8 +11,16 @@ import pytest
 from scaler.config import parse_metadata
 from scaler.model import Observation
 from scaler.replay.history import STANDING_LIMITS, HistoryError, measure
-from scaler.replay.span import Span, SpanError, span
-from scaler.replay.trace import RateTrace, TraceError, expand_rates, load_rates, load_trace, write_rates
+from scaler.replay.span import Span, SpanError, span, step_for_scrapes, written
+from scaler.replay.trace import (
+    RateTrace,
+    Trace,
+    TraceError,
+    expand_rates,
+    load_rates,
+    load_trace,
+    write_rates,
+)
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 ROUTED = {"engine": "vllm", "labelSelector": 'model_name="llama-70b"'}
@@ -71,6 +79,25 @@ def test_gaps_are_interpolated_and_said() -> None:
     assert any(
         "1 gap(s) without data, 2 min in all (longest 2 min from 2026-11-30T10:01Z)" in x for x in got.limits
     )
+
+
+def test_the_served_count_says_what_a_gap_leaves_out() -> None:
+    """The served count is the windows with samples'; the measured line names the gap's requests left out."""
+    points = [point(0), point(1, served=1.0), point(4, served=4.0)]
+    got = measure(points, {}, window(4), POLICY)
+    assert got.served == pytest.approx((1.0 + 4.0) * 60)
+    assert got.gap_arrivals == pytest.approx((2.0 + 3.0) * 60)  # the two windows interpolated
+    assert "300 requests served (not counted: the 2 min of 1 gap(s) without samples, about 300 requests" in (
+        got.line(1)
+    )
+    assert got.to_json()["gap_arrivals"] == pytest.approx(300)
+
+
+def test_without_a_gap_the_served_count_is_all() -> None:
+    """With no gap, the measured line says nothing of one."""
+    got = measure([point(0), point(1), point(2)], {}, window(2), POLICY)
+    assert got.gap_arrivals == 0
+    assert "not counted" not in got.line(1)
 
 
 def test_windows_without_data_at_the_edges_are_cut() -> None:
@@ -270,3 +297,41 @@ def test_the_span_ends_now_by_default() -> None:
     """--since 7d without --until is the week to the clock passed in (down to a step), in steps of --step."""
     got = span("7d", None, "1m", T0 + timedelta(seconds=59.5))
     assert (got.start, got.end, got.step_s, got.steps) == (T0 - timedelta(days=7), T0, 60.0, 10080)
+
+
+@pytest.mark.parametrize(
+    ("step_s", "scrape_s", "need"),
+    [
+        (30.0, 30.0, 60.0),  # one scrape a window: the shortest round step of two
+        (60.0, 30.0, None),
+        (45.0, 30.0, 60.0),
+        (60.0, 60.0, 120.0),
+        (30.0, 15.0, None),
+        (60.0, 28.6, None),  # 21 samples in ten minutes (both ends held): still two a minute
+        (60.0, 100.0, 300.0),
+        (60.0, None, None),  # the interval unknown: the step is taken as given
+    ],
+)
+def test_a_step_must_hold_two_scrapes(step_s: float, scrape_s: float | None, need: float | None) -> None:
+    """step_for_scrapes: None when a window holds two scrapes, else the shortest round step that does."""
+    assert step_for_scrapes(step_s, scrape_s) == need
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(60, "1m"), (90, "90s"), (120, "2m"), (3600, "1h"), (86400, "1d"), (0.5, "0.5s")]
+)
+def test_durations_are_written_in_their_largest_whole_unit(seconds: float, text: str) -> None:
+    """written(): a duration as Prometheus writes it, in its largest whole unit."""
+    assert written(seconds) == text
+
+
+def test_the_sizes_line_gives_the_mean_prompt_and_completion() -> None:
+    """A trace's sizes are its requests' mean prompt and completion tokens, in one line and as numbers."""
+    trace = load_trace_from_arrays([0.0, 1.0, 2.0, 3.0], [100, 200, 300, 1400], [10, 20, 30, 40])
+    assert trace.sizes() == {"prompt_tokens_mean": 500.0, "output_tokens_mean": 25.0}
+    assert trace.sizes_line() == "tokens per request: 500 prompt, 25 completion (means over 4 requests)"
+
+
+def load_trace_from_arrays(arrivals: list[float], prompt: list[int], output: list[int]) -> Trace:
+    """A request trace built from lists."""
+    return Trace(np.array(arrivals), np.array(prompt), np.array(output), "test")

@@ -164,6 +164,19 @@ def test_the_outage_is_a_gap_that_is_said(measured: Measured) -> None:
     assert any("1 gap(s) without data" in line and "from 2026-11-26T03:0" in line for line in measured.limits)
 
 
+def test_the_served_count_and_the_outage_s_requests_add_up_to_the_week(
+    measured: Measured, history: tuple[LocalPrometheus, Truth]
+) -> None:
+    """The served count leaves the outage out and says so: with the gap's requests it is the week's."""
+    _, truth = history
+    served = sum(truth.served) * WINDOW_S
+    assert measured.served < served - 0.9 * 0.4 * OUTAGE[1].total_seconds()  # the outage's are not in it
+    assert measured.served + measured.gap_arrivals == pytest.approx(served, rel=0.005)
+    line = measured.line(1)
+    assert f"{measured.served:,.0f} requests served (not counted: the " in line
+    assert f"about {measured.gap_arrivals:,.0f} requests at the rates either side" in line
+
+
 def test_the_replayed_requests_and_pods_match_the_week(
     measured: Measured, history: tuple[LocalPrometheus, Truth]
 ) -> None:
@@ -390,7 +403,8 @@ def test_convert_replays_on_prometheus_history(
     ("selector_or_url", "says"),
     [
         ("nope", 'no request rate in the history for engine vllm, labelSelector model_name="nope"'),
-        ("unreachable", "connection failed"),
+        ("unreachable", ": connection failed: connection refused (nothing listens at that host and port)"),
+        ("/graph", "/graph: HTTP 404 Not Found: no Prometheus API at this URL"),
     ],
 )
 def test_what_cannot_be_read_is_one_line(
@@ -400,9 +414,12 @@ def test_what_cannot_be_read_is_one_line(
     selector_or_url: str,
     says: str,
 ) -> None:
-    """A selector matching nothing, or a Prometheus that does not answer: exit 2, one line, no traceback."""
+    """A selector matching nothing, a Prometheus that does not answer, a URL with no Prometheus API:
+    exit 2, one line naming the URL, none of urllib3's text, no traceback."""
     prom, _ = history
-    url = prom.url if selector_or_url == "nope" else f"http://127.0.0.1:{free_port()}"
+    url = {"nope": prom.url, "/graph": prom.url + "/graph"}.get(
+        selector_or_url, f"http://127.0.0.1:{free_port()}"
+    )
     so = tmp_path / "so.yaml"
     so.write_text(
         PLAIN.replace(f'model_name="{MODEL}"', 'model_name="nope"') if selector_or_url == "nope" else PLAIN
@@ -430,7 +447,10 @@ def test_what_cannot_be_read_is_one_line(
     errors = [line for line in err.splitlines() if line.startswith("scaler replay: error: ")]
     assert len(errors) == 1
     assert says in errors[0]
+    assert f"prometheus {url}" in errors[0] or selector_or_url == "nope"
     assert "Traceback" not in err
+    for leak in ("HTTPConnectionPool", "Max retries", "%28", "HTTP Status Code", "b''"):
+        assert leak not in err
 
 
 @pytest.mark.parametrize(

@@ -71,8 +71,8 @@ def test_a_bad_variable_is_refused_with_its_name(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(SettingsError) as caught:
         from_args(build_parser().parse_args(["serve"]))
     message = str(caught.value)
-    assert "--refresh-interval / SCALER_REFRESH_INTERVAL: Input should be greater than 0" in message
-    assert "--port / SCALER_PORT: Input should be a valid integer" in message
+    assert "--refresh-interval / SCALER_REFRESH_INTERVAL: must be above 0" in message
+    assert "--port / SCALER_PORT: must be a whole number" in message
 
 
 def test_choices_come_from_the_field_s_type() -> None:

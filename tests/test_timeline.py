@@ -39,6 +39,11 @@ def phase(minute: float) -> tuple[str, int, bool]:
     return "hold", 6, False
 
 
+def biased(minute: float) -> float:
+    """The load model's bias at a minute of the two hours: 3x from minute 50 to 70, else none."""
+    return 3.0 if 50 <= minute < 70 else 1.0
+
+
 def history() -> str:
     """Two hours of both ScaledObjects' series as OpenMetrics, every 15 s, following ``phase``."""
     so = {
@@ -58,6 +63,7 @@ def history() -> str:
         "llm_scaler_ttft_objective_seconds",
         "llm_scaler_binding_signal_info",
         "llm_scaler_clamp_active",
+        "llm_scaler_model_bias_ratio",
         "kube_deployment_spec_replicas",
     ]
     lines = [f"# TYPE {g} gauge" for g in gauges]
@@ -80,6 +86,7 @@ def history() -> str:
                 "llm_scaler_input_ttft_p95_seconds": 0.5,
                 "llm_scaler_input_ttft_p99_seconds": p99,
                 "llm_scaler_ttft_objective_seconds": 2,
+                "llm_scaler_model_bias_ratio": biased(i / 60),
             }
             if name == "llama":  # the scaler has a Kubernetes source; mistral's comes from kube-state-metrics
                 values["llm_scaler_landed_replicas"] = landed
@@ -149,8 +156,11 @@ def test_the_decision_history_is_summed_up_and_drawn(
     assert timeline(prometheus, tmp_path, "llama", "--timezone", "Asia/Shanghai") == 0
     lines = capsys.readouterr().out.splitlines()
     steps = expected_steps()
-    assert lines[0].startswith(f"inference/llama: {len(steps)} steps of 15s from 2026-11-30T08:00:00+00:00")
-    assert lines[0].endswith("target 2 to 12")
+    assert lines[0] == (
+        f"inference/llama: a target at {len(steps)} steps of 15s, from 2026-11-30T08:00:00+00:00 to"
+        " 2026-11-30T10:00:00+00:00 (2 h of the 2 h asked, 2026-11-30T08:00:00+00:00 to"
+        " 2026-11-30T10:00:00+00:00); target 2 to 12"
+    )
     shares = {s: sum(1 for p in steps if p[0] == s) / len(steps) for s in SIGNALS}
     ordered = sorted(shares.items(), key=lambda kv: -kv[1])
     assert lines[1] == "binding: " + ", ".join(f"{s} {100 * p:.1f}%" for s, p in ordered)
@@ -159,7 +169,9 @@ def test_the_decision_history_is_summed_up_and_drawn(
         lines[3]
         == f"TTFT p99 above the objective: {100 * sum(p[2] for p in steps) / len(steps):.1f}% of steps"
     )
-    assert lines[4] == "landed: llm_scaler_landed_replicas"
+    over = sum(biased(i / 60) > 1 for i in range(0, 2 * 3600 + 1, STEP)) / len(steps)
+    assert lines[4].startswith(f"model bias: above 1 at {100 * over:.1f}% of steps, up to 3x")
+    assert lines[5] == "landed: llm_scaler_landed_replicas"
     image = matplotlib.image.imread(tmp_path / "llama.png")
     assert image.shape[:2] == (round(8.5 * 110), 13 * 110)
     assert image.std() > 0.05  # not a blank canvas
@@ -205,3 +217,20 @@ def test_nothing_to_draw_says_why(
     assert timeline(prometheus, tmp_path, name, *extra) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / f"{name}.png").exists()
+
+
+def test_a_span_with_decisions_in_part_of_it_says_how_much(
+    prometheus: LocalPrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ten minutes asked where the scaler decided for four: the summary says 4 min of the 10 asked."""
+    until = (START + timedelta(minutes=4)).isoformat()
+    code = main(
+        [
+            *("timeline", "--name", "inference/llama", "--prometheus", prometheus.url),
+            *("--since", "10m", "--until", until, "--step", "15s", "--out", str(tmp_path / "t.png")),
+        ]
+    )
+    assert code == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("inference/llama: a target at 17 steps of 15s, from 2026-11-30T08:00:00+00:00 to")
+    assert "(4 min of the 10 min asked, 2026-11-30T07:54:00+00:00 to 2026-11-30T08:04:00+00:00)" in first

@@ -11,11 +11,14 @@ over 600 points, at least 15 s):
   (``llm_scaler_busy_replicas``, now and at the forecast horizon) and ``minReplicas``/``maxReplicas``;
 * which signal set the target (``llm_scaler_binding_signal_info``), as a coloured band;
 * each clamp that changed it (``llm_scaler_clamp_active``), as marks above the target;
-* TTFT p95 and p99 against ``ttftObjectiveSeconds``.
+* TTFT p95 and p99 against ``ttftObjectiveSeconds``;
+* the load model's bias (``llm_scaler_model_bias_ratio``) where it was above 1: why the target is
+  higher than the demand alone asks.
 
-The summary printed beside the PNG is computed from the same points: the share of the
-span each signal was binding, how many steps each clamp was active, and the share of steps
-with TTFT p99 above the objective. Worked example: 480 steps of 15 s (2 h) with ``load``
+The summary printed beside the PNG is computed from the same points: where the target was
+read (the steps, and the span they cover of the span asked), the share of the span each signal
+was binding, how many steps each clamp was active, the share of steps with TTFT p99 above the
+objective, and the model's bias. Worked example: 480 steps of 15 s (2 h) with ``load``
 binding at 300 of them print ``load 62.5%``.
 """
 
@@ -47,6 +50,7 @@ SERIES = {
     "ttft_p95": "llm_scaler_input_ttft_p95_seconds",
     "ttft_p99": "llm_scaler_input_ttft_p99_seconds",
     "objective": "llm_scaler_ttft_objective_seconds",
+    "model_bias": "llm_scaler_model_bias_ratio",
 }
 # kube-state-metrics, for where the scaler has no Kubernetes source (by Deployment name).
 KUBE_STATE = {"landed": "kube_deployment_spec_replicas", "ready": "kube_deployment_status_replicas_ready"}
@@ -83,6 +87,24 @@ class History:
         """Points in the target series."""
         return len(self.series.get("target", []))
 
+    def data_span(self) -> tuple[datetime, datetime]:
+        """From the first point of the target to one step after its last: what the data covers,
+        which may be less than the span asked (the scaler started later, or stopped)."""
+        target = self.series.get("target") or [(self.start.timestamp(), 0.0)]
+        first, last = target[0][0], target[-1][0] + self.step_s
+        return (
+            datetime.fromtimestamp(first, tz=UTC),
+            min(datetime.fromtimestamp(last, tz=UTC), max(self.end, datetime.fromtimestamp(first, tz=UTC))),
+        )
+
+    def model_bias(self) -> tuple[float, float] | None:
+        """The share of steps the load model's bias was above 1 and its largest value, or None
+        without the series."""
+        values = [v for _, v in self.series.get("model_bias", [])]
+        if not values:
+            return None
+        return sum(v > 1 for v in values) / len(values), max(values)
+
     def binding_share(self) -> dict[str, float]:
         """Each signal's share of the steps it was binding, largest first."""
         counts = {s: sum(1 for _, v in pts if v >= 1) for s, pts in self.binding.items()}
@@ -105,9 +127,13 @@ class History:
     def summary(self) -> list[str]:
         """The summary lines printed beside the picture (module docstring)."""
         target = [v for _, v in self.series.get("target", [])]
+        first, last = self.data_span()
+        asked = (self.end - self.start).total_seconds()
         lines = [
-            f"{self.namespace}/{self.name}: {self.steps()} steps of {self.step_s:g}s from"
-            f" {self.start.isoformat()} to {self.end.isoformat()}; target {min(target):g} to {max(target):g}",
+            f"{self.namespace}/{self.name}: a target at {self.steps()} steps of {self.step_s:g}s, from"
+            f" {first.isoformat()} to {last.isoformat()} ({_minutes((last - first).total_seconds())} of the"
+            f" {_minutes(asked)} asked, {self.start.isoformat()} to {self.end.isoformat()});"
+            f" target {min(target):g} to {max(target):g}",
             "binding: "
             + (", ".join(f"{s} {100 * p:.1f}%" for s, p in self.binding_share().items()) or "none"),
             "clamps active: "
@@ -118,9 +144,29 @@ class History:
             "TTFT p99 above the objective: "
             + ("no TTFT series" if over is None else f"{100 * over:.1f}% of steps")
         )
+        bias = self.model_bias()
+        if bias is None:
+            lines.append("model bias: no series")
+        elif bias[1] <= 1:
+            lines.append("model bias: none (1 throughout)")
+        else:
+            lines.append(
+                f"model bias: above 1 at {100 * bias[0]:.1f}% of steps, up to {bias[1]:.2g}x (the first"
+                " tokens measured late over those the load model expected: the load signal divides its"
+                " budget by it, so the target rises)"
+            )
         for key in ("landed", "ready"):
             lines.append(f"{key}: {self.sources.get(key, 'no series')}")
         return lines
+
+
+def _minutes(seconds: float) -> str:
+    """A span as a person says it: ``4 min``, ``2 h``, ``3.5 d``."""
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.3g} d"
 
 
 def fetch(
@@ -222,16 +268,23 @@ def _replicas(ax: Any, history: History, zone: ZoneInfo) -> None:
     ax.legend(loc="upper left", fontsize=8, ncol=2)
 
 
+# Colours for signals not in SIGNAL_COLOURS (a newer scaler's), each its own.
+_OTHER_COLOURS = ("tab:olive", "tab:cyan", "tab:pink", "tab:green", "black")
+
+
 def _binding(ax: Any, history: History, zone: ZoneInfo) -> None:
     from matplotlib.patches import Patch
 
     handles = []
-    for signal, points in history.binding.items():
-        colour = SIGNAL_COLOURS.get(signal, "tab:olive")
-        for t, v in points:
-            if v >= 1:
-                begin = datetime.fromtimestamp(t, tz=zone)
-                ax.axvspan(begin, begin + timedelta(seconds=history.step_s), color=colour, lw=0)
+    others = iter(_OTHER_COLOURS)
+    for signal, points in sorted(history.binding.items()):
+        bound = [t for t, v in points if v >= 1]
+        if not bound:
+            continue  # never binding in the span: no legend entry for it
+        colour = SIGNAL_COLOURS.get(signal) or next(others, "0.5")
+        for t in bound:
+            begin = datetime.fromtimestamp(t, tz=zone)
+            ax.axvspan(begin, begin + timedelta(seconds=history.step_s), color=colour, lw=0)
         handles.append(Patch(color=colour, label=signal))
     ax.set_yticks([])
     ax.set_ylabel("binding", rotation=0, ha="right", va="center", fontsize=8)
@@ -244,12 +297,63 @@ def _ttft(ax: Any, history: History, zone: ZoneInfo) -> None:
     for key, colour in (("ttft_p95", "tab:olive"), ("ttft_p99", "tab:red")):
         if key in s:
             ax.plot(_xs(s[key], zone), _ys(s[key]), color=colour, lw=1.2, label=f"TTFT {key[-3:]}")
+    top = max([v for key in ("ttft_p95", "ttft_p99") for _, v in s.get(key, [])], default=0.0)
     if "objective" in s:
         objective = s["objective"][-1][1]
         ax.axhline(objective, color="k", ls="--", lw=1, label=f"objective {objective:g} s")
+        top = max(top, objective)
     ax.set_ylabel("seconds")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.set_ylim(0, top * 1.2 or 1.0)  # the objective's line inside the panel, not on its edge
+    handles, labels = ax.get_legend_handles_labels()
+    bias = history.model_bias()
+    if bias is not None and bias[1] > 1:  # why the target is higher than the demand alone asks
+        twin = ax.twinx()
+        twin.step(_xs(s["model_bias"], zone), _ys(s["model_bias"]), where="post", color="tab:purple", lw=1.2)
+        twin.set_ylim(0, bias[1] * 1.25)
+        twin.set_ylabel("model bias (x)", color="tab:purple")
+        more, names = twin.get_legend_handles_labels()
+        handles += [*more, *twin.step([], [], color="tab:purple", lw=1.2)]
+        labels += [*names, "model bias: late first tokens over the model's (load budget / it)"]
+    ax.legend(handles, labels, loc="upper left", fontsize=8)
+
+
+def _time_axis(ax: Any, begin: datetime, end: datetime, zone: ZoneInfo) -> str:
+    """Ticks every round interval the span holds, each labelled once: seconds on a span of minutes,
+    the date on one of days (``%H:%M`` alone repeats a label on the first, names one hour of
+    several days on the second). Returns what the labels show, for the axis title."""
+    import matplotlib.dates as mdates
+
+    span = (end - begin).total_seconds()
+    locator = mdates.AutoDateLocator(tz=zone, minticks=4, maxticks=12)  # type: ignore[no-untyped-call]
+    if span <= 20 * 60:
+        fmt, shown = "%H:%M:%S", "time"
+    elif span <= 36 * 3600:
+        fmt, shown = "%H:%M", "time"
+    else:
+        fmt, shown = "%m-%d %H:%M", "date and time"
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.DateFormatter(fmt, tz=zone))  # type: ignore[no-untyped-call]
+    ax.set_xlim(begin, end)
+    return shown
+
+
+def title(history: History, timezone: str = "UTC") -> str:
+    """The picture's title: the span the data covers, and the span asked only where they differ
+    (the scaler started later, or stopped), in ``timezone``.
+
+    *Example*: ``inference/llama: decisions from 2026-11-30 08:48:00 to 08:52:00 UTC``.
+    """
+    zone = ZoneInfo(timezone)
+    first, last = (t.astimezone(zone) for t in history.data_span())
+    begin, end = history.start.astimezone(zone), history.end.astimezone(zone)
+    if (last - first).total_seconds() < 3600:
+        shown = f"{first:%Y-%m-%d %H:%M:%S} to {last:%H:%M:%S}"
+    else:
+        shown = f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M}"
+    asked = ""
+    if max(abs((first - begin).total_seconds()), abs((last - end).total_seconds())) > history.step_s:
+        asked = f" (of {begin:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} asked: no decision at the rest)"
+    return f"{history.namespace}/{history.name}: decisions from {shown} {timezone}{asked}"
 
 
 def draw(history: History, path: Path, timezone: str = "UTC") -> None:
@@ -257,7 +361,6 @@ def draw(history: History, path: Path, timezone: str = "UTC") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
 
     zone = ZoneInfo(timezone)
@@ -267,13 +370,10 @@ def draw(history: History, path: Path, timezone: str = "UTC") -> None:
     _replicas(top, history, zone)
     _binding(band, history, zone)
     _ttft(bottom, history, zone)
-    begin, end = history.start.astimezone(zone), history.end.astimezone(zone)
-    top.set_title(
-        f"{history.namespace}/{history.name}: decisions from Prometheus,"
-        f" {begin:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} {timezone}"
-    )
-    bottom.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=zone))  # type: ignore[no-untyped-call]
-    bottom.set_xlabel(f"time ({timezone})")
+    first, last = (t.astimezone(zone) for t in history.data_span())
+    top.set_title(title(history, timezone))
+    axis = _time_axis(bottom, first, last, zone)
+    bottom.set_xlabel(f"{axis} ({timezone})")
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -288,13 +388,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Draw one ScaledObject's decision history from the llm_scaler_* series in Prometheus:"
         " target vs landed vs demand, the binding signal, clamps, TTFT against the objective.",
     )
-    p.add_argument(
+    # Required, and said so in the usage line: a group that takes the old spelling too.
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
         "--name",
         type=cliargs.namespaced,
         metavar="NS/NAME",
         help="the live ScaledObject, namespace/name (required)",
     )
-    cliargs.deprecated(p, ["--scaledobject"], "--name", dest="name", type=cliargs.namespaced)
+    cliargs.deprecated(which, ["--scaledobject"], "--name", dest="name", type=cliargs.namespaced)
     cliargs.add_prometheus(p, "the Prometheus that scrapes the scaler", required=True)
     cliargs.add_duration(
         p,
@@ -312,8 +414,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--deployment", default=None, help="for kube-state-metrics: the Deployment's name")
     p.add_argument("--timezone", default="UTC", type=_zone, help="time axis zone (default UTC)")
-    p.add_argument("--out", default="trace.png", metavar="FILE", help="the PNG to write (default trace.png)")
-    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", metavar="FILE")
+    p.add_argument(
+        "--out",
+        default="timeline.png",
+        type=cliargs.to_write(),
+        metavar="FILE",
+        help="the PNG to write (default timeline.png)",
+    )
+    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", type=cliargs.to_write(), metavar="FILE")
 
 
 def _zone(text: str) -> str:
@@ -343,8 +451,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``scaler timeline``: fetch the history from Prometheus, draw the PNG, print the summary."""
     from scaler.sources.prometheus import PrometheusClient
 
-    if args.name is None:
-        raise cliargs.UsageError("--name NS/NAME is required: the ScaledObject whose decisions to draw")
     namespace, _, name = args.name.partition("/")
     try:
         start, end, step = _span(args)

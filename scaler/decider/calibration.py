@@ -50,6 +50,7 @@ from scaler.decider.params import DeciderParams
 from scaler.decider.signals import load as load_signal
 from scaler.decider.signals import queue as queue_signal
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.stages import ALL, Stages
 from scaler.model import Capacity, Observation
 
 # A refresh late beyond the budget cuts the scale by at most this factor: the late first tokens of a
@@ -160,22 +161,28 @@ def scaled(capacity: Capacity, scale: float) -> Capacity:
 
 
 def calibrate(
-    state: Calibration, seen: Refresh, spec: DeciderSpec, params: DeciderParams, steady: bool
+    state: Calibration,
+    seen: Refresh,
+    spec: DeciderSpec,
+    params: DeciderParams,
+    steady: bool,
+    stages: Stages = ALL,
 ) -> Calibration:
     """The calibration after one refresh (module docstring); ``steady``: the Ready replicas have not
     changed for a rate window."""
-    obs, demand = seen.obs, seen.demand
-    t, ready, served, waiting = obs.timestamp, obs.ready_replicas, demand.served_per_s, obs.queue_waiting
+    t = seen.obs.timestamp
     last, state = state.t, replace(state.forget(t, params), t=t)
-    if params.calibration:
-        state = _learn(state, seen, spec, params, steady)
-    elif ready and served and waiting is not None:
-        state = replace(state, growing=False)
+    state = _learn(state, seen, spec, params, steady, stages)
     return state.settle(0.0 if last is None else t - last, params)
 
 
 def _learn(
-    state: Calibration, seen: Refresh, spec: DeciderSpec, params: DeciderParams, steady: bool
+    state: Calibration,
+    seen: Refresh,
+    spec: DeciderSpec,
+    params: DeciderParams,
+    steady: bool,
+    stages: Stages,
 ) -> Calibration:
     obs, capacity, demand = seen.obs, seen.capacity, seen.demand
     t, ready, served, waiting = obs.timestamp, obs.ready_replicas, demand.served_per_s, obs.queue_waiting
@@ -213,7 +220,7 @@ def _learn(
 
     def late(scale: float) -> float:
         found = load_signal.late_now(
-            spec, scaled(capacity, scale), demand, seen.prompt, seen.concurrency, ready, obs, params
+            spec, scaled(capacity, scale), demand, seen.prompt, seen.concurrency, ready, obs, params, stages
         )
         return 0.0 if found is None else found
 
@@ -221,11 +228,16 @@ def _learn(
         cut_to = scale_meeting(late, state.scale, measured, down=True)
         state = replace(state, cut=(*state.cut, (t, cut_to)))
         return state.settle(0.0, params)
-    return _tail(state, seen, spec, params, measured)
+    return _tail(state, seen, spec, params, measured, stages)
 
 
 def _tail(
-    state: Calibration, seen: Refresh, spec: DeciderSpec, params: DeciderParams, measured: float
+    state: Calibration,
+    seen: Refresh,
+    spec: DeciderSpec,
+    params: DeciderParams,
+    measured: float,
+    stages: Stages,
 ) -> Calibration:
     """``state`` with the scale the TTFT tail of a fleet that met the objective calls for: the one at
     which the model's p99 at the fleet as it stands is the p99 measured."""
@@ -247,6 +259,7 @@ def _tail(
             TAIL,
             obs,
             params,
+            stages,
         )
         return 0.0 if found is None else found
 

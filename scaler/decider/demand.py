@@ -81,7 +81,7 @@ class DemandReader:
 
     def __init__(self, time_constant_s: float = DEFAULT.rate_window_s, offered: bool = True) -> None:
         self.time_constant_s = time_constant_s
-        self.offered = offered  # count the queue's growth as arrivals (DeciderParams.offered_demand)
+        self.offered = offered  # count the queue's growth as arrivals (Stages.offered_demand)
         self._waiting: deque[tuple[float, float]] = deque()  # (time, waiting) over the last rate window
         self._last_growth = 0.0
         self._sizes_t: float | None = None

@@ -33,6 +33,7 @@ from scaler.decider.signals import queue as queue_signal
 from scaler.decider.signals.context import SignalInputs
 from scaler.decider.signals.table import propose_all
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.stages import ALL, Stages
 from scaler.inputs import Input
 from scaler.model import Decision, ForecastRecord, Lead, Note, NoteKind, Observation, Proposal, Signal
 
@@ -42,12 +43,13 @@ __all__ = ["Decision", "Engine", "Observation"]
 class Engine:
     """One target's decision state: each step's own (module docstring)."""
 
-    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT) -> None:
+    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT, stages: Stages = ALL) -> None:
         self.params = params
+        self.stages = stages  # all of them, but in an ablation (scaler.decider.stages)
         self._spec = spec
-        self.demand = DemandReader(params.rate_window_s, params.offered_demand)  # offered demand
-        self.capacity = CapacityModel(spec, params)  # what one replica holds, measured
-        self.forecasts = Forecasts(params)  # the demand one lead ahead and its errors
+        self.demand = DemandReader(params.rate_window_s, stages.offered_demand)  # offered demand
+        self.capacity = CapacityModel(spec, params, stages)  # what one replica holds, measured
+        self.forecasts = Forecasts(params, stages)  # the demand one lead ahead and its errors
         self.inputs = last_known.Inputs()  # the inputs it depends on, the last complete demand
         self.backlog = queue_signal.Backlog()  # the queue at the last refresh, the safety net's alarm
         self.calibration = calibration.Calibration()  # the scale the objective's measurement sets
@@ -107,7 +109,7 @@ class Engine:
     ) -> tuple[Forecast | None, Forecast | None]:
         """The two forecasts, each miss counted against the larger of its plan and what the floor's
         replicas hold (``scaler.decider.forecast``)."""
-        floor = self._spec.min_replicas if self.params.errors_against_floor else 0
+        floor = self._spec.min_replicas if self.stages.errors_against_floor else 0
         return self.forecasts.forecast(
             self._spec.quantile, floor * (capacity_prefill or 0.0), floor * float(int(slots or 0.0))
         )
@@ -115,7 +117,7 @@ class Engine:
     def decide(self, observed: Observation) -> Decision:
         """The pipeline (``scaler.decider``): observe, demand, capacity, forecast, calibration, size,
         propose, combine, watch."""
-        spec, params = self._spec, self.params
+        spec, params, stages = self._spec, self.params, self.stages
         obs = with_router_queue(
             observed
         )  # the router's queue is demand; the decision records what was observed
@@ -127,7 +129,7 @@ class Engine:
         self.backlog, alarm = queue_signal.watch(
             self.backlog, obs, demand, spec.ttft_objective_seconds, spec.late_budget
         )
-        if not params.backlog_net:
+        if not stages.backlog_net:
             alarm = None
         measured = self.capacity.capacity()
         prompt_f, concurrency_f = self._forecast(measured.prefill_tokens_per_s, measured.slots)
@@ -137,13 +139,14 @@ class Engine:
         load, scale, capacity = None, None, measured
         if not any(m != Input.QUEUE_WAITING for m in missing):
             seen = calibration.Refresh(obs, measured, demand, prompt_f, concurrency_f)
-            self.calibration = calibration.calibrate(
-                self.calibration, seen, spec, params, self.capacity.steady
-            )
+            if stages.calibration:
+                self.calibration = calibration.calibrate(
+                    self.calibration, seen, spec, params, self.capacity.steady, stages
+                )
             scale = self.calibration.scale
             capacity = calibration.scaled(measured, scale)
             drain: float | None = None
-            if params.backlog_in_load:
+            if stages.backlog_in_load:
                 drain = queue_signal.drain_per_s(obs, capacity, demand, previous_waiting, horizon, spec.role)
             load = load_signal.need(
                 spec,
@@ -156,11 +159,12 @@ class Engine:
                 None,
                 obs,
                 params,
+                stages,
             )
             if load is not None and load.binding is not None:
                 self.load = load_signal.LoadState(load.replicas)
                 load = replace(load, backlog=drain is not None)
-                if params.backlog_in_load and alarm is not None:
+                if stages.backlog_in_load and alarm is not None:
                     load = load_signal.with_net(load, queue_signal.safety_net(obs, demand, horizon), alarm)
         proposals = propose_all(
             SignalInputs(
@@ -176,6 +180,7 @@ class Engine:
                 missing=tuple(missing),
                 backlog_alarm=alarm,
                 params=params,
+                stages=stages,
             )
         )
         decision = self._combined(

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from scaler.decider.params import DEFAULT, DeciderParams
+from scaler.decider.stages import ALL, Stages
 
 # How much a full ring grows: doubling keeps an append O(1) amortised.
 RING_GROWTH = 2
@@ -129,8 +130,9 @@ class _TimedWindow:
 class Forecaster:
     """Mutable per-series state. Deterministic: equal updates in equal order give equal forecasts."""
 
-    def __init__(self, params: DeciderParams = DEFAULT) -> None:
+    def __init__(self, params: DeciderParams = DEFAULT, stages: Stages = ALL) -> None:
         self.params = params
+        self.stages = stages
         self.level: float | None = None
         self.trend = 0.0
         self.last_t: float | None = None
@@ -169,7 +171,7 @@ class Forecaster:
         peaks = self._peaks
         while peaks and peaks[0][0] < t - horizon_s:
             peaks.popleft()
-        while peaks and (peaks[-1][1] <= peak or not self.params.hold_plan):
+        while peaks and (peaks[-1][1] <= peak or not self.stages.hold_plan):
             peaks.pop()
         peaks.append((t, peak))
         assert self.first_t is not None
@@ -219,10 +221,10 @@ class Forecasts:
     """The two series the load signal sizes on, each a ``Forecaster``: the offered prompt tokens per
     second and the offered sequences in service (``scaler.decider.demand``)."""
 
-    def __init__(self, params: DeciderParams = DEFAULT) -> None:
+    def __init__(self, params: DeciderParams = DEFAULT, stages: Stages = ALL) -> None:
         self.params = params
-        self.prompt = Forecaster(params)
-        self.concurrency = Forecaster(params)
+        self.prompt = Forecaster(params, stages)
+        self.concurrency = Forecaster(params, stages)
 
     def update(self, t: float, prompt: float | None, concurrency: float | None, horizon_s: float) -> None:
         """Feed each series its value at ``t`` (None: unknown, not fed)."""

@@ -3,11 +3,11 @@
 Every constant the demand, forecast, capacity and sizing steps use is a field here, with its
 unit and why it has the value it has; those steps hold no other tuned number (a test reads
 their source for one). The cold-start window (``scaler.decider.coldstart``) and the landing monitor
-(``scaler.decider.landing``) keep theirs: they describe Kubernetes, not the traffic. ``BENCHMARKS.md``
-has the ablation that removes each mechanism in turn.
+(``scaler.decider.landing``) keep theirs: they describe Kubernetes, not the traffic. Which
+mechanisms run is not a constant: ``scaler.decider.stages`` (all of them, but in an ablation).
 
 What a caller sets is metadata (``scaler.config``): the TTFT objective and its percentile, the
-capacities if known, the bounds. These eleven are the scaler's own; the last three only say
+capacities if known, the bounds. These thirteen are the scaler's own; the last two only say
 how exactly a formula is computed, not what it decides.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class DeciderParams:
-    """The decider's constants (module docstring); ``Engine(policy, params)`` takes another for ablations."""
+    """The decider's constants (module docstring); ``Engine(spec, params)`` takes others for experiments."""
 
     rate_window_s: float = 60.0
     """Seconds: the window the engine's rates are read over (Prometheus' ``rate(...[1m])``). The
@@ -76,44 +76,6 @@ class DeciderParams:
     """Numerics: above this many servers Erlang C is the Halfin-Whitt approximation (within a few
     percent there, O(1)) instead of the recurrence (one step per server): thousands of slots for
     each of 1,000 ScaledObjects would otherwise cost seconds per refresh."""
-
-    # ---- switches: each mechanism can be turned off, for the ablation (BENCHMARKS.md); never
-    # metadata. True everywhere but in benchmarks/decision_quality.py --ablation.
-    measure_capacity: bool = True
-    """Measure the prefill rate and the batch slots (off: the configured capacities only)."""
-    phase_times: bool = True
-    """Read the prefill rate and the prefill's busy share from the engine's phase times (off: as
-    for an engine that exports none)."""
-    saturation_cause: bool = True
-    """Name why requests wait before learning from it (off: requests waiting on every replica are
-    read as full batches, whatever keeps them waiting)."""
-    dispatch_model: bool = True
-    """Size each replica as its own queue where the dispatch is measured not to pool (off: the
-    fleet is one pooled queue, whatever the dispatch)."""
-    slot_cap: bool = True
-    """Measure the engine's cap on the batch where it binds before the KV cache fills."""
-    backlog_net: bool = True
-    """The queue signal's safety net: a backlog the Ready replicas do not clear within the
-    objective is drained at the rate they are seen to serve, whatever the capacity model says."""
-    offered_demand: bool = True
-    """Size the offered demand, arrivals as served plus the queue's growth (off: what was served)."""
-    hold_plan: bool = True
-    """Hold the largest plan of the last cold start (off: the latest forecast alone)."""
-    errors_against_floor: bool = True
-    """Count a forecast's miss against what the floor's replicas hold where that is more than the
-    plan (off: every miss a ratio to its plan, however small)."""
-    denoise_errors: bool = True
-    """Shrink the forecast errors by the share a window's Poisson scatter explains."""
-    queueing_headroom: bool = True
-    """Size each resource by the queueing model's late share (off: just above its load)."""
-    calibration: bool = True
-    """Scale the model's capacities by the measured objective (``scaler.decider.calibration``)."""
-    backlog_in_load: bool = True
-    """Size the backlog in the load signal's one proposal (off: the queue signal proposes it)."""
-    queue_signal: bool = True
-    """The queue signal proposes (off: it abstains, and the backlog has no signal of its own)."""
-    size_slots: bool = True
-    """Size the batch slots as a resource (off: the prefill alone)."""
 
 
 DEFAULT = DeciderParams()

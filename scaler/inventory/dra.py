@@ -32,7 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from scaler.inventory import cel
-from scaler.inventory.fields import _freeze, _items, _obj, _str, _timestamp
+from scaler.kubejson import as_items, as_mapping, as_str, as_timestamp, frozen
 from scaler.quantity import parse_quantity
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"  # <prefix><class>: any class as an extended resource
@@ -56,8 +56,8 @@ class Device:
     fingerprint: str = ""  # what CEL sees of it, as text: the cache key of class matches
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "attributes", _freeze(self.attributes))
-        object.__setattr__(self, "capacity", _freeze(self.capacity))
+        object.__setattr__(self, "attributes", frozen(self.attributes))
+        object.__setattr__(self, "capacity", frozen(self.capacity))
 
     @property
     def key(self) -> DeviceKey:
@@ -82,7 +82,7 @@ class ResourceSlice:
     counters: Mapping[str, Mapping[str, Fraction]] = field(default_factory=dict)  # set -> counter -> value
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "counters", _freeze(self.counters))
+        object.__setattr__(self, "counters", frozen(self.counters))
 
 
 def _qualified(name: str, driver: str) -> tuple[str, str]:
@@ -100,8 +100,8 @@ def _attribute(raw: Mapping[str, Any]) -> Any:
 
 def _counter_values(raw: Any) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
-    for name, value in _obj(raw).items():
-        amount = parse_quantity(_obj(value).get("value"))
+    for name, value in as_mapping(raw).items():
+        amount = parse_quantity(as_mapping(value).get("value"))
         if isinstance(name, str) and amount is not None:
             out[name] = amount
     return out
@@ -109,43 +109,44 @@ def _counter_values(raw: Any) -> dict[str, Fraction]:
 
 def resourceslice_from_json(obj: Mapping[str, Any]) -> ResourceSlice:
     """A ResourceSlice (resource.k8s.io/v1) from the API's JSON."""
-    meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
-    driver = _str(spec.get("driver"))
-    pool = _obj(spec.get("pool"))
-    node = _str(spec.get("nodeName")) or None
+    meta, spec = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec"))
+    driver = as_str(spec.get("driver"))
+    pool = as_mapping(spec.get("pool"))
+    node = as_str(spec.get("nodeName")) or None
     devices = []
-    for raw in _items(spec.get("devices")):
+    for raw in as_items(spec.get("devices")):
         attributes: dict[str, dict[str, Any]] = {}
-        for name, value in _obj(raw.get("attributes")).items():
+        for name, value in as_mapping(raw.get("attributes")).items():
             domain, ident = _qualified(str(name), driver)
-            attributes.setdefault(domain, {})[ident] = _attribute(_obj(value))
+            attributes.setdefault(domain, {})[ident] = _attribute(as_mapping(value))
         capacity: dict[str, dict[str, Fraction]] = {}
         text: dict[str, dict[str, str]] = {}
-        for name, value in _obj(raw.get("capacity")).items():
-            amount = parse_quantity(_obj(value).get("value"))
+        for name, value in as_mapping(raw.get("capacity")).items():
+            amount = parse_quantity(as_mapping(value).get("value"))
             if amount is not None:
                 domain, ident = _qualified(str(name), driver)
                 capacity.setdefault(domain, {})[ident] = amount
-                text.setdefault(domain, {})[ident] = str(_obj(value).get("value"))
+                text.setdefault(domain, {})[ident] = str(as_mapping(value).get("value"))
         consumes = tuple(
-            (_str(c.get("counterSet")), _freeze(_counter_values(c.get("counters"))))
-            for c in _items(raw.get("consumesCounters"))
+            (as_str(c.get("counterSet")), frozen(_counter_values(c.get("counters"))))
+            for c in as_items(raw.get("consumesCounters"))
         )
-        device_node = node if node else (_str(raw.get("nodeName")) or None)
+        device_node = node if node else (as_str(raw.get("nodeName")) or None)
         seen = json.dumps([driver, attributes, text], sort_keys=True, default=str)
         devices.append(
-            Device(driver, _str(pool.get("name")), _str(raw.get("name")), device_node, attributes,
+            Device(driver, as_str(pool.get("name")), as_str(raw.get("name")), device_node, attributes,
                    capacity, text, consumes, seen)
         )  # fmt: skip
     counters = {
-        _str(s.get("name")): _counter_values(s.get("counters")) for s in _items(spec.get("sharedCounters"))
+        as_str(s.get("name")): _counter_values(s.get("counters"))
+        for s in as_items(spec.get("sharedCounters"))
     }
     generation = pool.get("generation")
     count = pool.get("resourceSliceCount")
     return ResourceSlice(
-        name=_str(meta.get("name")),
+        name=as_str(meta.get("name")),
         driver=driver,
-        pool=_str(pool.get("name")),
+        pool=as_str(pool.get("name")),
         generation=generation if isinstance(generation, int) else 0,
         slice_count=count if isinstance(count, int) else 1,
         devices=tuple(devices),
@@ -165,15 +166,17 @@ class DeviceClass:
 
 def deviceclass_from_json(obj: Mapping[str, Any]) -> DeviceClass:
     """A DeviceClass (resource.k8s.io/v1) from the API's JSON."""
-    meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
+    meta, spec = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec"))
     selectors = tuple(
-        _str(_obj(s.get("cel")).get("expression")) for s in _items(spec.get("selectors")) if s.get("cel")
+        as_str(as_mapping(s.get("cel")).get("expression"))
+        for s in as_items(spec.get("selectors"))
+        if s.get("cel")
     )
     return DeviceClass(
-        name=_str(meta.get("name")),
+        name=as_str(meta.get("name")),
         selectors=selectors,
-        extended_resource_name=_str(spec.get("extendedResourceName")) or None,
-        created_at=_timestamp(meta.get("creationTimestamp")),
+        extended_resource_name=as_str(spec.get("extendedResourceName")) or None,
+        created_at=as_timestamp(meta.get("creationTimestamp")),
     )
 
 
@@ -189,19 +192,19 @@ class ResourceClaim:
 
 def resourceclaim_from_json(obj: Mapping[str, Any]) -> ResourceClaim:
     """A ResourceClaim (resource.k8s.io/v1) from the API's JSON: ``status.allocation.devices.results``."""
-    meta = _obj(obj.get("metadata"))
-    allocation = _obj(_obj(obj.get("status")).get("allocation"))
-    results = _items(_obj(allocation.get("devices")).get("results"))
-    annotations = _obj(meta.get("annotations"))
+    meta = as_mapping(obj.get("metadata"))
+    allocation = as_mapping(as_mapping(obj.get("status")).get("allocation"))
+    results = as_items(as_mapping(allocation.get("devices")).get("results"))
+    annotations = as_mapping(meta.get("annotations"))
     return ResourceClaim(
-        namespace=_str(meta.get("namespace")),
-        name=_str(meta.get("name")),
+        namespace=as_str(meta.get("namespace")),
+        name=as_str(meta.get("name")),
         allocated=tuple(
-            (_str(r.get("driver")), _str(r.get("pool")), _str(r.get("device")))
+            (as_str(r.get("driver")), as_str(r.get("pool")), as_str(r.get("device")))
             for r in results
             if not r.get("adminAccess")  # admin access takes no device from anyone
         ),
-        extended=_str(annotations.get(EXTENDED_CLAIM_ANNOTATION)) == "true",
+        extended=as_str(annotations.get(EXTENDED_CLAIM_ANNOTATION)) == "true",
     )
 
 
@@ -226,19 +229,19 @@ class DeviceRequest:
 
 def _requests(spec: Mapping[str, Any]) -> tuple[DeviceRequest, ...]:
     out = []
-    for raw in _items(_obj(spec.get("devices")).get("requests")):
-        name = _str(raw.get("name"))
-        exactly = _obj(raw.get("exactly"))
+    for raw in as_items(as_mapping(spec.get("devices")).get("requests")):
+        name = as_str(raw.get("name"))
+        exactly = as_mapping(raw.get("exactly"))
         if raw.get("firstAvailable"):
             out.append(
                 DeviceRequest(name, "", problem=f"request {name} is a prioritized list (firstAvailable)")
             )
             continue
-        mode = _str(exactly.get("allocationMode"), "ExactCount") or "ExactCount"
+        mode = as_str(exactly.get("allocationMode"), "ExactCount") or "ExactCount"
         count = exactly.get("count", 1)
         selectors = tuple(
-            _str(_obj(s.get("cel")).get("expression"))
-            for s in _items(exactly.get("selectors"))
+            as_str(as_mapping(s.get("cel")).get("expression"))
+            for s in as_items(exactly.get("selectors"))
             if s.get("cel")
         )
         problem = None
@@ -246,7 +249,7 @@ def _requests(spec: Mapping[str, Any]) -> tuple[DeviceRequest, ...]:
             problem = f"request {name} asks for allocationMode {mode}"
         elif not isinstance(count, int) or count < 1:
             problem, count = f"request {name} has count {count!r}", 1
-        out.append(DeviceRequest(name, _str(exactly.get("deviceClassName")), count, selectors, problem))
+        out.append(DeviceRequest(name, as_str(exactly.get("deviceClassName")), count, selectors, problem))
     return tuple(out)
 
 
@@ -261,21 +264,21 @@ class ClaimTemplate:
 
 def claimtemplate_from_json(obj: Mapping[str, Any]) -> ClaimTemplate:
     """A ResourceClaimTemplate (resource.k8s.io/v1) from the API's JSON (``spec.spec.devices.requests``)."""
-    meta = _obj(obj.get("metadata"))
+    meta = as_mapping(obj.get("metadata"))
     return ClaimTemplate(
-        _str(meta.get("namespace")),
-        _str(meta.get("name")),
-        _requests(_obj(_obj(obj.get("spec")).get("spec"))),
+        as_str(meta.get("namespace")),
+        as_str(meta.get("name")),
+        _requests(as_mapping(as_mapping(obj.get("spec")).get("spec"))),
     )
 
 
 def claim_names(pod_spec: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A pod spec's ``resourceClaims``: (template names, shared claim names)."""
-    claims = _items(pod_spec.get("resourceClaims"))
+    claims = as_items(pod_spec.get("resourceClaims"))
     templates = tuple(
-        _str(c.get("resourceClaimTemplateName")) for c in claims if c.get("resourceClaimTemplateName")
+        as_str(c.get("resourceClaimTemplateName")) for c in claims if c.get("resourceClaimTemplateName")
     )
-    shared = tuple(_str(c.get("resourceClaimName")) for c in claims if c.get("resourceClaimName"))
+    shared = tuple(as_str(c.get("resourceClaimName")) for c in claims if c.get("resourceClaimName"))
     return templates, shared
 
 
@@ -425,7 +428,7 @@ def dra_inventory(
     return DraInventory(
         devices={node: tuple(found) for node, found in devices.items()},
         allocated=allocated,
-        counters={k: _freeze(v) for k, v in counters.items()},
+        counters={k: frozen(v) for k, v in counters.items()},
         classes={c.name: c for c in classes},
         templates={(t.namespace, t.name): t for t in templates},
         problem=problem,

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from scaler.inventory.dra import CounterKey, Device, DraInventory, consume
-from scaler.inventory.fields import _freeze
 from scaler.inventory.objects import Node, Pod, ReplicaRequirement
 from scaler.inventory.quantities import _add
 from scaler.inventory.selectors import UNSCHEDULABLE_TAINT_KEY, Taint
+from scaler.kubejson import frozen
 
 MAX_LISTED_NODES = 8
 
@@ -49,7 +49,7 @@ class NodeFit:
     free: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "free", _freeze(self.free))
+        object.__setattr__(self, "free", frozen(self.free))
 
     def __str__(self) -> str:
         return f"{self.node} fits {self.replicas} ({self.reason})"

@@ -33,7 +33,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-from scaler.inventory.fields import _items, _obj, _str, _strings
+from scaler.kubejson import as_items, as_mapping, as_str, as_strings
 from scaler.quantity import parse_quantity
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # the LocalQueue a pod (or its Deployment) is submitted to
@@ -85,29 +85,33 @@ class ClusterQueue:
 
 def _usage(raw: Any) -> dict[QuotaKey, Fraction]:
     out: dict[QuotaKey, Fraction] = {}
-    for flavor in _items(raw):
-        for resource in _items(flavor.get("resources")):
+    for flavor in as_items(raw):
+        for resource in as_items(flavor.get("resources")):
             total = parse_quantity(resource.get("total", 0))
             if total is not None:
-                out[(_str(flavor.get("name")), _str(resource.get("name")))] = total
+                out[(as_str(flavor.get("name")), as_str(resource.get("name")))] = total
     return out
 
 
 def clusterqueue_from_json(obj: Mapping[str, Any]) -> ClusterQueue:
     """A ClusterQueue (kueue.x-k8s.io v1beta1 ``cohort``, or v1beta2 ``cohortName``) from the API's JSON."""
-    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
+    meta, spec, status = (
+        as_mapping(obj.get("metadata")),
+        as_mapping(obj.get("spec")),
+        as_mapping(obj.get("status")),
+    )
     quotas = []
-    for group in _items(spec.get("resourceGroups")):
-        covered = set(_strings(group.get("coveredResources")))
-        for flavor in _items(group.get("flavors")):
-            for resource in _items(flavor.get("resources")):
-                name = _str(resource.get("name"))
+    for group in as_items(spec.get("resourceGroups")):
+        covered = set(as_strings(group.get("coveredResources")))
+        for flavor in as_items(group.get("flavors")):
+            for resource in as_items(flavor.get("resources")):
+                name = as_str(resource.get("name"))
                 nominal = parse_quantity(resource.get("nominalQuota", 0))
                 if (covered and name not in covered) or nominal is None:
                     continue
                 quotas.append(
                     Quota(
-                        _str(flavor.get("name")),
+                        as_str(flavor.get("name")),
                         name,
                         nominal,
                         parse_quantity(resource["borrowingLimit"]) if "borrowingLimit" in resource else None,
@@ -117,11 +121,11 @@ def clusterqueue_from_json(obj: Mapping[str, Any]) -> ClusterQueue:
     reserved = status.get("flavorsReservation")
     used = _usage(reserved if isinstance(reserved, list) else status.get("flavorsUsage"))
     return ClusterQueue(
-        name=_str(meta.get("name")),
-        cohort=_str(spec.get("cohortName")) or _str(spec.get("cohort")),
+        name=as_str(meta.get("name")),
+        cohort=as_str(spec.get("cohortName")) or as_str(spec.get("cohort")),
         quotas=tuple(quotas),
         used=used,
-        stop_policy=_str(spec.get("stopPolicy"), "None") or "None",
+        stop_policy=as_str(spec.get("stopPolicy"), "None") or "None",
     )
 
 
@@ -136,8 +140,10 @@ class LocalQueue:
 
 def localqueue_from_json(obj: Mapping[str, Any]) -> LocalQueue:
     """A LocalQueue (kueue.x-k8s.io) from the API's JSON."""
-    meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
-    return LocalQueue(_str(meta.get("namespace")), _str(meta.get("name")), _str(spec.get("clusterQueue")))
+    meta, spec = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec"))
+    return LocalQueue(
+        as_str(meta.get("namespace")), as_str(meta.get("name")), as_str(spec.get("clusterQueue"))
+    )
 
 
 def free_quota(queue: ClusterQueue, cohort: Iterable[ClusterQueue], flavor: str, resource: str) -> Fraction:

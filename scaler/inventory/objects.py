@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scaler.inventory.dra import DeviceRequest, claim_names
-from scaler.inventory.fields import _freeze, _items, _labels, _obj, _str, _timestamp
 from scaler.inventory.kueue import ADMISSION_GATE, QUEUE_LABEL
 from scaler.inventory.quantities import GPU_RESOURCE_PATTERNS, _extended, is_gpu_resource, pod_requests
 from scaler.inventory.selectors import (
@@ -28,6 +27,7 @@ from scaler.inventory.selectors import (
     label_selector_from_json,
     tolerated,
 )
+from scaler.kubejson import as_items, as_labels, as_mapping, as_str, as_timestamp, frozen
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -44,25 +44,29 @@ class Node:
     ready: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "allocatable", _freeze(self.allocatable))
-        object.__setattr__(self, "labels", _freeze(self.labels))
+        object.__setattr__(self, "allocatable", frozen(self.allocatable))
+        object.__setattr__(self, "labels", frozen(self.labels))
 
 
 def node_from_json(obj: Mapping[str, Any]) -> Node:
     """A Node from the API's JSON: extended allocatable resources, labels, taints, readiness."""
-    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
+    meta, spec, status = (
+        as_mapping(obj.get("metadata")),
+        as_mapping(obj.get("spec")),
+        as_mapping(obj.get("status")),
+    )
     taints = tuple(
-        Taint(_str(t.get("key")), _str(t.get("value")), _str(t.get("effect")))
-        for t in _items(spec.get("taints"))
+        Taint(as_str(t.get("key")), as_str(t.get("value")), as_str(t.get("effect")))
+        for t in as_items(spec.get("taints"))
     )
     ready = any(
-        _str(c.get("type")) == "Ready" and _str(c.get("status")) == "True"
-        for c in _items(status.get("conditions"))
+        as_str(c.get("type")) == "Ready" and as_str(c.get("status")) == "True"
+        for c in as_items(status.get("conditions"))
     )
     return Node(
-        name=_str(meta.get("name")),
+        name=as_str(meta.get("name")),
         allocatable=_extended(status.get("allocatable")),
-        labels=_labels(meta.get("labels")),
+        labels=as_labels(meta.get("labels")),
         taints=taints,
         unschedulable=spec.get("unschedulable") is True,
         ready=ready,
@@ -91,8 +95,8 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates: the pod is not scheduled while any is set
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "requests", _freeze(self.requests))
-        object.__setattr__(self, "labels", _freeze(self.labels))
+        object.__setattr__(self, "requests", frozen(self.requests))
+        object.__setattr__(self, "labels", frozen(self.labels))
 
     @property
     def gated_by_kueue(self) -> bool:
@@ -112,29 +116,33 @@ class Pod:
 
 def _became_true(conditions: list[Mapping[str, Any]], kind: str) -> float | None:
     for c in conditions:
-        if _str(c.get("type")) == kind and _str(c.get("status")) == "True":
-            return _timestamp(c.get("lastTransitionTime"))
+        if as_str(c.get("type")) == kind and as_str(c.get("status")) == "True":
+            return as_timestamp(c.get("lastTransitionTime"))
     return None
 
 
 def pod_from_json(obj: Mapping[str, Any]) -> Pod:
     """A Pod from the API's JSON: requests, phase, readiness and when it was scheduled and Ready."""
-    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
-    conditions = _items(status.get("conditions"))
-    ready = any(_str(c.get("type")) == "Ready" and _str(c.get("status")) == "True" for c in conditions)
+    meta, spec, status = (
+        as_mapping(obj.get("metadata")),
+        as_mapping(obj.get("spec")),
+        as_mapping(obj.get("status")),
+    )
+    conditions = as_items(status.get("conditions"))
+    ready = any(as_str(c.get("type")) == "Ready" and as_str(c.get("status")) == "True" for c in conditions)
     return Pod(
-        name=_str(meta.get("name")),
-        namespace=_str(meta.get("namespace")),
-        node_name=_str(spec.get("nodeName")) or None,
+        name=as_str(meta.get("name")),
+        namespace=as_str(meta.get("namespace")),
+        node_name=as_str(spec.get("nodeName")) or None,
         requests=pod_requests(spec),
-        phase=_str(status.get("phase"), "Pending"),
+        phase=as_str(status.get("phase"), "Pending"),
         ready=ready,
         deleting=meta.get("deletionTimestamp") is not None,
-        labels=_labels(meta.get("labels")),
-        created_at=_timestamp(meta.get("creationTimestamp")),
+        labels=as_labels(meta.get("labels")),
+        created_at=as_timestamp(meta.get("creationTimestamp")),
         scheduled_at=_became_true(conditions, "PodScheduled"),
         ready_at=_became_true(conditions, "Ready"),
-        scheduling_gates=tuple(_str(g.get("name")) for g in _items(spec.get("schedulingGates"))),
+        scheduling_gates=tuple(as_str(g.get("name")) for g in as_items(spec.get("schedulingGates"))),
     )
 
 
@@ -157,8 +165,8 @@ class ReplicaRequirement:
     claims: tuple[DeviceRequest, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "gpus", _freeze(self.gpus))
-        object.__setattr__(self, "node_selector", _freeze(self.node_selector))
+        object.__setattr__(self, "gpus", frozen(self.gpus))
+        object.__setattr__(self, "node_selector", frozen(self.node_selector))
 
     @property
     def gpu_resource(self) -> str | None:
@@ -205,14 +213,14 @@ def requirement_from_pod_spec(
     gpus = {name: count for name, count in requests.items() if is_gpu_resource(name, gpu_patterns)}
     tolerations = tuple(
         Toleration(
-            _str(t.get("key")),
-            _str(t.get("operator"), "Equal") or "Equal",
-            _str(t.get("value")),
-            _str(t.get("effect")),
+            as_str(t.get("key")),
+            as_str(t.get("operator"), "Equal") or "Equal",
+            as_str(t.get("value")),
+            as_str(t.get("effect")),
         )
-        for t in _items(pod_spec.get("tolerations"))
+        for t in as_items(pod_spec.get("tolerations"))
     )
-    affinity = _obj(_obj(pod_spec.get("affinity")).get("nodeAffinity"))
+    affinity = as_mapping(as_mapping(pod_spec.get("affinity")).get("nodeAffinity"))
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     terms: tuple[NodeSelectorTerm, ...] | None = None
     if isinstance(required, Mapping):
@@ -221,10 +229,10 @@ def requirement_from_pod_spec(
                 _requirements(t.get("matchExpressions"), _NODE_OPERATORS, "node affinity"),
                 _requirements(t.get("matchFields"), _NODE_OPERATORS, "node affinity"),
             )
-            for t in _items(required.get("nodeSelectorTerms"))
+            for t in as_items(required.get("nodeSelectorTerms"))
         )
     templates, _shared = claim_names(pod_spec)
-    return ReplicaRequirement(gpus, _labels(pod_spec.get("nodeSelector")), tolerations, terms, templates)
+    return ReplicaRequirement(gpus, as_labels(pod_spec.get("nodeSelector")), tolerations, terms, templates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,23 +258,25 @@ def deployment_from_json(
     obj: Mapping[str, Any], gpu_patterns: Sequence[str] = GPU_RESOURCE_PATTERNS
 ) -> Deployment:
     """A Deployment from the API's JSON; ``problem`` says why an unusable one cannot be assessed."""
-    meta, spec = _obj(obj.get("metadata")), _obj(obj.get("spec"))
-    namespace, name = _str(meta.get("namespace")), _str(meta.get("name"))
+    meta, spec = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec"))
+    namespace, name = as_str(meta.get("namespace")), as_str(meta.get("name"))
     raw_replicas = spec.get("replicas", 1)
     replicas = raw_replicas if isinstance(raw_replicas, int) and raw_replicas >= 0 else 1
     problems: list[str] = []
     try:
-        selector = label_selector_from_json(_obj(spec.get("selector")))
+        selector = label_selector_from_json(as_mapping(spec.get("selector")))
     except SelectorError as exc:
         selector, problems = LabelSelector(), [str(exc)]
     if selector.empty and not problems:
         problems.append("empty spec.selector (it would match every pod in the namespace)")
     try:
-        requirement = requirement_from_pod_spec(_obj(_obj(spec.get("template")).get("spec")), gpu_patterns)
+        requirement = requirement_from_pod_spec(
+            as_mapping(as_mapping(spec.get("template")).get("spec")), gpu_patterns
+        )
     except SelectorError as exc:
         requirement, problems = ReplicaRequirement(), [*problems, str(exc)]
-    template_labels = _labels(_obj(_obj(spec.get("template")).get("metadata")).get("labels"))
-    queue = template_labels.get(QUEUE_LABEL) or _labels(meta.get("labels")).get(QUEUE_LABEL) or None
+    template_labels = as_labels(as_mapping(as_mapping(spec.get("template")).get("metadata")).get("labels"))
+    queue = template_labels.get(QUEUE_LABEL) or as_labels(meta.get("labels")).get(QUEUE_LABEL) or None
     return Deployment(
         namespace, name, replicas, selector, requirement, "; ".join(problems) if problems else None, queue
     )

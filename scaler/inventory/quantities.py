@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from scaler.inventory.fields import _items, _obj, _str
+from scaler.kubejson import as_items, as_mapping, as_str
 from scaler.quantity import parse_quantity
 
 # Resource names read as GPUs (fnmatch patterns). Time-sliced GPUs renamed by the NVIDIA
@@ -60,7 +60,7 @@ def parse_count(value: Any) -> int | None:
 
 def _extended(resources: Any) -> dict[str, int]:
     out: dict[str, int] = {}
-    for name, raw in _obj(resources).items():
+    for name, raw in as_mapping(resources).items():
         if isinstance(name, str) and is_extended_resource(name):
             count = parse_count(raw)
             if count is not None:
@@ -82,7 +82,7 @@ def _max(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
 def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     """Extended-resource requests of one container; a limit stands in for a missing request
     (for extended resources Kubernetes requires requests == limits and defaults one from the other)."""
-    resources = _obj(container.get("resources"))
+    resources = as_mapping(container.get("resources"))
     return {**_extended(resources.get("limits")), **_extended(resources.get("requests"))}
 
 
@@ -94,13 +94,13 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     where sidecars are init containers with ``restartPolicy: Always``.
     """
     apps: dict[str, int] = {}
-    for container in _items(pod_spec.get("containers")):
+    for container in as_items(pod_spec.get("containers")):
         apps = _add(apps, container_requests(container))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for container in _items(pod_spec.get("initContainers")):
+    for container in as_items(pod_spec.get("initContainers")):
         own = container_requests(container)
-        if _str(container.get("restartPolicy")) == "Always":
+        if as_str(container.get("restartPolicy")) == "Always":
             sidecars = _add(sidecars, own)
             init_peak = _max(init_peak, sidecars)
         else:

@@ -48,7 +48,7 @@ from typing import Any
 
 from scaler.errors import InputError
 from scaler.hpa import Behavior, BehaviorError
-from scaler.inventory.fields import _freeze, _items, _obj, _str
+from scaler.kubejson import as_items, as_mapping, as_str, frozen
 
 # KEDA's defaults for what a ScaledObject leaves out (keda.sh/docs "ScaledObject specification"),
 # written once: every reader takes them from the model.
@@ -98,7 +98,7 @@ class Trigger:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", _freeze(self.metadata))
+        object.__setattr__(self, "metadata", frozen(self.metadata))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _reduce(self)
@@ -152,7 +152,7 @@ class ScaledObject:
     problems: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", _freeze(self.metadata))
+        object.__setattr__(self, "metadata", frozen(self.metadata))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _reduce(self)
@@ -238,7 +238,9 @@ class _Reader:
         return None if len(self.problems) > before else Fallback(threshold, replicas, str(behavior))
 
     def behavior(self) -> Behavior:
-        raw = _obj(_obj(self.spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get("behavior")
+        raw = as_mapping(as_mapping(self.spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get(
+            "behavior"
+        )
         where = f"spec.{HPA_CONFIG}.behavior"
         try:
             return Behavior.from_spec(raw)
@@ -269,10 +271,10 @@ class _Reader:
                 self.problems.append(f"{where}.metadata: {metadata!r} is not a mapping (KEDA's CRD)")
             out.append(
                 Trigger(
-                    _str(kind),
-                    _str(trigger.get("name")),
-                    _str(trigger.get("metricType")) or KEDA_TRIGGER_METRIC_TYPE,
-                    {str(k): v for k, v in _obj(metadata).items()},
+                    as_str(kind),
+                    as_str(trigger.get("name")),
+                    as_str(trigger.get("metricType")) or KEDA_TRIGGER_METRIC_TYPE,
+                    {str(k): v for k, v in as_mapping(metadata).items()},
                 )
             )
         return tuple(out)
@@ -292,11 +294,17 @@ def scaledobject_from_json(
     one is external; the defaults name a manifest that leaves namespace or name out. With
     ``strict`` a broken rule raises ScaledObjectError naming every one.
     """
-    meta, spec, status = _obj(obj.get("metadata")), _obj(obj.get("spec")), _obj(obj.get("status"))
+    meta, spec, status = (
+        as_mapping(obj.get("metadata")),
+        as_mapping(obj.get("spec")),
+        as_mapping(obj.get("status")),
+    )
     read = _Reader(spec)
-    name = _str(meta.get("name")) or name_default
-    ref = _obj(spec.get("scaleTargetRef"))
-    configured_hpa = _str(_obj(_obj(spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get("name"))
+    name = as_str(meta.get("name")) or name_default
+    ref = as_mapping(spec.get("scaleTargetRef"))
+    configured_hpa = as_str(
+        as_mapping(as_mapping(spec.get("advanced")).get("horizontalPodAutoscalerConfig")).get("name")
+    )
     low = read.count(spec, "minReplicaCount", KEDA_MIN_REPLICA_COUNT, 0)
     high = read.count(spec, "maxReplicaCount", KEDA_MAX_REPLICA_COUNT, 1)
     if low > high:
@@ -309,18 +317,18 @@ def scaledobject_from_json(
     triggers = read.triggers()
     external = [i for i, t in enumerate(triggers) if t.external and trigger_index in (None, i)]
     index = external[0] if external else None
-    formula = _obj(_obj(spec.get("advanced")).get("scalingModifiers")).get("formula")
+    formula = as_mapping(as_mapping(spec.get("advanced")).get("scalingModifiers")).get("formula")
     so = ScaledObject(
-        namespace=_str(meta.get("namespace")) or namespace_default,
+        namespace=as_str(meta.get("namespace")) or namespace_default,
         name=name,
         # KEDA's defaults for scaleTargetRef: kind Deployment, apiVersion apps/v1.
-        target_kind=_str(ref.get("kind")) or "Deployment",
-        target_name=_str(ref.get("name")),
-        target_api_version=_str(ref.get("apiVersion")) or "apps/v1",
-        hpa_name=_str(status.get("hpaName")) or configured_hpa or f"keda-hpa-{name}",
+        target_kind=as_str(ref.get("kind")) or "Deployment",
+        target_name=as_str(ref.get("name")),
+        target_api_version=as_str(ref.get("apiVersion")) or "apps/v1",
+        hpa_name=as_str(status.get("hpaName")) or configured_hpa or f"keda-hpa-{name}",
         fallback_active=any(
-            _str(c.get("type")) == "Fallback" and _str(c.get("status")) == "True"
-            for c in _items(status.get("conditions"))
+            as_str(c.get("type")) == "Fallback" and as_str(c.get("status")) == "True"
+            for c in as_items(status.get("conditions"))
         ),
         min_replica_count=low,
         max_replica_count=high,
@@ -329,7 +337,7 @@ def scaledobject_from_json(
         idle_replica_count=None if idle is None else read.count(spec, "idleReplicaCount", 0, 0),
         fallback=read.fallback(),
         behavior=read.behavior(),
-        scaling_formula=_str(formula),
+        scaling_formula=as_str(formula),
         triggers=triggers,
         trigger_index=index,
         metadata={} if index is None else {k: str(v) for k, v in triggers[index].metadata.items()},

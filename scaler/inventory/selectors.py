@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scaler.errors import InputError
-from scaler.inventory.fields import _freeze, _items, _labels, _str, _strings
+from scaler.kubejson import as_items, as_labels, as_str, as_strings, frozen
 
 
 class NamedObject(Protocol):
@@ -127,11 +127,11 @@ _NODE_OPERATORS = _LABEL_OPERATORS | {"Gt", "Lt"}
 
 def _requirements(raw: Any, operators: frozenset[str], where: str) -> tuple[Requirement, ...]:
     out = []
-    for item in _items(raw):
-        op = _str(item.get("operator"))
+    for item in as_items(raw):
+        op = as_str(item.get("operator"))
         if op not in operators:
-            raise SelectorError(f"{where}: unsupported operator {op!r} for key {_str(item.get('key'))!r}")
-        out.append(Requirement(_str(item.get("key")), op, _strings(item.get("values"))))
+            raise SelectorError(f"{where}: unsupported operator {op!r} for key {as_str(item.get('key'))!r}")
+        out.append(Requirement(as_str(item.get("key")), op, as_strings(item.get("values"))))
     return tuple(out)
 
 
@@ -143,7 +143,7 @@ class LabelSelector:
     match_expressions: tuple[Requirement, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "match_labels", _freeze(self.match_labels))
+        object.__setattr__(self, "match_labels", frozen(self.match_labels))
 
     @property
     def empty(self) -> bool:
@@ -165,7 +165,7 @@ class LabelSelector:
 def label_selector_from_json(obj: Mapping[str, Any]) -> LabelSelector:
     """Parse a LabelSelector; raises SelectorError on an operator Kubernetes does not define."""
     return LabelSelector(
-        _labels(obj.get("matchLabels")),
+        as_labels(obj.get("matchLabels")),
         _requirements(obj.get("matchExpressions"), _LABEL_OPERATORS, "selector"),
     )
 

@@ -12,6 +12,8 @@ import logging
 import queue
 import sys
 import threading
+from collections.abc import Mapping, MutableMapping
+from enum import Enum
 from typing import Any, TextIO
 
 import structlog
@@ -90,6 +92,25 @@ class BackgroundWriterFactory:
         return self.writer
 
 
+def _plain(value: Any) -> Any:
+    """``value`` with every enum member in it (in lists, tuples, sets and mappings too) as its value."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    return value
+
+
+def plain_enums(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """A structlog processor: enum members as their values (``load``), as the JSON lines write them,
+    never their reprs (``<Signal.LOAD: 'load'>``), which the console renderer prints inside a list."""
+    for key, value in event.items():
+        event[key] = _plain(value)
+    return event
+
+
 def configure(fmt: str = "json", level: str = "info", stream: TextIO | None = None) -> Any:
     """Set up structlog (JSON or console, at ``level``, to ``stream``); returns the scaler's logger."""
     renderer: Any = (
@@ -103,6 +124,7 @@ def configure(fmt: str = "json", level: str = "info", stream: TextIO | None = No
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.dict_tracebacks if fmt == "json" else structlog.dev.set_exc_info,
+            plain_enums,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),

@@ -41,6 +41,9 @@ PodReader = Callable[[str | None, str, str], "tuple[str, list[PodTimes]]"]
 # (Prometheus address, namespace, Deployment, start, end) -> ("namespace/name", the times of its
 # pods kube-state-metrics recorded in the span); RuntimeError when it cannot be read.
 RecordedPodReader = Callable[[str, str, str, datetime, datetime], "tuple[str, list[PodTimes]]"]
+# (Prometheus address, the policy, start, end) -> seconds between the scrapes of its series, or
+# None when unknown (``scaler.sources.history.scrape_interval``); RuntimeError when it cannot be read.
+ScrapeIntervalReader = Callable[[str, "TargetPolicy", datetime, datetime], "float | None"]
 
 
 @dataclass(frozen=True)
@@ -49,14 +52,16 @@ class Upstream:
     ``scaler.cli``, passes them): the Prometheus history reader, ``scaler convert``'s rewrite of
     a plain KEDA ScaledObject's YAML (the new text, and one line per change), the reader of a
     Deployment's pods (``scaler.sources.kubernetes.read_pod_times``) for ``--kubeconfig``, the
-    lister of router queues (``scaler.sources.prometheus.router_queues``) and the reader of the pods
-    kube-state-metrics recorded (``scaler.sources.kube_state.recorded_pods``) for ``--prometheus``."""
+    lister of router queues (``scaler.sources.prometheus.router_queues``), the reader of the pods
+    kube-state-metrics recorded (``scaler.sources.kube_state.recorded_pods``) and the reader of the
+    scrape interval (``scaler.sources.history.scrape_interval``) for ``--prometheus``."""
 
     read_history: HistoryReader
     convert: Converter | None = None
     read_pods: PodReader | None = None
     find_routers: RouterFinder | None = None
     recorded_pods: RecordedPodReader | None = None
+    scrape_interval: ScrapeIntervalReader | None = None
 
 
 HISTORY_DEFAULTS = {"since": "7d", "step": "1m"}
@@ -83,7 +88,8 @@ def add_history_options(p: argparse.ArgumentParser, command: str, source: Any = 
     cliargs.add_duration(
         p,
         "--step",
-        "with --prometheus: one window of the trace, at least two scrapes (default 1m)",
+        "with --prometheus: one window of the trace, at least two scrapes (default 1m, or two scrapes"
+        " where they are further apart)",
         kind=cliargs.duration(minimum_s=1, above=False, as_text=True),
     )
 
@@ -97,16 +103,43 @@ def check_span_options(args: argparse.Namespace) -> None:
         )
 
 
-def history_span(args: argparse.Namespace) -> Span:
-    """The span ``--since``/``--until``/``--step`` name, their defaults applied."""
+def history_span(args: argparse.Namespace, step: str | None = None) -> Span:
+    """The span ``--since``/``--until``/``--step`` name (``step`` instead of the latter), their
+    defaults applied."""
     from scaler.replay.span import span
 
     return span(
         args.since or HISTORY_DEFAULTS["since"],
         args.until,
-        args.step or HISTORY_DEFAULTS["step"],
+        step or args.step or HISTORY_DEFAULTS["step"],
         datetime.now(UTC),  # noqa: TID251 - --until defaults to now
     )
+
+
+def scraped_span(
+    args: argparse.Namespace, upstream: Upstream, policy: TargetPolicy, command: str = "scaler replay"
+) -> Span:
+    """The span to read, each step holding two scrapes of every series (``scaler.replay.span``): a
+    ``--step`` written shorter is refused (SpanError, exit status 2); the default, lengthened to the
+    step that does, said on stderr."""
+    from scaler.replay.span import step_for_scrapes, too_short, written
+
+    chosen = history_span(args)
+    if upstream.scrape_interval is None:
+        return chosen
+    scrape_s = upstream.scrape_interval(args.prometheus, policy, chosen.start, chosen.end)
+    need = step_for_scrapes(chosen.step_s, scrape_s)
+    if need is None or scrape_s is None:
+        return chosen
+    if args.step:
+        raise too_short(args.step, scrape_s, need)
+    print(
+        f"{command}: --step {written(need)}: the history's series are scraped every"
+        f" {written(round(scrape_s))}, and a rate needs two scrapes in each window (the default"
+        f" {HISTORY_DEFAULTS['step']} would read a fraction of the traffic)",
+        file=sys.stderr,
+    )
+    return history_span(args, written(need))
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -146,6 +179,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--export",
         default=None,
+        type=cliargs.to_write(),
         metavar="TRACE.csv",
         help="with --prometheus: also write the trace read (window_start_s,req_per_s,"
         "prompt_tokens_per_req,output_tokens_per_req), to replay later with --trace",
@@ -159,7 +193,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         " not measured, 180s)",
     )
     p.add_argument(
-        "--out", default="replay-out", metavar="DIR", help="folder for summary.json and replay.png"
+        "--out",
+        default="replay-out",
+        type=cliargs.to_write(folder=True),
+        metavar="DIR",
+        help="folder for summary.json and replay.png",
     )
     p.add_argument(
         "--seed",
@@ -286,8 +324,9 @@ def from_history(
 
     if upstream is None:
         raise ValueError("--prometheus needs the Prometheus reader (run it as `scaler replay`)")
+    read = scraped_span(args, upstream, policy, command)
     measured = from_prometheus(
-        upstream.read_history, args.prometheus, policy, history_span(args), upstream.find_routers, progress
+        upstream.read_history, args.prometheus, policy, read, upstream.find_routers, progress
     )
     progress.close()
     for line in measured.limits:
@@ -509,6 +548,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
         f"{trace.source}: {len(trace):,} requests over {minutes:,.0f} min from {start.isoformat()};"
         f" cluster: {cluster.describe()}"
     )
+    print(trace.sizes_line())
     for line in replica_lines(chosen, cold_start):
         print(line)
     if trace.note:
@@ -534,6 +574,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
             "file": None if args.trace is None else str(args.trace),
             "requests": len(trace),
             "duration_s": trace.duration_s,
+            **trace.sizes(),
             "note": trace.note,
         },
         "start": start.isoformat(),

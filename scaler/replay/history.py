@@ -102,6 +102,7 @@ class Measured:
     gaps: tuple[tuple[float, float], ...]  # (start, length) in seconds of the trace, interpolated
     limits: tuple[str, ...]
     replica: replica_module.MeasuredReplica | None = None  # what the points say of one replica
+    gap_arrivals: float = 0.0  # requests in the gaps' windows, at the rates interpolated there
 
     def trace(self, seed: int, rate_scale: float = 1.0) -> Trace:
         """The requests the replay runs: Poisson arrivals at the (scaled) rates, measured sizes."""
@@ -112,8 +113,20 @@ class Measured:
         return Trace(trace.arrivals, trace.prompt_tokens, trace.output_tokens, trace.source, note)
 
     def line(self, gpus_per_replica: int) -> str:
-        """What ran, as Prometheus measured it, to set beside the table's rows."""
+        """What ran, as Prometheus measured it, to set beside the table's rows; what a gap (a scrape
+        outage) leaves out of the served count is said with it.
+
+        *Example*: ``measured (what ran): 428,736 requests served (not counted: the 20 min of 1 gap
+        without samples, about 26,598 requests at the rates either side, which the replay runs),
+        ...``.
+        """
         parts = [f"{self.served:,.0f} requests served"]
+        if self.gaps:
+            minutes = sum(length for _, length in self.gaps) / 60
+            parts[0] += (
+                f" (not counted: the {minutes:,.0f} min of {len(self.gaps)} gap(s) without samples, about"
+                f" {self.gap_arrivals:,.0f} requests at the rates either side, which the replay runs)"
+            )
         if self.within_objective is not None:
             parts.append(f"{100 * self.within_objective:.2f}% within {self.objective_s:g}s (TTFT histogram)")
         if self.ttft_mean_s is not None:
@@ -140,6 +153,7 @@ class Measured:
             "replica_hours": None if self.replica_seconds is None else self.replica_seconds / 3600,
             "peak_pods": self.peak_pods,
             "gaps": [{"start_s": s, "length_s": n} for s, n in self.gaps],
+            "gap_arrivals": self.gap_arrivals,
             "limits": list(self.limits),
             "points": None if self.replica is None else self.replica.points,
         }
@@ -374,4 +388,5 @@ def measure(
         peak_pods=int(pods[pods_known].max()) if pods_known.any() else None,
         gaps=gaps,
         limits=tuple(limits),
+        gap_arrivals=float(rates.rates[~known[keep]].sum() * step),
     )

@@ -313,29 +313,38 @@ def window_spans(
     return sorted(spans)
 
 
-def _limits(ax: Any, limit: int, floor: int | None, ceiling: float) -> None:
-    """The GPU limit and the floor as labelled lines (the limit noted when above the axis)."""
+def _limits(ax: Any, limit: int, floor: int | None, ceiling: float) -> list[Any]:
+    """The GPU limit and the floor as lines named on a right-hand axis of their own, where no line
+    of the data can cover their labels; a limit above the scale is named in the legend instead.
+    Returns the legend entries to add."""
+    from matplotlib.lines import Line2D
+
+    marks: dict[float, str] = {}
+    extra = []
     if limit <= ceiling:
         ax.axhline(limit, color="black", lw=1.0, ls="-.")
-    ax.annotate(
-        f"GPU limit: {limit} replicas" + ("" if limit <= ceiling else ", above the scale"),
-        (0.995, min(limit, ceiling * 0.97)),
-        xycoords=("axes fraction", "data"),
-        ha="right",
-        va="bottom" if limit <= ceiling else "top",
-        fontsize=8,
-    )
+        marks[limit] = f"GPU limit {limit}"
+    else:
+        extra.append(Line2D([], [], color="none", label=f"GPU limit: {limit} replicas, above the scale"))
     if floor is not None:
         ax.axhline(floor, color="0.35", lw=0.9, ls="--")
-        ax.annotate(
-            f"floor (minReplicas) {floor}",
-            (0.995, floor),
-            xycoords=("axes fraction", "data"),
-            ha="right",
-            va="bottom",
-            fontsize=8,
-            color="0.35",
-        )
+        marks[floor] = f"floor (minReplicas) {floor}" if floor not in marks else f"{marks[floor]}, floor"
+    if marks:
+        right = ax.twinx()
+        right.set_ylim(ax.get_ylim())
+        right.set_yticks(list(marks), list(marks.values()), fontsize=8, color="0.3")
+        right.tick_params(axis="y", length=0)
+    return extra
+
+
+def _legends(top: Any, bottom: Any, extra: Sequence[Any]) -> None:
+    """Each panel's legend above it, never over the data (over a week, the first day was under
+    them), with ``extra`` entries in the top one."""
+    handles, labels = top.get_legend_handles_labels()
+    handles += list(extra)
+    labels += [h.get_label() for h in extra]
+    top.legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=8, ncol=3, frameon=False)
+    bottom.legend(loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=8, ncol=6, frameon=False)
 
 
 def _axes(ax: Any, bucket: float, timezone: str, origin: datetime, slowest: float) -> None:
@@ -420,6 +429,23 @@ def plot(
     figures_by_policy: Mapping[str, Figures] | None = None,
 ) -> None:
     """replay.png: replicas against demand, TTFT p95 against the objective, in wall time."""
+    import matplotlib.pyplot as plt
+
+    fig = replay_figure(trace, cfg, results, objective_s, title, context, figures_by_policy)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def replay_figure(
+    trace: Trace,
+    cfg: ClusterConfig,
+    results: Sequence[RunResult],
+    objective_s: float,
+    title: str,
+    context: PlotContext | None = None,
+    figures_by_policy: Mapping[str, Figures] | None = None,
+) -> Any:
+    """replay.png's figure (``plot`` saves it): the replicas panel over the TTFT panel."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -446,8 +472,11 @@ def plot(
             ax.axvspan(begin, end, color="gold", alpha=0.15, lw=0)
     if spans:
         top.fill_between([], [], color="gold", alpha=0.3, label="pre-warm / cron windows")
+    top.fill_between(x, demand, step="mid", color="0.85", lw=0, zorder=1)
+    # Its outline above every policy's line (KEDA's wide band would hide the shape otherwise).
+    top.step(x, demand, where="mid", color="0.45", lw=0.8, zorder=6)
     top.fill_between(
-        x, demand, step="mid", color="0.85", label="demand: replicas of GPU time the requests take"
+        [], [], color="0.85", ec="0.45", lw=0.8, label="demand: replicas of GPU time the requests take"
     )
     peak = float(np.max(demand)) if size else 1.0
     slowest = objective_s
@@ -481,15 +510,13 @@ def plot(
         bottom.plot(x, p95, label=r.name, **line)
     ceiling = peak * 1.2 + 1
     top.set_ylim(0, ceiling)  # fitted to the data: the GPU limit is a labelled line, not the axis
-    _limits(top, cfg.max_replicas_on_gpus, ctx.floor, ceiling)
+    extra = _limits(top, cfg.max_replicas_on_gpus, ctx.floor, ceiling)
     top.set_ylabel("replicas")
-    top.set_title(title, fontsize=11)
-    top.legend(loc="upper left", fontsize=8, ncol=2)
+    fig.suptitle(title, fontsize=11)
     top.grid(alpha=0.3)
     bottom.axhline(objective_s, color="black", lw=1.0, ls="-.", label=f"TTFT objective {objective_s:g}s")
     _axes(bottom, bucket, ctx.timezone, origin, slowest)
-    bottom.legend(loc="upper left", fontsize=8, ncol=4)
+    _legends(top, bottom, extra)
     bottom.grid(alpha=0.3, which="both")
     _caption(fig, ctx.source)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig

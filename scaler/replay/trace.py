@@ -113,6 +113,28 @@ class Trace:
         """Seconds from the start to the last arrival."""
         return float(self.arrivals[-1]) if len(self.arrivals) else 0.0
 
+    def sizes(self) -> dict[str, float | None]:
+        """The mean prompt and output (completion) tokens of a request, None without requests."""
+        if not len(self):
+            return {"prompt_tokens_mean": None, "output_tokens_mean": None}
+        return {
+            "prompt_tokens_mean": float(self.prompt_tokens.mean()),
+            "output_tokens_mean": float(self.output_tokens.mean()),
+        }
+
+    def sizes_line(self) -> str:
+        """The report's line on what a request is: its mean prompt and completion tokens.
+
+        *Example*: ``tokens per request: 912 prompt, 221 completion (means over 429,684 requests)``.
+        """
+        sizes = self.sizes()
+        if sizes["prompt_tokens_mean"] is None or sizes["output_tokens_mean"] is None:
+            return "tokens per request: none (no request)"
+        return (
+            f"tokens per request: {sizes['prompt_tokens_mean']:,.0f} prompt,"
+            f" {sizes['output_tokens_mean']:,.0f} completion (means over {len(self):,} requests)"
+        )
+
     def window(self, start_s: float, end_s: float) -> Trace:
         """The requests arriving in [start_s, end_s), re-based to start at 0."""
         keep = (self.arrivals >= start_s) & (self.arrivals < end_s)

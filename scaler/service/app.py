@@ -24,7 +24,8 @@ from scaler.service.registry import DecisionSink, ObservationSource, Target, Tar
 from scaler.service.runtime import Runtime
 from scaler.service.settings import Settings
 from scaler.sources.history import History
-from scaler.sources.kubernetes import KubernetesInventory
+from scaler.sources.kubeprobe import check_reachable
+from scaler.sources.kubernetes import KubernetesInventory, api_client
 from scaler.sources.live import LiveSource, WorkloadProvider
 from scaler.sources.prometheus import PrometheusReader, redact_url, window_seconds
 
@@ -78,9 +79,16 @@ def build_source(
     )
 
 
-def start_inventory(kubeconfig: str | None, log: Any = None) -> KubernetesInventory:
-    """The Kubernetes inventory (in-cluster inside a pod, else the kubeconfig), started."""
-    inventory = KubernetesInventory.from_config(kubeconfig, log=log)
+def start_inventory(kubeconfig: str | None, log: Any = None, probe: bool = False) -> KubernetesInventory:
+    """The Kubernetes inventory (in-cluster inside a pod, else the kubeconfig), started; with
+    ``probe``, after one look that the API server answers (``scaler.sources.kubeprobe``: a command
+    run by hand fails at once, in one line, where a server waits for it)."""
+    api = api_client(kubeconfig)
+    if probe:
+        check_reachable(
+            api, f"kubeconfig {kubeconfig}" if kubeconfig else "the default kubeconfig or in-cluster account"
+        )
+    inventory = KubernetesInventory(api, log=log)
     inventory.start()
     return inventory
 

@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from scaler import cliargs
 from scaler.cliargs import seconds, url_problem
-from scaler.errors import InputError
+from scaler.errors import InputError, rule_of
 
 ENV_PREFIX = "SCALER_"
 # Variables whose name is not SCALER_ + the field's name (kept from earlier releases).
@@ -206,7 +206,7 @@ def from_args(args: argparse.Namespace) -> Settings:
         for error in exc.errors():
             loc = str(error["loc"][0]) if error["loc"] else ""
             field = next((n for n in Settings.model_fields if loc in (n, ENV.get(n))), loc)
-            rule = str(error["msg"]).removeprefix("Value error, ")
+            rule = rule_of(error)
             problems.append(f"{flag_name(field)} / {env_name(field)}: {rule}")
         raise SettingsError("invalid settings: " + "; ".join(problems)) from None
 

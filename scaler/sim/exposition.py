@@ -204,7 +204,18 @@ class Exposition:
 
 class QuietHandler(BaseHTTPRequestHandler):
     """An HTTP handler that logs nothing (a test's or the demo's exporters would flood stderr) and
-    sends a whole body with its length: what every loopback server here answers with."""
+    sends a whole body with its length: what every loopback server here answers with.
+
+    A client that leaves mid-request (a scrape or a query that timed out, a watch stopped, a
+    keep-alive connection closed with a reset) ends its connection and nothing else, as a real
+    server drops it: ``socketserver`` would print a traceback for it."""
+
+    def handle(self) -> None:
+        """Serve the connection's requests until it closes, or until its client goes."""
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def send_body(self, status: int, body: bytes, content_type: str) -> None:
         """Answer ``status`` with ``body`` of ``content_type``, its Content-Length set."""

@@ -30,8 +30,23 @@ def scaledobject_from_dict(doc: Mapping[str, Any], trigger_index: int | None = N
     except ScaledObjectError as exc:
         raise InputFileError(str(exc)) from None
     if scaledobject.trigger_index is None:
-        raise InputFileError("the ScaledObject has no trigger of type external (or external-push)")
+        raise NoScalerTriggerError([trigger.type for trigger in scaledobject.triggers])
     return scaledobject
+
+
+class NoScalerTriggerError(InputFileError):
+    """A ScaledObject with no trigger for this scaler: a plain KEDA one, ``scaler convert``'s input."""
+
+    def __init__(self, types: list[str], path: str | Path | None = None) -> None:
+        self.types = types
+        said = "the ScaledObject has no trigger of type external (or external-push)"
+        if types:
+            command = f"scaler convert {path}" if path is not None else "scaler convert"
+            said += (
+                f"; its triggers ({', '.join(types)}) are plain KEDA ones: `{command}` rewrites it"
+                " with this scaler's trigger (docs/convert.md)"
+            )
+        super().__init__(said)
 
 
 def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> ScaledObject:
@@ -46,6 +61,8 @@ def load_scaledobject(path: str | Path, trigger_index: int | None = None) -> Sca
         raise InputFileError(str(exc)) from None
     try:
         return scaledobject_from_dict(doc, trigger_index)
+    except NoScalerTriggerError as exc:
+        raise InputFileError(f"{path}: {NoScalerTriggerError(exc.types, path)}") from None
     except InputFileError as exc:
         raise InputFileError(f"{path}: {exc}") from None
 

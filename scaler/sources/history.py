@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -417,6 +418,50 @@ def read_history(
             points[point.now] = point
         chunk_start = chunk_end + timedelta(seconds=step_s)
     return [points[t] for t in sorted(points)], problems
+
+
+# The scrape interval is read as samples per window of this length (ten scrapes of a minute), in
+# up to SCRAPE_LOOKS windows spread over the span.
+SCRAPE_WINDOW_S = 600.0
+SCRAPE_LOOKS = 50
+
+
+def scrape_interval(
+    address: str, policy: TargetPolicy, start: datetime, end: datetime, timeout_s: float = 30.0
+) -> float | None:
+    """How often Prometheus scraped ``policy``'s servers from ``start`` to ``end``, in seconds: over up
+    to ``SCRAPE_LOOKS`` windows of ``SCRAPE_WINDOW_S`` spread across the span and every series of the
+    preset's prompt-token counter the labelSelector selects, the window's length over the median
+    count of samples in it (a series with fewer than two, a pod that came or went, left out). One
+    range query of ``count_over_time``; the labelSelector is applied to the series returned, as
+    every read here applies it.
+
+    *Example*: 20 pods scraped every 30 s hold 20 samples in each 10-minute window: 30.0.
+
+    None when the engine has no preset or no selected series has two samples in a window (the
+    read that follows says why); PrometheusQueryError when the query fails.
+    """
+    preset = preset_for(policy.engine)
+    family = preset.family(Input.PROMPT_TOKENS_PER_S) if preset is not None else None
+    if family is None:
+        return None
+    client = PrometheusClient(address.rstrip("/"), timeout_s)
+    step = max(SCRAPE_WINDOW_S, (end - start).total_seconds() / SCRAPE_LOOKS)
+    matchers = policy.series_matchers
+    for selector in family.selectors():  # the current name first, then the older ones
+        inside = ", ".join(str(m) for m in selector.matchers)
+        series = f"{selector.metric}{{{inside}}}" if inside else selector.metric
+        query = f"count_over_time({series}[{SCRAPE_WINDOW_S:g}s])"
+        counts = [
+            value
+            for labels, values in client.range(query, start, end, step)
+            if matches_all(matchers, labels)
+            for _, value in values
+            if value >= 2
+        ]
+        if counts:
+            return SCRAPE_WINDOW_S / statistics.median(counts)
+    return None
 
 
 def _with_router_queue(

@@ -19,6 +19,9 @@ Named absences, never a silent zero:
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import json
 import math
 import re
 import threading
@@ -26,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -57,6 +61,7 @@ from scaler.presets import (
 )
 from scaler.readings import Readings
 from scaler.roles import RoleLabel, role_matcher
+from scaler.sources.unreached import why_unreached
 
 # Input -> the TargetPolicy field with its PromQL under engine: custom (the input table's).
 CUSTOM_FIELDS = {name: spec.custom_query for name, spec in INPUTS.items() if spec.custom_query}
@@ -119,11 +124,11 @@ class PrometheusClient:
         except requests.exceptions.Timeout:
             raise PrometheusQueryError(self.address, query, f"timed out after {self.timeout_s:g}s") from None
         except requests.exceptions.ConnectionError as exc:
-            raise PrometheusQueryError(self.address, query, f"connection failed: {_short(exc)}") from None
+            raise PrometheusQueryError(self.address, query, f"connection failed: {_unreached(exc)}") from None
         except requests.exceptions.RequestException as exc:
-            raise PrometheusQueryError(self.address, query, f"request failed: {_short(exc)}") from None
+            raise PrometheusQueryError(self.address, query, f"request failed: {_unreached(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - PrometheusApiClientException (non-200) and malformed bodies
-            raise PrometheusQueryError(self.address, query, _short(exc)) from None
+            raise PrometheusQueryError(self.address, query, _answered(exc, query)) from None
         if not isinstance(result, list):
             raise PrometheusQueryError(self.address, query, f"unexpected result type {type(result).__name__}")
         return result
@@ -175,7 +180,50 @@ class PrometheusClient:
         return out
 
 
-def _short(exc: BaseException, limit: int = 200) -> str:
+def _unreached(exc: BaseException) -> str:
+    """Why a connection failed, in a few words (``scaler.sources.unreached``), else the wrapper's
+    text without the URL it repeats."""
+    why = why_unreached(exc)
+    if why is not None:
+        return why
+    return "no connection (" + _short(re.sub(r" with url: \S+", "", str(exc)), 120) + ")"
+
+
+# prometheus-api-client's error for an answer that is not HTTP 200: the status and the body's repr.
+_STATUS = re.compile(r"HTTP Status Code (?P<code>\d+) \((?P<body>b?(['\"]).*\3)\)$", re.S)
+
+
+def _answered(exc: BaseException, query: str) -> str:
+    """Why Prometheus (or what answered at the URL) refused a query: its HTTP status, what it said
+    (Prometheus' ``error`` for a bad query), the query as written; else the error's text.
+
+    *Example*: a 404 at ``http://host/graph`` -> ``HTTP 404 Not Found: no Prometheus API at this
+    URL (is it Prometheus' own, without a path such as /graph?)``.
+    """
+    found = _STATUS.search(str(exc))
+    if found is None:
+        return _short(exc)
+    code = int(found["code"])
+    try:
+        body = ast.literal_eval(found["body"])
+        text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+    except (ValueError, SyntaxError):
+        text = ""
+    try:
+        status = f"HTTP {code} {HTTPStatus(code).phrase}"
+    except ValueError:  # not a status Python names
+        status = f"HTTP {code}"
+    if code == HTTPStatus.NOT_FOUND:
+        return (
+            f"{status}: no Prometheus API at this URL (is it Prometheus' own, without a path such as /graph?)"
+        )
+    said = text.strip()
+    with contextlib.suppress(ValueError, AttributeError):
+        said = str(json.loads(text).get("error") or said)
+    return f"{status}{': ' + _short(said, 160) if said else ''} (query: {query})"
+
+
+def _short(exc: BaseException | str, limit: int = 200) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "..."
 

@@ -37,6 +37,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes.client.exceptions import ApiException
 
+from scaler.kubejson import as_mapping
+from scaler.sources.unreached import why_unreached
+
 MAX_ERROR_CHARS = 300  # a logged or reported error is cut to this many characters
 
 Key = tuple[str, str]
@@ -70,12 +73,8 @@ class WatchOptions:
     failure_grace_seconds: float = 60.0  # serve a stale cache this long after a watch breaks
 
 
-def _obj(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _key(obj: Mapping[str, Any]) -> Key:
-    meta = _obj(obj.get("metadata"))
+    meta = as_mapping(obj.get("metadata"))
     namespace, name = meta.get("namespace"), meta.get("name")
     return (namespace if isinstance(namespace, str) else "", name if isinstance(name, str) else "")
 
@@ -172,8 +171,8 @@ def describe(exc: BaseException) -> str:
                 text = f"{text}: {message}"
     elif isinstance(exc, ExpiredError | _WatchError):
         text = str(exc)
-    else:
-        text = f"{type(exc).__name__}: {exc}"
+    else:  # a connection that failed: the OS's reason, not urllib3's text around it
+        text = why_unreached(exc) or f"{type(exc).__name__}: {exc}"
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
@@ -394,13 +393,13 @@ class Reflector:
                     raise ExpiredError(f"list of {self.resource} expired while paging") from exc
                 raise
             try:
-                body = _obj(json.loads(response.data))
+                body = as_mapping(json.loads(response.data))
             finally:
                 _release(response)
             items = body.get("items")
             if isinstance(items, list):
                 objects.extend(i for i in items if isinstance(i, Mapping))
-            meta = _obj(body.get("metadata"))
+            meta = as_mapping(body.get("metadata"))
             token = meta.get("continue") or None
             if not token:
                 version = meta.get("resourceVersion")
@@ -428,8 +427,8 @@ class Reflector:
                 return version
             self._healthy()
             for line in _lines(response):
-                event = _obj(json.loads(line))
-                kind, obj = event.get("type"), _obj(event.get("object"))
+                event = as_mapping(json.loads(line))
+                kind, obj = event.get("type"), as_mapping(event.get("object"))
                 if kind == "ERROR":
                     code, message = obj.get("code"), obj.get("message", "")
                     if code == 410:
@@ -441,7 +440,7 @@ class Reflector:
                     self._store.delete(obj)
                 elif kind != "BOOKMARK":
                     continue
-                seen = _obj(obj.get("metadata")).get("resourceVersion")
+                seen = as_mapping(obj.get("metadata")).get("resourceVersion")
                 if isinstance(seen, str) and seen:
                     version = seen
                 self._progress()

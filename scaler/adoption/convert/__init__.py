@@ -63,7 +63,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from scaler.adoption.convert.command import DEFAULT_SCALER_ADDRESS, add_parser, run
+from scaler.adoption.convert.command import add_parser, run
+from scaler.manifest import DEFAULT_SCALER_ADDRESS
 
 if TYPE_CHECKING:  # loaded on first use: ruamel.yaml is the convert extra, not in the server image
     from scaler.adoption.convert.keys import CRON_KEYS, PROMETHEUS_KEYS

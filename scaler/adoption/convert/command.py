@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 from scaler import cliargs
+from scaler.manifest import DEFAULT_SCALER_ADDRESS
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.replay.cli import DEFAULT_START, add_history_options
 
-# The address KEDA reaches the scaler at, as manifests/ installs it (Service llm-gpu-scaler).
-DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 # convert's YAML library is its own extra (the server image has none of it).
 CONVERT_EXTRA = "ruamel"
 CONVERT_HINT = "convert needs its extra: pip install 'llm-gpu-scaler[convert]' (ruamel.yaml)"
@@ -35,9 +34,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the existing ScaledObject (YAML; other documents are kept)",
     )
     p.add_argument(
-        "--out", default=None, metavar="FILE", help="write the new ScaledObject here (default: stdout)"
+        "--out",
+        default=None,
+        type=cliargs.to_write(),
+        metavar="FILE",
+        help="write the new ScaledObject here (default: stdout)",
     )
-    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", metavar="FILE")
+    cliargs.deprecated(p, ["-o", "--output"], "--out", dest="out", type=cliargs.to_write(), metavar="FILE")
     p.add_argument(
         "--scaler-address",
         default=DEFAULT_SCALER_ADDRESS,
@@ -58,6 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--replay-out",
         default="replay-out",
+        type=cliargs.to_write(folder=True),
         metavar="DIR",
         help="with --replay: the folder for replay.png and summary.json",
     )

@@ -99,11 +99,13 @@ def cheapest_attaining(attempt: Attempt) -> RunResult | None:
 
 def _upstream() -> Upstream:
     """The Prometheus readers the replay takes (convert sits above the sources)."""
-    from scaler.sources.history import read_history
+    from scaler.sources.history import read_history, scrape_interval
     from scaler.sources.kube_state import recorded_pods
     from scaler.sources.prometheus import router_queues
 
-    return Upstream(read_history, find_routers=router_queues, recorded_pods=recorded_pods)
+    return Upstream(
+        read_history, find_routers=router_queues, recorded_pods=recorded_pods, scrape_interval=scrape_interval
+    )
 
 
 def _replay_source(
@@ -212,6 +214,7 @@ def _replay(  # noqa: PLR0915 - one command's steps, in order
         f"\nreplay of {trace.source}: {len(trace):,} requests; cluster {cluster.describe()}",
         file=report,
     )
+    print(trace.sizes_line(), file=report)
     for line in replica_lines(chosen, cold_start):
         print(line, file=report)
     print(table(rows, objective), file=report)

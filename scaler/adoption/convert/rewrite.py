@@ -16,13 +16,12 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from scaler.adoption.convert.command import DEFAULT_SCALER_ADDRESS
 from scaler.adoption.convert.keys import unknown_keys
 from scaler.adoption.convert.report import Conversion, ConvertError, RefusedKeysError
 from scaler.adoption.convert.triggers import Triggers
 from scaler.config import MetadataError, parse_metadata
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
-from scaler.manifest import yaml_problem
+from scaler.manifest import DEFAULT_SCALER_ADDRESS, api_version_problem, yaml_problem
 
 
 def example_document() -> CommentedMap:
@@ -42,6 +41,9 @@ def convert(
     """
     if not isinstance(source, Mapping) or source.get("kind") != "ScaledObject":
         raise ConvertError("not a ScaledObject (kind: ScaledObject)")
+    wrong_api = api_version_problem(source)
+    if wrong_api is not None:  # before its fields: KEDA 1's are not KEDA 2's, and it would be kept as written
+        raise ConvertError(wrong_api)
     doc: CommentedMap = copy.deepcopy(source)
     out = Conversion(doc)
     refused = unknown_keys(doc, force, out)

@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from croniter import croniter
 from pydantic import ValidationError
 
 from scaler.adoption.convert.keys import AUTH_DROPPED, CRON_KEYS, PROMETHEUS_KEYS, WINDOW_FIELDS
 from scaler.adoption.convert.report import Conversion, ConvertError, joined, where_of
 from scaler.config import FieldProblem, PrewarmWindow
+from scaler.errors import rule_of
 from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.manifest import closest
 from scaler.matchers import MatchOp
@@ -49,6 +53,7 @@ class QueueConversion:
     why: str  # the report's reason
     dropped: tuple[str, ...] = ()  # matchers on the router's own labels, which no server series has
     aggregation: str | None = "sum"  # the query's over the series (None: a bare gauge)
+    no_model: str | None = None  # the label the series name the model by, when no matcher is on it
 
 
 def queue_conversion(query: str) -> QueueConversion | None:
@@ -70,10 +75,12 @@ def queue_conversion(query: str) -> QueueConversion | None:
         metadata = {"engine": preset.name}
         if read.matchers:
             metadata["labelSelector"] = ", ".join(str(m) for m in read.matchers)
+        label = preset.model_label
         return QueueConversion(
             metadata,
             f"the query is that engine's queue gauge, which the {preset.name} preset reads",
             aggregation=read.aggregation,
+            no_model=label if label and not any(m.name == label for m in read.matchers) else None,
         )
     family = preset.family(QUEUE_FIELD[Kind.ROUTER])
     model_label = (
@@ -100,7 +107,7 @@ def queue_conversion(query: str) -> QueueConversion | None:
         f"the query is the {preset.name} router's queue{older}, which router: {preset.name} reads beside"
         f" the servers' own queue; engine: {engine}{default}"
     )
-    return QueueConversion(metadata, why, dropped, read.aggregation)
+    return QueueConversion(metadata, why, dropped, read.aggregation, None if kept else model_label)
 
 
 def _reads_a_pooled_queue(query: str) -> bool:
@@ -113,6 +120,44 @@ def _reads_a_pooled_queue(query: str) -> bool:
         for family in [router.family(QUEUE_FIELD[Kind.ROUTER])]
         if family is not None
         for selector in family.selectors()
+    )
+
+
+# The week a cron window's openings are read over (a Monday, in the window's zone), and at most
+# how many of them.
+WEEK_FROM = (2026, 1, 5)
+OPENINGS_READ = 60
+
+
+def _overnight(start: str, end: str, timezone: str) -> str | None:
+    """Why a cron window whose end comes before its start in the day is worth a look, or None.
+
+    KEDA's cron scaler keeps a window open from its start until the next end, so ``0 9 * * *`` to
+    ``0 8 * * *`` is open 23 hours a day: a window across midnight (22:00 to 06:00) means that,
+    a slip (9 to 8 for 9 to 18) does too. *Example*: ``0 9 * * 1-5`` -> ``0 8 * * 1-5`` says
+    ``open 23-71 h from each start, 83% of the week``.
+    """
+    zone = ZoneInfo(timezone)
+    week = datetime(*WEEK_FROM, tzinfo=zone)
+    starts = croniter(start, week)
+    hours: list[float] = []
+    for _ in range(OPENINGS_READ):
+        opened: datetime = starts.get_next(datetime)
+        if opened >= week + timedelta(days=7):
+            break
+        closed: datetime = croniter(end, opened).get_next(datetime)
+        hours.append((closed - opened).total_seconds() / 3600)
+        if closed.date() == opened.date():
+            return None  # it closes on the day it opens
+    if not hours:
+        return None
+    low, high = min(hours), max(hours)
+    span = f"{low:.0f} h" if round(low) == round(high) else f"{low:.0f}-{high:.0f} h"
+    share = min(1.0, sum(hours) / (7 * 24))
+    return (
+        f"end {end} comes before start {start} in the day, so each opening lasts until the next"
+        f" day's end (KEDA's cron scaler reads it so, and so does the scaler): open {span} from each"
+        f" start, {share:.0%} of the week; if it should close the day it opens, fix start or end"
     )
 
 
@@ -224,12 +269,13 @@ class Triggers:
     def queue(self, where: str, meta: Mapping[str, Any]) -> None:
         """The queue trigger's query as an engine preset (and labelSelector) or a custom queueQuery."""
         required = ("serverAddress", "query", "threshold")
-        for key in ("query", "threshold"):
-            if not str(meta.get(key) or "").strip():
-                raise ConvertError(
-                    f"{where}: {key} {'is empty' if key in meta else 'is missing'}: KEDA's prometheus"
-                    f" scaler requires {joined(required)}"
-                )
+        # Without a query or a threshold there is nothing to convert: an error, never a default.
+        missing = [key for key in required[1:] if not str(meta.get(key) or "").strip()]
+        if missing:
+            how = [f"{key} {'is empty' if key in meta else 'is missing'}" for key in missing]
+            raise ConvertError(
+                f"{where}: {joined(how)}: KEDA's prometheus scaler requires {joined(required)}"
+            )
         query = str(meta["query"])
         refused = promql_problem(query)
         if refused is not None:  # KEDA would send it to Prometheus, which refuses it at every poll
@@ -246,6 +292,16 @@ class Triggers:
                     f"{where}: the query takes the {conversion.aggregation} over the series; the"
                     f" {conversion.metadata['engine']} preset reads their sum, the queue of every replica"
                     " together: check targetQueuePerReplica"
+                )
+            if conversion.no_model is not None:
+                selector = conversion.metadata.get("labelSelector")
+                which = f"its labelSelector {selector} selects" if selector else "this Prometheus scrapes"
+                self.out.warnings.append(
+                    f"{where}: the query names no model (no {conversion.no_model} matcher): the scaler"
+                    f" reads the queue, tokens and latency of every {conversion.metadata['engine']} server"
+                    f" {which}"
+                    f' as one fleet; if they serve more than one model, add {conversion.no_model}="..." to'
+                    " labelSelector"
                 )
             if conversion.dropped:
                 self.out.changes.append(
@@ -270,9 +326,17 @@ class Triggers:
                 f"{where}: the query reads {name}, removed by {removal.by}: on a current server it"
                 f" returns nothing; read {removal.instead}"
             )
-        if meta.get("serverAddress"):
+        if str(meta.get("serverAddress") or "").strip():
             self.metadata["prometheusAddress"] = str(meta["serverAddress"])
             self.origin["prometheusAddress"] = (f"{where}: serverAddress", meta["serverAddress"])
+        else:  # a template an overlay completes, say: converted, and said
+            self.out.warnings.append(
+                f"{where}: serverAddress {'is empty' if 'serverAddress' in meta else 'is missing'}, which"
+                f" KEDA's prometheus scaler requires ({joined(required)}), so the trigger did not run as"
+                " written: no prometheusAddress is written, and the scaler reads the Prometheus it is"
+                " started with (scaler serve --prometheus, SCALER_PROMETHEUS); add prometheusAddress to"
+                " read another"
+            )
 
     def threshold(self, where: str, threshold: Any) -> None:
         """The queue trigger's threshold as targetQueuePerReplica, when it is a count above 0."""
@@ -333,13 +397,16 @@ class Triggers:
             problems = []
             for error in exc.errors():
                 name = str(error["loc"][0]) if error["loc"] else "replicas"
-                message = str(error["msg"]).removeprefix("Value error, ")
+                message = rule_of(error)
                 problems.append(f"{where}: {WINDOW_FIELDS.get(name, name)}={written.get(name)!r}: {message}")
             raise ConvertError("; ".join(problems)) from None
         if checked.start == checked.end:
             raise ConvertError(
                 f"{where}: start and end are the same schedule ({checked.start}), so the window never opens"
             )
+        overnight = _overnight(str(written["start"]), str(written["end"]), str(written["timezone"]))
+        if overnight is not None:
+            self.out.warnings.append(f"{where}: {overnight}")
         window = {
             "start": str(written["start"]),
             "end": str(written["end"]),

@@ -83,10 +83,17 @@ def run(args: argparse.Namespace) -> int:
         queues = router_queues(cluster, args.prometheus)
         inert, reported = inert_reasons(cluster, args.prometheus), inert_reported(args.prometheus)
     except Exception as exc:  # noqa: BLE001 - the client's errors have no common base; say what failed
+        from scaler.errors import UnreachableError
         from scaler.sources.kubernetes import KubernetesConfigError
+        from scaler.sources.unreached import why_unreached
 
-        # A kubeconfig that cannot be used says so itself (the file, or what is wrong in it).
-        what = str(exc) if isinstance(exc, KubernetesConfigError) else f"{type(exc).__name__}: {exc}"
+        # A kubeconfig that cannot be used says so itself (the file, or what is wrong in it); a
+        # connection that failed, the OS's reason (not urllib3's text around it).
+        if isinstance(exc, KubernetesConfigError | UnreachableError):  # each names what and why
+            what = str(exc)
+        else:
+            why = why_unreached(exc)
+            what = f"{type(exc).__name__}: {exc}" if why is None else why
         print(f"scaler doctor: error: cannot read the cluster: {what}", file=sys.stderr)
         return 2
     cluster = dataclasses.replace(

@@ -30,9 +30,13 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
     from kubernetes import client
 
     from scaler.inventory import scaledobject_from_json
+    from scaler.sources.kubeprobe import check_reachable
     from scaler.sources.kubernetes import KUEUE_GROUP, KUEUE_VERSIONS, ServedVersion, api_client
 
     api = api_client(kubeconfig)
+    check_reachable(
+        api, f"kubeconfig {kubeconfig}" if kubeconfig else "the default kubeconfig or in-cluster account"
+    )
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     autoscaling, networking = client.AutoscalingV2Api(api), client.NetworkingV1Api(api)
     custom = client.CustomObjectsApi(api)

@@ -38,6 +38,7 @@ from statistics import NormalDist
 
 from scaler.decider.capacity.saturation import Bound, Saturation
 from scaler.decider.params import DeciderParams
+from scaler.decider.stages import Stages
 from scaler.model import Observation
 
 _NORMAL = NormalDist()
@@ -56,8 +57,9 @@ def expected_largest(n: int) -> float:
 class Dispatch:
     """Whether the dispatch pools the replicas (module docstring)."""
 
-    def __init__(self, params: DeciderParams, routed: bool = False) -> None:
+    def __init__(self, params: DeciderParams, stages: Stages, routed: bool = False) -> None:
         self.params = params
+        self.stages = stages
         self.routed = routed  # a router that sends each request to the least loaded replica is named
         self.spread: float | None = None
         self.samples = 0
@@ -67,7 +69,7 @@ class Dispatch:
     def pooled(self) -> bool | None:
         """True where the fleet behaves as one queue, False where each replica is its own, None until
         known (the load signal then pools; module docstring)."""
-        if not self.params.dispatch_model:
+        if not self.stages.dispatch_model:
             return None
         if self.spread is not None:
             return self.spread < self.params.pooled_spread

@@ -27,19 +27,21 @@ from scaler.decider.capacity.slowdown import DecodeSlowdown
 from scaler.decider.demand import Demand
 from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.stages import ALL, Stages
 from scaler.model import Capacity, CapacitySource, Observation
 
 
 class CapacityModel:
     """Per-target estimates of a replica's prefill rate and batch slots. Deterministic."""
 
-    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT) -> None:
+    def __init__(self, spec: DeciderSpec, params: DeciderParams = DEFAULT, stages: Stages = ALL) -> None:
         self.params = params
+        self.stages = stages
         self._configured: tuple[float | None, float | None, bool] | None = None
-        self._saturation = SaturationReader(params)
+        self._saturation = SaturationReader(params, stages)
         self._last = Saturation(Bound.UNSETTLED, False, True, False, None, "")
         self._slowdown = DecodeSlowdown(params)
-        self._dispatch = Dispatch(params, spec.flow_control)
+        self._dispatch = Dispatch(params, stages, spec.flow_control)
         self._itl = ItlSlots(spec.itl_objective_seconds, params)
         self._last_t: float | None = None
         self.configure(spec)
@@ -56,8 +58,8 @@ class CapacityModel:
         if configured == self._configured:
             return
         self._configured = configured
-        self.prefill = PrefillRate(configured[0], self.params)
-        self.slots = BatchSlots(configured[1], spec.flow_control, self.params)
+        self.prefill = PrefillRate(configured[0], self.params, self.stages)
+        self.slots = BatchSlots(configured[1], spec.flow_control, self.params, self.stages)
 
     @property
     def steady(self) -> bool:

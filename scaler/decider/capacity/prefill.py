@@ -55,6 +55,7 @@ from scaler.decider.capacity.estimate import Estimate
 from scaler.decider.capacity.saturation import Bound, Saturation
 from scaler.decider.demand import Demand
 from scaler.decider.params import DeciderParams
+from scaler.decider.stages import Stages
 from scaler.model import Observation
 
 PREFILL_TIME = "prefill-time histogram"
@@ -67,8 +68,9 @@ BOUNDS = (PREFILL_BOUND, IDLE_TTFT)  # readings that bound P from below (module 
 class PrefillRate:
     """``P`` of the module docstring: one reading per refresh at most, from the best it has."""
 
-    def __init__(self, configured: float | None, params: DeciderParams) -> None:
+    def __init__(self, configured: float | None, params: DeciderParams, stages: Stages) -> None:
         self.params = params
+        self.stages = stages
         self.estimate = Estimate(configured)
         self.method = "configured" if configured is not None else ""
         self.bounds = Estimate(None)  # the bound readings alone (3 and 4), for ``measured``
@@ -97,7 +99,7 @@ class PrefillRate:
             obs.queue_time_mean_seconds,
             obs.ttft_mean_seconds,
         )
-        if self.params.phase_times:
+        if self.stages.phase_times:
             if prefill_s:
                 # Several prompts in prefill at once (chunked prefill: a step holds chunks of all of
                 # them) share the replica, each computed at its share of the rate (module docstring).
@@ -117,7 +119,7 @@ class PrefillRate:
     ) -> None:
         """Learn from one refresh (in time order); ``fast`` and ``slow`` are its weights over the
         capacity's and the slow learners' time constants."""
-        if not self.params.measure_capacity:
+        if not self.stages.measure_capacity:
             return
         found = self.reading(obs, demand, saturation)
         if found is None:

@@ -36,6 +36,13 @@ on the old ones; a scale-down's removed replicas still run what they hold, count
 (``--kv-full``-style fleets whose ``max_num_seqs`` binds before the cache fills are SLOTS too:
 the slots estimator tells the cap from the cache by the cache's usage.)
 
+Where the engine says why its requests wait (vLLM's ``num_requests_waiting_by_reason``: ``capacity``,
+queued and not yet tried; ``deferred``, tried and held by a LoRA budget, a KV transfer or a
+blocked status), the requests counted as waiting on every replica are those waiting for room:
+the queue less the deferred ones (``waiting_for_room``). A fleet whose queue is all deferred has
+room, and learns no capacity from it (a deferred queue beside a batch of 10 would otherwise say a
+replica holds 10). Where the split is not exported, every waiting request counts, as inferred above.
+
 *Example*: 6 Ready replicas, 30 waiting now and 24 at the last refresh, 12 first tokens/s whose
 prefill took 0.45 s on average: busy = 12 x 0.45 / 6 = 0.9, PREFILL (the prompts queue). At
 0.1 s of prefill: busy 0.2, SLOTS (the batches are full).
@@ -48,6 +55,7 @@ from enum import StrEnum
 
 from scaler.decider.demand import Demand
 from scaler.decider.params import DeciderParams
+from scaler.decider.stages import Stages
 from scaler.model import Observation
 
 
@@ -75,11 +83,24 @@ class Saturation:
     busiest_prefill: float | None = None  # the busiest replica's requests in prefill (phase times)
 
 
+def waiting_for_room(obs: Observation) -> float | None:
+    """The requests waiting for a replica's room (module docstring): the queue, the router's
+    included, less what the servers say is deferred, where they say it.
+
+    *Example*: 40 waiting on 4 servers, 30 of them deferred: 10 wait for room, 2.5 a replica, so
+    every replica is full; with 38 deferred, 2 wait for room, fewer than the replicas: room."""
+    waiting, deferred = obs.queue_waiting, obs.queue_waiting_deferred
+    if waiting is None or deferred is None:
+        return waiting
+    return max(0.0, waiting - deferred)
+
+
 class SaturationReader:
     """Classifies each refresh (module docstring), remembering what the next one needs."""
 
-    def __init__(self, params: DeciderParams) -> None:
+    def __init__(self, params: DeciderParams, stages: Stages) -> None:
         self.params = params
+        self.stages = stages
         self._ready_since: tuple[int, float] | None = None  # (Ready replicas, since when)
         self._shrunk_at: float | None = None
         self._everywhere = False  # requests waited on every replica at the previous refresh
@@ -108,14 +129,15 @@ class SaturationReader:
         # Requests wait on every replica, and longer than a prompt takes to compute: behind others, not
         # for the step under way to end (vLLM V1 counts a request waiting until a step admits it).
         queue_s, prefill_s = obs.queue_time_mean_seconds, obs.prefill_time_mean_seconds
-        behind = queue_s is None or prefill_s is None or not self.params.phase_times or queue_s >= prefill_s
-        everywhere = waiting is not None and waiting >= ready and behind
+        behind = queue_s is None or prefill_s is None or not self.stages.phase_times or queue_s >= prefill_s
+        room = waiting_for_room(obs)
+        everywhere = room is not None and room >= ready and behind
         self._everywhere = everywhere
         if not (settled and drained):
             bound = Bound.UNSETTLED
         elif not (everywhere and before):
             bound = Bound.ROOM
-        elif not self.params.saturation_cause:
+        elif not self.stages.saturation_cause:
             bound = Bound.SLOTS  # ablation: waiting on every replica read as full batches
         elif busy is None:
             bound = Bound.UNKNOWN
@@ -123,7 +145,7 @@ class SaturationReader:
             bound = Bound.PREFILL
         else:
             bound = Bound.SLOTS
-        busiest = obs.prefill_busy_max if self.params.phase_times else None
+        busiest = obs.prefill_busy_max if self.stages.phase_times else None
         return Saturation(bound, steady, drained, idle, busy, busy_from, settled, busiest)
 
     def _busy(
@@ -131,7 +153,7 @@ class SaturationReader:
     ) -> tuple[float | None, str]:
         """The prefill's busy share per Ready replica, and how it was read (module docstring)."""
         served, prefill_s = demand.served_per_s, obs.prefill_time_mean_seconds
-        if self.params.phase_times and prefill_s is not None and served is not None:
+        if self.stages.phase_times and prefill_s is not None and served is not None:
             return served * prefill_s / ready, "prefill-time histogram"
         rate = obs.prompt_tokens_per_s
         if prefill_rate and rate is not None:

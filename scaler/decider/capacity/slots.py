@@ -59,6 +59,7 @@ from scaler.decider.capacity.estimate import Ceiling, Estimate
 from scaler.decider.capacity.saturation import Bound, Saturation
 from scaler.decider.flowcontrol import KV_CACHE_UTIL_THRESHOLD
 from scaler.decider.params import DeciderParams
+from scaler.decider.stages import Stages
 from scaler.model import Observation
 
 KV_CACHE = "KV cache usage"
@@ -71,8 +72,11 @@ FROM_DECODE_RATE = "generationTokensPerSecondPerReplica over what a sequence dec
 class BatchSlots:
     """``S`` of the module docstring: the cache's reading, the cap's, and an exported cap."""
 
-    def __init__(self, generation_per_replica: float | None, gated: bool, params: DeciderParams) -> None:
+    def __init__(
+        self, generation_per_replica: float | None, gated: bool, params: DeciderParams, stages: Stages
+    ) -> None:
         self.params = params
+        self.stages = stages
         self.generation = generation_per_replica
         self.gate = KV_CACHE_UTIL_THRESHOLD if gated else 1.0  # router: llm-d (module docstring)
         self.cache = Estimate(None)
@@ -112,7 +116,7 @@ class BatchSlots:
         # What the next refresh compares with, remembered whatever this one reads.
         previous, self._previous = self._previous, (ready or 0, running or 0.0)
         busiest_before, self._busiest = self._busiest, busiest
-        if not (ready and running and saturation.settled and self.params.slot_cap):
+        if not (ready and running and saturation.settled and self.stages.slot_cap):
             return None
         share, full = self.params.prefill_bound_share, self.params.kv_full_usage
         slot_bound = saturation.bound is Bound.SLOTS
@@ -136,7 +140,7 @@ class BatchSlots:
         cap = self.cap_reading(obs, saturation)
         if not ready or not running or not saturation.drained:
             return
-        measure = self.params.measure_capacity
+        measure = self.stages.measure_capacity
         per_replica = running / ready
         if measure and kv is not None and kv >= self.params.kv_min_usage:
             self.cache.measure(per_replica / kv * self.gate, weight)

@@ -13,6 +13,7 @@ from scaler.decider.demand import Demand
 from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.signals.load import LoadNeed
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.stages import ALL, Stages
 from scaler.model import Capacity, Observation
 
 
@@ -36,4 +37,5 @@ class SignalInputs:
     last_demand: int | None
     missing: tuple[str, ...]
     backlog_alarm: str | None = None
-    params: DeciderParams = DEFAULT  # the decider's constants and switches
+    params: DeciderParams = DEFAULT  # the decider's constants
+    stages: Stages = ALL  # which of its mechanisms run (all, but in an ablation)

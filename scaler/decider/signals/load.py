@@ -30,9 +30,7 @@ slow-decoding replicas needs more room than a large fleet of fast ones (a reques
 slot for a minute makes the next one wait as long; Erlang's square-root rule). With no error
 checked yet, the demand seen is the forecast.
 
-Two refinements of the sum. A window of ``n`` requests measures their rate within
-``1/sqrt(n)``, a scatter the queueing model already holds, so the errors are shrunk by the
-share of their spread it explains (``denoise``). Where prefill slows decoding (``beta`` of
+One refinement of the sum: where prefill slows decoding (``beta`` of
 ``scaler.decider.capacity``), the time in service, and with it the slots' load, stretches as fewer
 replicas share the prefill: ``decode x (1 - beta f_now) / (1 - beta f(N))`` (``Stretch``).
 
@@ -88,12 +86,9 @@ from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.queueing import erlang_c, late_share
 from scaler.decider.signals.queue import Net
 from scaler.decider.spec import DeciderSpec
+from scaler.decider.stages import ALL, Stages
 from scaler.decider.units import FLOAT_SLACK, PERCENT
 from scaler.model import Capacity, Observation, Proposal, Signal
-
-# The share of a symmetric scatter that lies above its mean: a window's Poisson count scatter
-# raises half the errors it touches (``denoise``).
-NOISE_ABOVE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +259,7 @@ class Sizing:
 
 
 def resources(
-    sizing: Sizing, why: str, params: DeciderParams = DEFAULT
+    sizing: Sizing, why: str, stages: Stages = ALL
 ) -> tuple[list[tuple[Resource, Forecast]], list[str]]:
     """The resources the demand can be sized on, each with its forecast, and why any other is left
     out (``why``: why the demand is unknown, where it is)."""
@@ -290,8 +285,12 @@ def resources(
             "prefill", 1.0, prompt.planned / p, prompt.level / p, prefill_s, allowance, None, pooled
         )
         out.append((resource, prompt))
-    if role == "prefill" or not params.size_slots:
-        unknown.append("slots: the decode pool's own (role: prefill)" if role == "prefill" else "slots: off")
+    if role == "prefill" or not stages.size_slots:
+        unknown.append(
+            "slots: the decode pool's own (role: prefill)"
+            if role == "prefill"
+            else "slots: removed (Stages.size_slots)"
+        )
     elif capacity.slots is None:
         unknown.append("slots: capacity unknown (nobody has waited and no KV cache was a quarter full yet)")
     elif concurrency is None:
@@ -318,22 +317,6 @@ def resources(
         )
         out.append((slots, concurrency))
     return out, unknown
-
-
-def denoise(errors: Sequence[float], noise: float) -> tuple[float, ...]:
-    """The errors shrunk so their upper semi-variance loses ``noise / 2``: the share of it that a
-    window's Poisson count scatter (relative variance ``noise``, half of it above) explains.
-
-    *Example*: errors whose squares average 0.04 (a typical error of 20%), measured over windows
-    of 100 requests (noise 0.01): shrunk by ``sqrt(1 - 0.005 / 0.04) = 0.94``.
-    """
-    if not errors or noise <= 0:
-        return tuple(errors)
-    semi = sum(e * e for e in errors) / len(errors)
-    if semi <= 0:
-        return tuple(errors)
-    shrink = math.sqrt(max(0.0, 1.0 - NOISE_ABOVE * noise / semi))
-    return tuple(e * shrink for e in errors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +359,7 @@ def need(
     budget: float | None = None,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> LoadNeed | None:
     """The load signal's need (module docstring), or None when no demand is forecast at all.
 
@@ -384,16 +368,12 @@ def need(
     the observation the stretch reads today's prefill load from."""
     if prompt is None and concurrency is None:
         return None
-    found, unknown = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), why, params)
+    found, unknown = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), why, stages)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
     budget = spec.late_budget if budget is None else budget
     limit = max(spec.max_replicas, *(r.stable() for r, _ in found)) + 1
-    # A window of n requests measures their rate within 1/sqrt(n), and the queueing model
-    # already holds that Poisson scatter: shrink the errors so they keep only the rate's own.
-    counts = (demand.arrivals_per_s or 0.0) * params.rate_window_s
-    noise = 1.0 / counts if counts > 0 and params.denoise_errors else 0.0
-    errors = {r.name: whole_percent(denoise(f.errors, noise)) for r, f in found}
+    errors = {r.name: whole_percent(f.errors) for r, f in found}
     weights = {name: sum(n * (1.0 + e) for e, n in errs) for name, errs in errors.items()}
     stop = params.expectation_tolerance * budget
     memo: dict[tuple[str, int], float] = {}
@@ -401,7 +381,7 @@ def need(
     def late(r: Resource, n: int) -> float:
         key = (r.name, n)
         if key not in memo:
-            if params.queueing_headroom:
+            if stages.queueing_headroom:
                 memo[key] = r.late(n, errors[r.name], weights[r.name], stop, params.exact_servers)
             else:  # ablation: just above the load at the largest error, no queueing
                 memo[key] = 0.0 if n * r.per_replica > r.load * (1.0 + errors[r.name][0][0]) else 1.0
@@ -452,12 +432,13 @@ def late_now(
     replicas: int,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> float | None:
     """The share of first tokens the model expects late with ``replicas`` at the demand's level now
     (no forecast error): what the measured share over the objective is compared with."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
     if not found:
         return None
     current = [replace(r, load=r.load_now) for r, _ in found]
@@ -473,12 +454,13 @@ def waiting_now(
     replicas: int,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> float | None:
     """The requests the model expects waiting with ``replicas`` at the demand's level now: what the
     servers' queue is compared with (``scaler.decider.calibration``)."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
     if not found:
         return None
     return sum(r.waiting(replicas) for r, _ in found)
@@ -494,13 +476,14 @@ def ttft_quantile_now(
     quantile: float,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
 ) -> float | None:
     """The TTFT the model gives the ``quantile`` of first tokens with ``replicas`` at the demand's level
     now: the prompt's prefill and the longest of the resources' waits at that quantile. What the
     measured TTFT tail is compared with (``scaler.decider.calibration``)."""
     if prompt is None and concurrency is None:
         return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", params)
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
     if not found:
         return None
     p, per_request = capacity.prefill_tokens_per_s, demand.prompt_tokens_per_request

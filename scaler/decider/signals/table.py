@@ -38,11 +38,11 @@ def _prewarm(inputs: SignalInputs) -> Proposal:
 
 def _queue(inputs: SignalInputs) -> Proposal:
     """The queue signal on the table's one signature."""
-    if not inputs.params.queue_signal:
-        return Proposal(Signal.QUEUE, None, "off (DeciderParams.queue_signal)")
+    if not inputs.stages.queue_signal:
+        return Proposal(Signal.QUEUE, None, "removed (Stages.queue_signal)")
     obs, demand, lead_s = inputs.observation, inputs.demand, inputs.horizon_s
     load = inputs.load
-    if inputs.params.backlog_in_load and load is not None and load.binding is not None and load.backlog:
+    if inputs.stages.backlog_in_load and load is not None and load.binding is not None and load.backlog:
         return Proposal(Signal.QUEUE, None, "the backlog is sized in the load signal's proposal")
     found = queue.propose(
         obs,

@@ -1,8 +1,8 @@
 """Typed reads of the untyped JSON the Kubernetes API returns. Pure.
 
 Every reader answers a safe empty value for a field that is absent or of the wrong type,
-so a malformed object decodes to defaults instead of raising: ``_obj(None) == {}``,
-``_str(3) == ""``, ``_labels({"app": "vllm", "n": 1}) == {"app": "vllm"}``.
+so a malformed object decodes to defaults instead of raising: ``as_mapping(None) == {}``,
+``as_str(3) == ""``, ``as_labels({"app": "vllm", "n": 1}) == {"app": "vllm"}``.
 """
 
 from __future__ import annotations
@@ -13,35 +13,41 @@ from types import MappingProxyType
 from typing import Any
 
 
-def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+def frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only copy of ``mapping`` (None: empty)."""
     return MappingProxyType(dict(mapping or {}))
 
 
-def _obj(value: Any) -> Mapping[str, Any]:
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a mapping, else ``{}``."""
     return value if isinstance(value, Mapping) else {}
 
 
-def _items(value: Any) -> list[Mapping[str, Any]]:
+def as_items(value: Any) -> list[Mapping[str, Any]]:
+    """The mappings in ``value`` if it is a list, else ``[]``."""
     if not isinstance(value, list):
         return []
     return [v for v in value if isinstance(v, Mapping)]
 
 
-def _str(value: Any, default: str = "") -> str:
+def as_str(value: Any, default: str = "") -> str:
+    """``value`` if it is a string, else ``default``."""
     return value if isinstance(value, str) else default
 
 
-def _strings(value: Any) -> tuple[str, ...]:
+def as_strings(value: Any) -> tuple[str, ...]:
+    """The strings in ``value`` if it is a list, else ``()``."""
     if not isinstance(value, list):
         return ()
     return tuple(v for v in value if isinstance(v, str))
 
 
-def _labels(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _obj(value).items() if isinstance(v, str)}
+def as_labels(value: Any) -> dict[str, str]:
+    """The string-valued entries of ``value`` if it is a mapping (labels, annotations)."""
+    return {str(k): str(v) for k, v in as_mapping(value).items() if isinstance(v, str)}
 
 
-def _timestamp(value: Any) -> float | None:
+def as_timestamp(value: Any) -> float | None:
     """An RFC 3339 time as the API writes it (``2026-12-01T08:00:00Z``), in Unix seconds."""
     if not isinstance(value, str) or not value:
         return None
