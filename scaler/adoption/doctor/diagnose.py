@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from scaler.adoption.doctor.availability import check_fallback, check_scaler
 from scaler.adoption.doctor.gpus import check_gpu_counted, check_kueue_quota
 from scaler.adoption.doctor.inert import check_inert
 from scaler.adoption.doctor.objects import Cluster, Finding, Options
@@ -32,6 +33,8 @@ CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_removed_metrics,
     check_gpu_counted,
     check_kueue_quota,
+    check_scaler,
+    check_fallback,
 )
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
