@@ -105,12 +105,14 @@ def healthy() -> list[dict[str, Any]]:
             ],
         },
     }
+    hpa = k8s.hpa("llama", NS, min_replicas=2, max_replicas=8)
+    hpa["spec"]["scaleTargetRef"]["name"] = "vllm-llama"  # KEDA's own HPA, on the ScaledObject's target
     return [
         k8s.node("gpu-a", 8, taints=[GPU_TAINT]),
         k8s.node("cpu-a", 0),
         deployment,
         so,
-        k8s.hpa("llama", NS, min_replicas=2, max_replicas=8),
+        hpa,
         ingress,
         *scaler_objects(),
     ]
@@ -186,6 +188,22 @@ def cpu_hpa(objs: list[dict[str, Any]]) -> None:
         }
     ]
     objs.append(hpa)
+
+
+def foreign_hpa(objs: list[dict[str, Any]]) -> None:
+    """Add the HPA the workload was scaled by before KEDA (on an External metric): KEDA does not own it."""
+    hpa = copy.deepcopy(kind(objs, "HorizontalPodAutoscaler"))
+    hpa["metadata"]["name"] = "vllm-llama"
+    objs.append(hpa)
+
+
+def adopted_hpa(objs: list[dict[str, Any]]) -> None:
+    """The ScaledObject names an existing HPA as its own (advanced.horizontalPodAutoscalerConfig.name)."""
+    kind(objs, "HorizontalPodAutoscaler")["metadata"]["name"] = "vllm-llama"
+    so = kind(objs, "ScaledObject")
+    so["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {"name": "vllm-llama"}}
+    del so["status"]["hpaName"]
+    so["metadata"]["annotations"] = {"scaledobject.keda.sh/transfer-hpa-ownership": "true"}
 
 
 def annotate(key: str, value: str | None) -> Callable[[list[dict[str, Any]]], None]:
@@ -279,10 +297,20 @@ DCGM = {
         ),
         pytest.param(
             cpu_hpa,
-            {("error", "utilisation-trigger", "HorizontalPodAutoscaler inference/vllm-llama-cpu")},
+            {
+                ("error", "utilisation-trigger", "HorizontalPodAutoscaler inference/vllm-llama-cpu"),
+                ("error", "hpa-not-owned", "HorizontalPodAutoscaler inference/vllm-llama-cpu"),
+            },
             1,
             id="cpu-hpa",
         ),
+        pytest.param(
+            foreign_hpa,
+            {("error", "hpa-not-owned", "HorizontalPodAutoscaler inference/vllm-llama")},
+            1,
+            id="hpa-not-owned",
+        ),
+        pytest.param(adopted_hpa, set(), 0, id="hpa-adopted"),
         pytest.param(
             bounds(None, 8),
             {

@@ -10,6 +10,7 @@ from scaler.adoption.doctor.inert import check_inert
 from scaler.adoption.doctor.objects import Cluster, Finding, Options
 from scaler.adoption.doctor.scaling import (
     check_bounds,
+    check_foreign_hpas,
     check_hpas,
     check_scraped,
     check_tolerance,
@@ -22,6 +23,7 @@ CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_triggers,
     check_bounds,
     check_hpas,
+    check_foreign_hpas,
     check_pods,
     check_nodes,
     check_ingresses,
