@@ -17,6 +17,7 @@ from scaler.adoption.doctor.objects import (
     targets_of,
 )
 from scaler.hpa import SEVERAL_TRIGGERS
+from scaler.manifest import TRANSFER_HPA_OWNERSHIP
 from scaler.presets import GPU_UTILISATION
 
 TOLERANCE_DEFAULT_ON = (1, 35)  # KEP-4951: beta, on by default (alpha behind a gate in 1.33)
@@ -114,9 +115,6 @@ def check_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
                 )
 
 
-TRANSFER_ANNOTATION = "scaledobject.keda.sh/transfer-hpa-ownership"
-
-
 def check_foreign_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
     """hpa-not-owned findings: an HPA on a ScaledObject's target that is not the ScaledObject's own.
 
@@ -143,7 +141,7 @@ def check_foreign_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
             " HPAs it owns, kedacore/keda#8374) and two HPAs on one Deployment either fight over its"
             " replicas or, where the HPA controller sees both select the same pods, neither scales",
             f"delete it, or let the ScaledObject take it over: advanced.horizontalPodAutoscalerConfig.name:"
-            f' {name} and the annotation {TRANSFER_ANNOTATION}: "true"',
+            f' {name} and the annotation {TRANSFER_HPA_OWNERSHIP}: "true"',
         )
 
 
