@@ -319,7 +319,6 @@ ABLATIONS: tuple[Ablation, ...] = (
     Ablation("queueing headroom", "queueing_headroom"),  # servers just above the load
     Ablation("capacity measurement", "measure_capacity"),  # the configured capacities only
     Ablation("phase times", "phase_times"),  # as for an engine that exports no phase time
-    Ablation("saturation cause", "saturation_cause"),  # waiting on every replica read as full batches
     Ablation("slot cap", "slot_cap"),  # the KV reading alone, where max_num_seqs binds first
     Ablation("dispatch model", "dispatch_model"),  # one pooled queue, whatever the dispatch
     Ablation("decode slowdown", params=(("fit_min_spread", math.inf),)),  # never fitted (nor the ITL line)

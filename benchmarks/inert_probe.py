@@ -20,12 +20,12 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from scaler.service.registry import TargetKey, TargetRegistry
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource
 from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader
+from scaler.targets.registry import TargetKey, TargetRegistry
 
 
 class NoProbe:

@@ -32,9 +32,9 @@ from typing import Any
 
 from benchmarks.harness import ROOT
 from scaler.service.app import live_source, wall_clock
-from scaler.service.registry import Target, TargetKey, TargetRegistry
-from scaler.service.runtime import Runtime
 from scaler.sim.prometheus import LocalPrometheus
+from scaler.targets.registry import Target, TargetKey, TargetRegistry
+from scaler.targets.runtime import Runtime
 from tests.fleet_history import history
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -375,8 +375,9 @@ class Input(StrEnum):
             doc=(
                 '`vllm:num_requests_waiting_by_reason{reason="capacity"}` (vLLM PR #38435): requests '
                 "queued and not yet tried, waiting for batch slots or KV blocks. Unknown, never 0, on a "
-                "vLLM without the split (and on every other engine): the saturation cause is then inferred "
-                "(`scaler/decider/capacity/`). With `deferred` it sums to `queue_waiting`."
+                "vLLM without the split (and on every other engine): every waiting request then counts as "
+                "waiting for room (`scaler/decider/capacity/saturation.py`). With `deferred` it sums to "
+                "`queue_waiting`."
             ),
         ),
     )

@@ -25,8 +25,8 @@ from scaler.model import Decision, Observation
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
-from scaler.service.registry import ObservationSource, Target, TargetKey, TargetRegistry
-from scaler.service.runtime import OfflineSource, Runtime
+from scaler.targets.registry import ObservationSource, Target, TargetKey, TargetRegistry
+from scaler.targets.runtime import OfflineSource, Runtime
 from tests.conftest import require_prometheus
 
 T = TypeVar("T")

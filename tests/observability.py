@@ -16,7 +16,7 @@ from scaler.outputs.endpoint import DecisionCollector, MetricsEndpoint, install
 from scaler.outputs.grpc_server import METRIC_NAME
 from scaler.outputs.logs import DecisionLogger
 from scaler.proto import externalscaler_pb2 as pb
-from scaler.service.registry import TargetKey
+from scaler.targets.registry import TargetKey
 from tests.helpers import ScriptedSource, ServerThread
 
 LLAMA = TargetKey("inference", "llama")

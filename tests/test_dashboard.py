@@ -17,8 +17,8 @@ import pytest
 
 from scaler.model import Inert, InertReason
 from scaler.outputs.endpoint import SERIES_BY_NAME
-from scaler.service.registry import TargetKey
 from scaler.sim.prometheus import LocalPrometheus
+from scaler.targets.registry import TargetKey
 from tests.conftest import require_prometheus
 from tests.helpers import ScriptedSource
 from tests.observability import LLAMA, QWEN, TracedServer, full_source

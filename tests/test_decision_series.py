@@ -25,9 +25,9 @@ from scaler.outputs.endpoint import SERIES, SERIES_BY_NAME, install, serve_metri
 from scaler.outputs.logs import DecisionLogger
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
-from scaler.service.registry import Target, TargetKey, TargetRegistry
-from scaler.service.runtime import Runtime
 from scaler.sim.prometheus import find_binary, free_port
+from scaler.targets.registry import Target, TargetKey, TargetRegistry
+from scaler.targets.runtime import Runtime
 from tests.conftest import require_prometheus
 from tests.helpers import (
     ScriptedSource,

@@ -442,6 +442,24 @@ def test_the_readme_is_a_front_door() -> None:
     assert sorted(p.name for p in (ROOT / "docs").glob("*.md") if p.resolve() not in reached) == []
 
 
+def test_the_readme_s_trigger_is_the_example_s_and_valid() -> None:
+    """The README's first YAML block is the trigger a user writes: its metadata is valid, and each
+    key it shows has the embedded example's value (scaler/examples/scaledobject.yaml), so the front
+    door and the example cannot drift apart (broken once: a ``maxReplicas`` of 15 fails)."""
+    import yaml
+
+    from scaler.config import parse_metadata
+
+    blocks = [m["body"] for m in BLOCK.finditer(README.read_text()) if m["lang"] == "yaml"]
+    assert blocks, "the README shows no trigger"
+    shown = yaml.safe_load(blocks[0])["triggers"][0]
+    assert shown["type"] == "external"
+    example = yaml.safe_load((ROOT / "scaler" / "examples" / "scaledobject.yaml").read_text())
+    metadata = example["spec"]["triggers"][0]["metadata"]
+    assert {key: metadata.get(key) for key in shown["metadata"]} == shown["metadata"]
+    parse_metadata(shown["metadata"])  # raises MetadataError naming every bad key
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_is_in_the_readme_s_table(command: str) -> None:
     """Each subcommand has a row in the README's command table."""

@@ -26,10 +26,10 @@ from scaler.cli import main
 from scaler.manifest import DEFAULT_SCALER_ADDRESS
 from scaler.model import Inert, InertReason, Observation
 from scaler.outputs.collector import DecisionCollector
-from scaler.service.registry import TargetKey
 from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
+from scaler.targets.registry import TargetKey
 from tests import k8s_double as k8s
 from tests.helpers import target_of
 

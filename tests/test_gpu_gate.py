@@ -16,10 +16,10 @@ import pytest
 from kubernetes import client
 
 from scaler.model import ClampKind, Decision, Note, NoteKind
-from scaler.service.registry import TargetKey
 from scaler.sources.kubernetes import KubernetesInventory, Unknown, WorkloadState
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
+from scaler.targets.registry import TargetKey
 from tests import k8s_double as k8s
 from tests.helpers import eventually, target_of
 from tests.k8s_double import KubeDouble

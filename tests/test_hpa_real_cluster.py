@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from scaler.hpa import Behavior, Hpa
+from scaler.hpa import Behavior
+from scaler.kubesim.hpa import Hpa
 
 RUNS = Path(__file__).resolve().parent / "data" / "real-cluster"  # copied from the shared folder
 BEHAVIOR = {

@@ -20,7 +20,6 @@ from scaler.inventory import scaledobject_from_json
 from scaler.model import Decision, Inert, InertReason, Observation
 from scaler.outputs.dryrun import CompactLines, format_json
 from scaler.service.app import dry_run_live, live_source, wall_clock
-from scaler.service.registry import Target, TargetKey, TargetRegistry
 from scaler.sim.exposition import MetricsServer
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
@@ -28,6 +27,7 @@ from scaler.sources.kubernetes import InventoryOptions, KubernetesInventory
 from scaler.sources.live import LiveSource
 from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader
+from scaler.targets.registry import Target, TargetKey, TargetRegistry
 from tests import k8s_double as k8s
 from tests.conftest import require_prometheus
 from tests.fleet_history import history

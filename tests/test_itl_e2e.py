@@ -11,11 +11,11 @@ import pytest
 
 from scaler.model import Observation
 from scaler.service.app import wall_clock
-from scaler.service.registry import TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
+from scaler.targets.registry import TargetKey
 from tests.conftest import require_prometheus
 from tests.helpers import target_of
 

@@ -17,7 +17,6 @@ from kubernetes import client, watch
 
 from scaler import inventory as scaler_inventory
 from scaler.model import Decision
-from scaler.service.registry import TargetKey
 from scaler.sources import kubernetes as source
 from scaler.sources.kubernetes import (
     InventoryOptions,
@@ -26,6 +25,7 @@ from scaler.sources.kubernetes import (
     Unknown,
     WorkloadState,
 )
+from scaler.targets.registry import TargetKey
 from tests import k8s_double as k8s
 from tests.helpers import eventually, replica_counts, target_of
 from tests.k8s_double import KubeDouble

@@ -9,8 +9,8 @@ import pytest
 
 from scaler.config import MetadataError, TargetPolicy, parse_metadata
 from scaler.model import Observation
-from scaler.service import registry as registry_module
-from scaler.service.registry import TargetKey, TargetRegistry, fingerprint
+from scaler.targets import registry as registry_module
+from scaler.targets.registry import TargetKey, TargetRegistry, fingerprint
 
 KEY = TargetKey("inference", "llama")
 OTHER = TargetKey("inference", "mistral")

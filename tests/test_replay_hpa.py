@@ -16,13 +16,12 @@ from scaler.hpa import (
     DEFAULT_SCALE_UP,
     Behavior,
     BehaviorError,
-    Hpa,
     Metric,
     ScalingPolicy,
     hpa_from_json,
-    metric_proposal,
     within_tolerance,
 )
+from scaler.kubesim.hpa import Hpa, metric_proposal
 from scaler.model import HpaStatus, Observation, Proposal, Signal
 from tests import k8s_double as k8s
 

@@ -16,12 +16,12 @@ from scaler.model import Decision
 from scaler.presets import PRESETS
 from scaler.readings import Readings
 from scaler.service.app import wall_clock
-from scaler.service.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
+from scaler.targets.registry import Target, TargetKey
 from tests.helpers import eventually, started, target_of
 from tests.test_itl_e2e import wait_until
 

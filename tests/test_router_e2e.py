@@ -14,13 +14,13 @@ from kubernetes import client
 
 from scaler.model import Decision, Observation
 from scaler.service.app import wall_clock
-from scaler.service.registry import Target, TargetKey
 from scaler.sim.fleet import PodLoad, SimulatedFleet
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sim.router import RouterLoad, SimulatedRouter, saturation_of
 from scaler.sources.kubernetes import KubernetesInventory
 from scaler.sources.live import LiveSource
 from scaler.sources.prometheus import PrometheusReader
+from scaler.targets.registry import Target, TargetKey
 from tests.conftest import require_prometheus
 from tests.helpers import target_of
 from tests.k8s_double import KubeDouble

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from scaler.model import Decision, Observation, Signal
-from scaler.service.registry import Target, TargetKey, TargetRegistry
-from scaler.service.runtime import ALL_FIELDS, OfflineSource, Runtime, unknown_observation
+from scaler.targets.registry import Target, TargetKey, TargetRegistry
+from scaler.targets.runtime import ALL_FIELDS, OfflineSource, Runtime, unknown_observation
 
 START = datetime(2026, 12, 1, 12, 0, 7, tzinfo=UTC)  # 7 s past a multiple of 15 s (and of 60 s)
 META = {"targetQueuePerReplica": "10", "maxReplicas": "20"}

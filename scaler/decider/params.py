@@ -56,12 +56,11 @@ class DeciderParams:
     below which the fleet is read as one pooled queue (``scaler.decider.capacity.dispatch``): halfway
     between a least-loaded router (0) and a Kubernetes Service's random spread (1)."""
     prefill_bound_share: float = 0.8
-    """Share of a replica's time its prefill is busy (the mean requests in prefill per Ready
-    replica, ``scaler.decider.capacity.saturation``) from which requests waiting on every replica are read
-    as waiting for prefill rather than for a batch slot. A replica whose prompts queue computes
-    prompts all the time (1); one whose requests wait for slots computes them only as often as a
-    sequence ends. 0.8, not 1: the fleet's share is a mean over the rate window, and replicas whose
-    prompt queue emptied in it pull it below 1 while the others still queue prompts."""
+    """Share of its time the busiest replica's prefill is busy (its mean requests in prefill,
+    ``scaler.decider.capacity.slots``) from which the sequences it runs are not read as the engine's
+    cap on the batch: a replica that computes prompts nearly all the time runs what its prefill lets
+    in, not what its slots hold. 0.8, not 1: the share is a mean over the rate window, and a replica
+    whose prompt queue emptied in it reads below 1 while it still queued prompts most of it."""
     kv_full_usage: float = 0.9
     """Mean KV-cache usage below which a batch that has requests waiting for a slot is read as held
     by the engine's cap (``max_num_seqs``) rather than by its cache, so the cap is measured

@@ -22,9 +22,6 @@ class Stages:
     phase_times: bool = True
     """Read the prefill rate and the prefill's busy share from the engine's phase times (removed:
     as for an engine that exports none)."""
-    saturation_cause: bool = True
-    """Name why requests wait before learning from it (removed: requests waiting on every replica
-    are read as full batches, whatever keeps them waiting)."""
     dispatch_model: bool = True
     """Size each replica as its own queue where the dispatch is measured not to pool (removed: the
     fleet is one pooled queue, whatever the dispatch)."""

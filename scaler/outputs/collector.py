@@ -27,8 +27,8 @@ from prometheus_client.metrics_core import Metric
 from scaler.hpa import tolerances, within_hpa_tolerance
 from scaler.model import Decision, InertReason, Signal
 from scaler.outputs.series import CAPACITY_SERIES, FORECAST_SERIES, INPUT_SERIES, REPLICA_STATE_SERIES, SERIES
-from scaler.service.registry import Target
-from scaler.service.runtime import Runtime
+from scaler.targets.registry import Target
+from scaler.targets.runtime import Runtime
 
 
 class DecisionCollector:

@@ -21,7 +21,7 @@ from prometheus_client import (
 
 from scaler.outputs.collector import DecisionCollector, install
 from scaler.outputs.series import SERIES, SERIES_BY_NAME
-from scaler.service.runtime import Runtime
+from scaler.targets.runtime import Runtime
 
 __all__ = [
     "SERIES",

@@ -36,8 +36,8 @@ from scaler.model import Decision
 from scaler.outputs.loop_bridge import LoopBridge, RpcError
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
-from scaler.service.registry import Target, TargetKey
-from scaler.service.runtime import Runtime
+from scaler.targets.registry import Target, TargetKey
+from scaler.targets.runtime import Runtime
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ExternalScaler"].full_name
 MAX_NAME_LENGTH = 253

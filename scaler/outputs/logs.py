@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import structlog
 
 from scaler.model import Decision
-from scaler.service.registry import Target
+from scaler.targets.registry import Target
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 

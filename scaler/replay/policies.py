@@ -3,7 +3,7 @@
 * ``KedaPolicy``: a ScaledObject as KEDA and the HPA run it. An ``external`` trigger is
   this scaler, driven through ``Engine.decide`` with an ``Observation`` built from the
   simulated series every ``refresh_s``, as the server's refresh loop does; KEDA reads
-  every trigger each ``pollingInterval`` and the HPA model (``hpa.Hpa``) turns the
+  every trigger each ``pollingInterval`` and the HPA model (``scaler.kubesim.hpa.Hpa``) turns the
   metrics into replicas every ``hpa_sync_s``. It keeps the capacity each decision used
   (``Decision.capacity``), so a replay can hold the scaler's estimates against the
   cluster model's truth (``capacity_at``).
@@ -25,8 +25,9 @@ from typing import Protocol
 from scaler.config import parse_metadata
 from scaler.decider.engine import Engine
 from scaler.decider.signals.prewarm import window_state
-from scaler.hpa import Hpa, Metric, metric_proposal
+from scaler.hpa import Metric
 from scaler.inputs import Input, Reading
+from scaler.kubesim.hpa import Hpa, metric_proposal
 from scaler.model import Capacity, Decision, HpaStatus, Observation, Signal
 from scaler.readings import Readings
 from scaler.replay.held import HeldLog

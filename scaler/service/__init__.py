@@ -1,8 +1,8 @@
-"""The live service, `scaler serve`: its settings (flags and ``SCALER_*`` variables), the registry
-of ScaledObjects KEDA has asked about, the refresh loop that observes, decides and publishes
-for each (``runtime``), and the wiring of sources, decider and outputs into one process (``app``).
+"""The live service, `scaler serve`: its settings (flags and ``SCALER_*`` variables) and the wiring
+of sources, targets and outputs into one process (``app``).
 
-    settings -> app -> runtime (registry of targets) -> decider -> outputs
+    settings -> app -> sources -> targets (registry, runtime) -> decider -> outputs
 
-Edges only: the pure decider is ``scaler.decider``, the metadata it is built from ``scaler.config``.
+The wiring only: the targets and their refresh loop are ``scaler.targets``, the pure decider
+``scaler.decider``, the metadata it is built from ``scaler.config``.
 """

@@ -20,14 +20,14 @@ from scaler.outputs.dryrun import CompactLines, Summary, format_json, format_lin
 from scaler.outputs.endpoint import serve_metrics
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.outputs.logs import DecisionLogger
-from scaler.service.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
-from scaler.service.runtime import Runtime
 from scaler.service.settings import Settings
 from scaler.sources.history import History
 from scaler.sources.kubeprobe import check_reachable
 from scaler.sources.kubernetes import KubernetesInventory, api_client
 from scaler.sources.live import LiveSource, WorkloadProvider
 from scaler.sources.prometheus import PrometheusReader, redact_url, window_seconds
+from scaler.targets.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
+from scaler.targets.runtime import Runtime
 
 
 def wall_clock() -> datetime:

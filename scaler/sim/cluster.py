@@ -3,7 +3,7 @@
 The pods move as ``scaler.pods`` models them, the same lifecycle the replay's fleet uses:
 replicas follow the last target set, a new pod starts when a GPU is free and stays Pending
 otherwise, and is Ready after the cold start. The HPA KEDA creates for the ScaledObject
-(``create_hpa``) is ``scaler.hpa.Hpa``: ``sync_hpa`` runs it on the metrics KEDA serves and
+(``create_hpa``) is ``scaler.kubesim.hpa.Hpa``: ``sync_hpa`` runs it on the metrics KEDA serves and
 sets its result, and ``workload()`` reports that same HPA (bounds, ``behavior`` tolerances,
 last result), so what the decision reads of the HPA is what turns it into replicas.
 ``workload()`` answers like the Kubernetes inventory does. Thread-safe, on a real clock.
@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from scaler.decider.coldstart import measure
-from scaler.hpa import Hpa, HpaStep, Metric
+from scaler.hpa import Metric
 from scaler.inventory import WorkloadState
+from scaler.kubesim.hpa import Hpa, HpaStep
 from scaler.pods import Pod, PodLifecycle, PodState
 
 

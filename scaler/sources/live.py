@@ -20,10 +20,10 @@ from scaler.inputs import Input, InputSource, Reading
 from scaler.inventory import Unknown, WorkloadState
 from scaler.model import Observation
 from scaler.readings import Readings
-from scaler.service.registry import Target, TargetKey
 from scaler.sources.history import History
 from scaler.sources.probe import SeriesProbe
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
+from scaler.targets.registry import Target, TargetKey
 
 # The inputs Prometheus answers (from the input table): unknown together when it cannot.
 PROMETHEUS_FIELDS = tuple(i for i in Input if i.spec.source is InputSource.PROMETHEUS)

@@ -6,10 +6,10 @@ settings and the traffic's sequence lengths. Both are measured from what the eng
 every refresh that can show them; a configured value is only where they start. ``model`` runs the
 steps; each figure is its own module, with its formula and a worked example:
 
-* ``saturation``: why requests wait at a refresh (room, every batch slot busy, prompts queued
-  behind prefill, a fleet that just changed), named once, from the prefill's measured busy share;
+* ``saturation``: whether requests wait for room at a refresh (room, every replica full, a fleet
+  that just changed), named once;
 * ``prefill``: the prefill rate, from the engine's phase times (vLLM's prefill time, SGLang's
-  queue time), else from prefill-bound refreshes and from the TTFT while nobody waits;
+  queue time), else from the TTFT while nobody waits (a lower bound);
 * ``slots``: the batch slots, from the KV cache's usage, and the engine's cap where it binds
   first (read only at slot-bound refreshes), or an exported ``max_num_seqs``;
 * ``slowdown``, ``itl``: how prefill slows decoding, and the batch the ITL objective allows;

@@ -3,15 +3,14 @@
 Each refresh is classified once (``saturation``: why requests wait, if they do), then each figure
 learns from what it can read there, each in its own module with its formula and example:
 
-    saturation   room, slot-bound, prefill-bound, unsettled     scaler/decider/capacity/saturation.py
+    saturation   room, slot-bound, unsettled                    scaler/decider/capacity/saturation.py
     prefill      P, prompt tokens/s a replica computes          scaler/decider/capacity/prefill.py
     slots        S, sequences a replica runs at once            scaler/decider/capacity/slots.py
     slowdown     beta, how prefill slows decoding               scaler/decider/capacity/slowdown.py
     itl          the batch the ITL objective allows             scaler/decider/capacity/itl.py
     dispatch     whether the dispatch pools the replicas        scaler/decider/capacity/dispatch.py
 
-The order is fixed: the refresh is classified first, with the prefill estimate as it stood
-before it (read only where the engine exports no prefill time), then each figure learns from it.
+The order is fixed: the refresh is classified first, then each figure learns from it.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ class CapacityModel:
         self.stages = stages
         self._configured: tuple[float | None, float | None, bool] | None = None
         self._saturation = SaturationReader(params, stages)
-        self._last = Saturation(Bound.UNSETTLED, False, True, False, None, "")
+        self._last = Saturation(Bound.UNSETTLED, False, True, False, None)
         self._slowdown = DecodeSlowdown(params)
         self._dispatch = Dispatch(params, stages, spec.flow_control)
         self._itl = ItlSlots(spec.itl_objective_seconds, params)
@@ -113,7 +112,7 @@ class CapacityModel:
             if last is None
             else 1.0 - math.exp(-max(0.0, t - last) / self.params.learning_time_constant_s)
         )
-        saturation = self._last = self._saturation.read(obs, demand, self.prefill.measured)
+        saturation = self._last = self._saturation.read(obs, demand)
         self.prefill.observe(obs, demand, saturation, fast, slow)
         self.slots.observe(obs, saturation, fast)
         self._dispatch.observe(obs, saturation, fast)

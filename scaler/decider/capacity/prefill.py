@@ -5,54 +5,45 @@ queueing model stands between the metric and the figure. Each refresh gives at m
 from the first of these that it has (``p`` the prompt tokens per request over the rate window,
 ``scaler.decider.demand``):
 
-    1. prefill time (vLLM)       P = p / prefill time           first scheduled -> first token
-    2. queue time (SGLang)       P = p / (mean TTFT - queue time)  the TTFT the wait leaves
-    3. prefill-bound refreshes   P = prompt tokens/s / ready    a replica whose prompts queue
-                                                                computes them all the time
-    4. nobody waiting            P = p / mean TTFT              a lower bound: the TTFT holds any
-                                                                wait the engine does not report
+    1. prefill time (vLLM)       P = b x p / prefill time           first scheduled -> first token
+    2. queue time (SGLang)       P = p / (mean TTFT - queue time)   the TTFT the wait leaves
+    3. nobody waiting            P = p / mean TTFT                  a lower bound: the TTFT holds any
+                                                                    wait the engine does not report
 
 1 and 2 are what a request sees: with chunked prefill sharing steps with decode, scheduling and
 tokenisation, the *effective* rate, which is what both the objective's allowance
 (``ttftObjectiveSeconds - p / P``) and the prefill's capacity are. Where more than one prompt is
 in prefill at once on a replica (the prefill's busy share ``b`` above 1,
 ``scaler.decider.capacity.saturation``: chunked prefill computes chunks of several prompts in one
-step), each is computed at its share of
-the replica's rate, so 1 reads ``P = b x p / prefill time``: the replica is not slower, it is
-shared. *Example*: 1,155-token prompts taking 0.35 s each with two in prefill at once on average
-(``b`` 2.0): 6,600 tokens/s each, 13,200 a replica. 3 reads the capacity where
-the fleet shows it (``scaler.decider.capacity.saturation``: requests wait on every replica behind
-prompts); it counts replicas whose queue emptied within the window too, so it is a bound from
-below, tight when every replica is saturated. 4 needs no model at all: a request's first token
-comes after its own prefill, so its TTFT is never shorter. It is the fallback for an engine that
-exports no phase time, and it is read only while nobody waits (at this refresh and the previous)
-on a fleet steady for a rate window. No dispatch and no spread of service times is assumed: a
-model of the queue inverted from the mean TTFT would blame a slower prefill for every wait the
-model did not foresee (per-replica queues, heavy-tailed prompts).
+step), each is computed at its share of the replica's rate, so 1 reads ``P = b x p / prefill
+time`` (``b`` at least 1): the replica is not slower, it is shared. *Example*: 1,155-token prompts
+taking 0.35 s each with two in prefill at once on average (``b`` 2.0): 6,600 tokens/s each, 13,200
+a replica. 3 needs no model at all: a request's first token comes after its own prefill, so its
+TTFT is never shorter. It is the fallback for an engine that exports no phase time, and it is read
+only while nobody waits (at this refresh and the previous) on a fleet steady for a rate window. No
+dispatch and no spread of service times is assumed: a model of the queue inverted from the mean
+TTFT would blame a slower prefill for every wait the model did not foresee (per-replica queues,
+heavy-tailed prompts). Where it reads low, the measured objective corrects the capacity
+(``scaler.decider.calibration``).
 
 The phase times measure ``P`` itself: each such reading moves the estimate by its weight over
-``capacity_time_constant_s`` in log space (``Estimate``). 3 and 4 are bounds from below, so one
-above the estimate raises it at once (the replica was seen that fast). Below it, 3 lowers it at the
-same weight (a saturated
-fleet is seen serving that much, so a configured rate above it is corrected within minutes), and
-4 only slowly, as an exponential average over ``learning_time_constant_s`` (a busier window reads
-less of the same replica: the lightest of the last half hour reads most).
+``capacity_time_constant_s`` in log space (``Estimate``). 3 is a bound from below, so one above
+the estimate raises it at once (the replica was seen that fast); one below lowers it only slowly,
+as an exponential average over ``learning_time_constant_s`` (a busier window reads less of the
+same replica: the lightest of the last half hour reads most).
 ``promptTokensPerSecondPerReplica`` is where it starts, and stands until the first reading.
 
-What classifies a refresh (``scaler.decider.capacity.saturation``) where the engine exports no prefill time
-is ``measured``: the phase-time estimate once read, else the bounds alone, never the configured
-start (a configured rate too high would read a prefill backlog as full batches).
-
-*Example*: 1,155 prompt tokens per request and a mean prefill time of 0.231 s: 5,000 tokens/s.
-Without phase times, 4 idle replicas with a mean TTFT of 0.30 s on 1,000-token prompts read
-3,333 tokens/s: the replica is at least that fast; a busier minute's 0.40 s (2,500), 15 s later,
-then lowers the estimate by 15 / 1,800 of the way only, to 3,325.
+*Example*: 1,155 prompt tokens per request and a mean prefill time of 0.231 s, one prompt in
+prefill at a time: 5,000 tokens/s. Without phase times, 4 idle replicas with a mean TTFT of
+0.30 s on 1,000-token prompts read 3,333 tokens/s: the replica is at least that fast; a busier
+minute's 0.40 s (2,500), 15 s later, then lowers the estimate by 15 / 1,800 of the way only, to
+3,325.
 """
 
 from __future__ import annotations
 
 from scaler.decider.capacity.estimate import Estimate
-from scaler.decider.capacity.saturation import Bound, Saturation
+from scaler.decider.capacity.saturation import Saturation
 from scaler.decider.demand import Demand
 from scaler.decider.params import DeciderParams
 from scaler.decider.stages import Stages
@@ -60,9 +51,7 @@ from scaler.model import Observation
 
 PREFILL_TIME = "prefill-time histogram"
 TTFT_LESS_QUEUE = "TTFT less the queue time"
-PREFILL_BOUND = "served while prefill-bound"
-IDLE_TTFT = "TTFT while nobody waited (a lower bound)"
-BOUNDS = (PREFILL_BOUND, IDLE_TTFT)  # readings that bound P from below (module docstring)
+IDLE_TTFT = "TTFT while nobody waited (a lower bound)"  # a reading that bounds P from below
 
 
 class PrefillRate:
@@ -73,21 +62,11 @@ class PrefillRate:
         self.stages = stages
         self.estimate = Estimate(configured)
         self.method = "configured" if configured is not None else ""
-        self.bounds = Estimate(None)  # the bound readings alone (3 and 4), for ``measured``
-        self._timed = False  # a phase-time reading was taken
 
     @property
     def value(self) -> float | None:
         """Prompt tokens/s one Ready replica computes, or None while unknown."""
         return self.estimate.value
-
-    @property
-    def measured(self) -> float | None:
-        """The rate as measured, for classifying refreshes (module docstring): the estimate once a
-        phase time has been read, else what the bounds from below have shown, else None."""
-        if self._timed:
-            return self.estimate.value
-        return self.bounds.value
 
     def reading(self, obs: Observation, demand: Demand, saturation: Saturation) -> tuple[float, str] | None:
         """This refresh's reading of ``P`` and where it came from (module docstring), or None."""
@@ -107,9 +86,6 @@ class PrefillRate:
                 return overlap * prompt / prefill_s, PREFILL_TIME
             if queue_s is not None and ttft_s is not None and ttft_s > queue_s:
                 return prompt / (ttft_s - queue_s), TTFT_LESS_QUEUE
-        ready, rate = obs.ready_replicas, obs.prompt_tokens_per_s
-        if saturation.bound is Bound.PREFILL and ready and rate:
-            return rate / ready, PREFILL_BOUND
         if saturation.steady and saturation.idle and ttft_s:
             return prompt / ttft_s, IDLE_TTFT
         return None
@@ -125,11 +101,8 @@ class PrefillRate:
         if found is None:
             return
         value, self.method = found
-        if self.method not in BOUNDS:
-            self._timed = True
+        if self.method != IDLE_TTFT:
             self.estimate.measure(value, fast)
             return
-        down = fast if self.method == PREFILL_BOUND else slow
-        for estimate, lower in ((self.estimate, down), (self.bounds, slow)):
-            current = estimate.value
-            estimate.measure(value, 1.0 if current is None or value > current else lower)
+        current = self.estimate.value
+        self.estimate.measure(value, 1.0 if current is None or value > current else slow)

@@ -1,51 +1,46 @@
-"""Why requests wait, named once per refresh from what is measured. Pure.
+"""Whether requests wait for room, named once per refresh from what is measured. Pure.
 
-"Every batch slot busy" and "prompts queued behind prefill" look alike in the servers' queue: in
-vLLM V1 a request counts as waiting (``num_requests_waiting``) until the engine first schedules
-it, whether it waits for a slot or for the step's token budget to reach its prompt. They call
-for different figures: a slot-bound refresh shows how many sequences a replica runs (the batch
-slots), a prefill-bound one how fast it computes prompts (the prefill rate). Reading one as the
-other halves the figure (a prefill backlog read as full batches says a replica holds the half of
-its slots it was running). So each refresh is classified here, and each figure is learned only
-from the refreshes that show it (``scaler.decider.capacity.slots``, ``scaler.decider.capacity.prefill``).
+A refresh where requests wait on every Ready replica shows what a replica holds at once (the
+batch slots: the engine admits no more); one where they do not shows only that there is room.
+So each refresh is classified here, and the slots' cap is learned only from the refreshes that
+show it (``scaler.decider.capacity.slots``):
 
-The measure that tells them apart is the **prefill's busy share**, the mean requests in prefill
-per Ready replica (Little's law on the prefill time):
+    requests wait on every replica, at this refresh and the previous     SLOTS
+    otherwise                                                            ROOM
+    the Ready replicas changed within a rate window or a time in service UNSETTLED
 
-    busy = served x prefill time / ready          the prefill-time histogram's mean (vLLM)
-    busy = prompt tokens/s / (ready x P)          without it, from the prefill rate P as
-                                                  measured (never a configured guess)
-
-A replica whose prompts queue computes prompts all the time (busy 1); one whose requests wait for
-a free slot admits one each time a sequence ends, and computes prompts only that share of the
-time (busy = slots / time in service x prefill time, below 1). So, with requests waiting on
-every replica (at least one per Ready replica, at this refresh and the previous: a one-refresh
-spike may wait for anything):
-
-    busy >= prefill_bound_share   PREFILL   prompts wait for prefill
-    busy <  prefill_bound_share   SLOTS     requests wait for a batch slot
-    busy unknown                  UNKNOWN   nothing is learned that needs the cause
-
-and without requests waiting on every replica, ROOM. Where the engine times its phases, a request
-counts as waiting only where the mean queue time is at least the mean prefill time (it waited behind
-others): vLLM V1 counts a request as waiting until a step admits it, so with long steps a replica
-with room always shows one or two waiting for the step under way. A fleet whose Ready replicas changed within
-a rate window, or within a time in service (a scale-up's new replicas are empty while queues stay
+"Wait on every replica" is at least one request waiting for room per Ready replica (a one-refresh
+spike may wait for anything). Where the engine times its phases, a request counts as waiting only
+where the mean queue time is at least the mean prefill time (it waited behind others): vLLM V1
+counts a request as waiting until a step admits it, so with long steps a replica with room always
+shows one or two waiting for the step under way. A fleet whose Ready replicas changed within a
+rate window, or within a time in service (a scale-up's new replicas are empty while queues stay
 on the old ones; a scale-down's removed replicas still run what they hold, counted in
 ``running``), is UNSETTLED: its rates and counts do not describe the replicas that are Ready.
-(``--kv-full``-style fleets whose ``max_num_seqs`` binds before the cache fills are SLOTS too:
-the slots estimator tells the cap from the cache by the cache's usage.)
+
+Why waiting is not split further into "prompts queued behind prefill" and "every slot busy" by
+the prefill's busy share (the mean requests in prefill per Ready replica, Little's law on the
+prefill time, ``busy = served x prefill time / ready``): with chunked prefill a step computes
+chunks of several prompts beside the decodes, so the share is above 1 on a replica that is short
+of slots as readily as on one short of prefill, and a mean over a rate window does not say what
+each step was short of. Classified by it, the decider read full batches as a prefill backlog and
+learned neither figure from them; without it, it was never worse and up to 27 points better
+(``BENCHMARKS.md``, the ablation of issue 35: long prompts on a fleet whose ``max_num_seqs``
+binds first, capacities not configured, 73.0 % within the objective with it, 99.3 % without).
+The busy share is still read (``Saturation.prefill_busy``): it is how many prompts share a
+replica's prefill at once (``scaler.decider.capacity.prefill``), and the busiest replica's keeps
+a cap reading from a replica busy with prefill (``scaler.decider.capacity.slots``).
 
 Where the engine says why its requests wait (vLLM's ``num_requests_waiting_by_reason``: ``capacity``,
 queued and not yet tried; ``deferred``, tried and held by a LoRA budget, a KV transfer or a
 blocked status), the requests counted as waiting on every replica are those waiting for room:
 the queue less the deferred ones (``waiting_for_room``). A fleet whose queue is all deferred has
 room, and learns no capacity from it (a deferred queue beside a batch of 10 would otherwise say a
-replica holds 10). Where the split is not exported, every waiting request counts, as inferred above.
+replica holds 10). Where the split is not exported, every waiting request counts.
 
-*Example*: 6 Ready replicas, 30 waiting now and 24 at the last refresh, 12 first tokens/s whose
-prefill took 0.45 s on average: busy = 12 x 0.45 / 6 = 0.9, PREFILL (the prompts queue). At
-0.1 s of prefill: busy 0.2, SLOTS (the batches are full).
+*Example*: 6 Ready replicas, unchanged for ten minutes, 30 waiting now and 24 at the last
+refresh, with a mean queue time of 2 s over a mean prefill time of 0.45 s: SLOTS. With 4 waiting
+now: ROOM (two replicas have nobody waiting).
 """
 
 from __future__ import annotations
@@ -64,9 +59,7 @@ class Bound(StrEnum):
 
     UNSETTLED = "unsettled"  # the Ready replicas changed within a rate window or a time in service
     ROOM = "room"  # requests do not wait on every replica: the replicas have room
-    PREFILL = "prefill"  # requests wait on every replica behind prompts being prefilled
-    SLOTS = "slots"  # requests wait on every replica for a batch slot
-    UNKNOWN = "unknown"  # requests wait on every replica; the prefill's busy share is unknown
+    SLOTS = "slots"  # requests wait for room on every replica: the engine admits no more
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +70,7 @@ class Saturation:
     steady: bool  # Ready unchanged for a rate window: the rates were served by these replicas
     drained: bool  # no replica removed within a time in service still counts in running
     idle: bool  # nobody waited at this refresh nor at the previous one
-    prefill_busy: float | None  # the prefill's busy share per Ready replica (module docstring)
-    busy_from: str  # how the busy share was read ("prefill-time histogram", "prefill estimate", "")
+    prefill_busy: float | None  # the prefill's busy share per Ready replica, from the phase times
     settled: bool = False  # steady for a time in service too: queues a scale-up left are gone
     busiest_prefill: float | None = None  # the busiest replica's requests in prefill (phase times)
 
@@ -106,15 +98,14 @@ class SaturationReader:
         self._everywhere = False  # requests waited on every replica at the previous refresh
         self._waited = True  # anyone waited at the previous refresh (or none was seen yet)
 
-    def read(self, obs: Observation, demand: Demand, prefill_rate: float | None) -> Saturation:
-        """Classify ``obs`` (call once per refresh, in time order); ``prefill_rate`` is the measured
-        estimate (None while only configured), used only where the engine exports no prefill time."""
+    def read(self, obs: Observation, demand: Demand) -> Saturation:
+        """Classify ``obs`` (call once per refresh, in time order)."""
         t, ready, waiting = obs.timestamp, obs.ready_replicas, obs.queue_waiting
         waited, self._waited = self._waited, bool(waiting)
         before, self._everywhere = self._everywhere, False
         if ready is None or ready < 1:
             self._ready_since = None
-            return Saturation(Bound.UNSETTLED, False, True, False, None, "")
+            return Saturation(Bound.UNSETTLED, False, True, False, None)
         if self._ready_since is not None and ready < self._ready_since[0]:
             self._shrunk_at = t
         if self._ready_since is None or self._ready_since[0] != ready:
@@ -125,7 +116,6 @@ class SaturationReader:
         settled = steady and age >= in_service
         drained = self._shrunk_at is None or t - self._shrunk_at > in_service
         idle = waiting == 0 and not waited
-        busy, busy_from = self._busy(obs, demand, ready, prefill_rate)
         # Requests wait on every replica, and longer than a prompt takes to compute: behind others, not
         # for the step under way to end (vLLM V1 counts a request waiting until a step admits it).
         queue_s, prefill_s = obs.queue_time_mean_seconds, obs.prefill_time_mean_seconds
@@ -137,25 +127,14 @@ class SaturationReader:
             bound = Bound.UNSETTLED
         elif not (everywhere and before):
             bound = Bound.ROOM
-        elif not self.stages.saturation_cause:
-            bound = Bound.SLOTS  # ablation: waiting on every replica read as full batches
-        elif busy is None:
-            bound = Bound.UNKNOWN
-        elif busy >= self.params.prefill_bound_share:
-            bound = Bound.PREFILL
         else:
             bound = Bound.SLOTS
         busiest = obs.prefill_busy_max if self.stages.phase_times else None
-        return Saturation(bound, steady, drained, idle, busy, busy_from, settled, busiest)
+        return Saturation(bound, steady, drained, idle, self._busy(obs, demand, ready), settled, busiest)
 
-    def _busy(
-        self, obs: Observation, demand: Demand, ready: int, prefill_rate: float | None
-    ) -> tuple[float | None, str]:
-        """The prefill's busy share per Ready replica, and how it was read (module docstring)."""
+    def _busy(self, obs: Observation, demand: Demand, ready: int) -> float | None:
+        """The prefill's busy share per Ready replica (module docstring), where the phases are timed."""
         served, prefill_s = demand.served_per_s, obs.prefill_time_mean_seconds
         if self.stages.phase_times and prefill_s is not None and served is not None:
-            return served * prefill_s / ready, "prefill-time histogram"
-        rate = obs.prompt_tokens_per_s
-        if prefill_rate and rate is not None:
-            return rate / (ready * prefill_rate), "prefill estimate"
-        return None, ""
+            return served * prefill_s / ready
+        return None

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaler.model import Decision, Observation
-from scaler.service.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
+from scaler.targets.registry import DecisionSink, ObservationSource, Target, TargetKey, TargetRegistry
 
 # Every input that is unknown unless a source gives it (the input table's rows without a
 # default of 0): what a source that returned nothing leaves missing.
