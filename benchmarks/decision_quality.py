@@ -5,6 +5,7 @@
     nice .venv/bin/python benchmarks/decision_quality.py --quick --serving pooled  # issue 20's quick run
     nice .venv/bin/python benchmarks/decision_quality.py --ablation  # each mechanism off in turn, 3 seeds
     nice .venv/bin/python benchmarks/decision_quality.py --quick --kv-full 0.6  # max_num_seqs binds first
+    nice .venv/bin/python benchmarks/decision_quality.py --quick --ablation --hours servegen=6 decode=6  # shorter days
 
 For each trace, seed, physics (``shared``: prefill and decode add as GPU time; ``separate``: two
 resources, the tighter binds; docs/replay.md) and serving model (SERVING: how a request's pod is
@@ -81,6 +82,7 @@ each a decider stage removed (``scaler.decider.stages``) or a constant that empt
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import json
@@ -190,7 +192,7 @@ ESTIMATE_AFTER_S = 900.0
 def cell_trace(cell: Cell) -> Trace:
     """The cell's trace: its trace and seed, at STEP_RATE in the step physics."""
     rate = STEP_RATE.get(cell.trace, 1.0) if cell.physics == "step" else 1.0
-    return load_trace(cell.trace, cell.seed, None, rate)
+    return load_trace(cell.trace, cell.seed, cell.hours, rate)
 
 
 def objective(trace: str) -> float:
@@ -350,9 +352,11 @@ class Cell(NamedTuple):
     physics: str
     serving: str
     kv_full: float = 1.0
+    hours: float | None = None  # the trace's length: HOURS, unless --hours cuts it
 
     def describe(self) -> str:
-        return f"{self.trace} seed {self.seed} {self.physics} {self.serving}"
+        length = "" if self.hours is None else f" ({self.hours:g} h)"
+        return f"{self.trace}{length} seed {self.seed} {self.physics} {self.serving}"
 
 
 def fleet(cell: Cell) -> ClusterConfig:
@@ -583,7 +587,9 @@ def run_cells(
     pending = []
     with multiprocessing.Pool(workers) as pool:
         for ref in pool.imap_unordered(reference_cell, [(c, full) for c in cells]):
-            cell = Cell(ref["trace"], ref["seed"], ref["physics"], ref["serving"], ref["kv_full"])
+            cell = Cell(
+                ref["trace"], ref["seed"], ref["physics"], ref["serving"], ref["kv_full"], ref["hours"]
+            )
             done[cell] = ref
             specs = [
                 ScalerRun(
@@ -767,7 +773,9 @@ def verdicts(cells: Sequence[dict[str, Any]]) -> list[tuple[bool, str]]:
     for cell in cells:
         by = {f["policy"]: f for f in cell["figures"]}
         ref, right = by["clairvoyant"], by["scaler, right"]
-        where = Cell(cell["trace"], cell["seed"], cell["physics"], cell["serving"]).describe()
+        where = Cell(
+            cell["trace"], cell["seed"], cell["physics"], cell["serving"], hours=cell.get("hours")
+        ).describe()
         for label, _ in CONDITIONS:
             me = by[f"scaler, {label}"]
             ok, target = _attainment_targets(cell["trace"], me, ref, cell["objective_s"])
@@ -897,6 +905,25 @@ def ablation_table(
     return lines
 
 
+def _hours(parser: argparse.ArgumentParser, given: Sequence[str]) -> dict[str, float]:
+    """``--hours``' TRACE=H pairs, each trace one of TRACES and each H above 0 and at most its
+    HOURS; any other is a usage error naming it."""
+    out: dict[str, float] = {}
+    for pair in given:
+        name, _, value = pair.partition("=")
+        try:
+            h = float(value)
+        except ValueError:
+            h = math.nan
+        if name not in HOURS or not 0 < h <= HOURS[name]:
+            parser.error(
+                f"--hours {pair}: want TRACE=H, TRACE one of {', '.join(HOURS)} and H in (0, its"
+                f" {HOURS.get(name, 24.0):g} h]"
+            )
+        out[name] = h
+    return out
+
+
 def main() -> int:
     parser = trace_parser(__doc__, TRACES)
     parser.add_argument(
@@ -930,9 +957,18 @@ def main() -> int:
         choices=list(PHYSICS),
         help=f"the physics replayed (default {' '.join(PHYSICS_RUN)}; docs/replay.md)",
     )
+    parser.add_argument(
+        "--hours",
+        nargs="+",
+        default=[],
+        metavar="TRACE=H",
+        help="cut a trace to its first H hours (servegen=6): an ablation that must finish in minutes;"
+        f" default {' '.join(f'{t}={h:g}' for t, h in HOURS.items())}",
+    )
     parser.add_argument("--workers", type=int, default=2, help="replays run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()
+    hours = _hours(parser, args.hours)
     seeds = [0] if args.quick else args.seeds
     servings = args.serving or list(SERVING_QUICK if args.quick else SERVING_RUN)
     chosen = " (--quick's; --serving picks others)" if args.quick and not args.serving else ""
@@ -946,7 +982,7 @@ def main() -> int:
     )
     began = time.perf_counter()
     cells = [
-        Cell(name, seed, physics, serving, args.kv_full)
+        Cell(name, seed, physics, serving, args.kv_full, hours.get(name))
         for name in args.traces
         for seed in (seeds if name != "azure" else [0])  # a request trace is the same for every seed
         for physics in args.physics

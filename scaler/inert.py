@@ -13,7 +13,8 @@ every poll) and do nothing. Each refresh looks for these, for every target:
                  have no series at all: no scrape target for them, or theirs is down
 ``stranded``     a router's per-endpoint series (llm-d's ``llm_d_epp_inflight_requests`` and
                  ``llm_d_epp_inflight_tokens``) name an endpoint that is no live pod: the EPP does
-                 not delete them when a pod goes. Never read as demand: this scaler reads none of them
+                 not delete them when a pod goes. Never read as demand: this scaler reads them only as
+                 a sign that the EPP runs (``scaler.readings``: its absent queue is then empty)
 ``held``         for ``HELD_REFRESHES`` refreshes the target equalled the current replicas while the
                  offered demand moved beyond the HPA's tolerance since the hold began
                  (``scaler.decider.held``)

@@ -284,6 +284,11 @@ class Input(StrEnum):
             "KV cache usage, 0 to 1.",
             _P,
             custom_query="kv_cache_query",
+            doc=(
+                "vLLM's `vllm:kv_cache_usage_perc`; SGLang's `sglang:kv_used_tokens` over used, available "
+                "and evictable tokens, or `sglang:token_usage` where those are absent "
+                "([engines.md](engines.md#what-each-engine-exports)); Triton's KV block fraction."
+            ),
         ),
     )
     ITL_MEAN_SECONDS = (
@@ -466,6 +471,10 @@ class Reading(StrEnum):
     REPLICAS_REPORTING = "replicas_reporting"  # pods exporting metrics: the replicas, without Kubernetes
     ROUTER_STALE_ENDPOINTS = "router_stale_endpoints"  # llm-d: endpoints whose saturation reads 1 stale
     ROUTER_TTFT = "router_ttft"  # the router's TTFT histogram (its queue included): the TTFT users see
+    # llm-d: requests its EPP has sent to the endpoints of the target's namespace and not seen finish.
+    # Never demand (the servers' own queue and running count it): a sign that the EPP runs and
+    # dispatches, so that its flow-control queue, when absent, is read as holding nothing.
+    ROUTER_INFLIGHT = "router_inflight"
     STUCK_WAITING = "stuck_waiting"  # per pod whose engine is stuck (scaler.readings): its requests waiting
 
 

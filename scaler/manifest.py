@@ -70,6 +70,11 @@ KEDA_API_VERSION = "keda.sh/v1alpha1"
 # namespace llm-gpu-scaler, gRPC on 9090): what convert writes as scalerAddress unless told otherwise.
 DEFAULT_SCALER_ADDRESS = "llm-gpu-scaler.llm-gpu-scaler.svc.cluster.local:9090"
 KEDA_1_API_VERSION = "keda.k8s.io/v1alpha1"
+# The ScaledObject annotation by which KEDA takes over an existing HPA, the one named by
+# advanced.horizontalPodAutoscalerConfig.name (KEDA's ScaledObject spec, since 2.10). From 2.21.1
+# KEDA manages only the HPAs it owns (kedacore/keda#8374): an HPA already on the target stays
+# beside KEDA's unless the ScaledObject takes it over so.
+TRANSFER_HPA_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
 
 
 def api_version_problem(doc: Mapping[str, Any]) -> str | None:

@@ -18,7 +18,13 @@ it into the ``Observation``, deriving:
   as ``prefill_busy_max`` (the requests in prefill there on average, Little's law);
 * from a router (llm-d, Dynamo): its TTFT histogram, which counts the time in its queue, as the
   TTFT the objective is checked against (p95, p99, the share over it); its pool saturation only
-  while no endpoint is stale (stale endpoints read as saturated);
+  while no endpoint is stale (stale endpoints read as saturated); llm-d's flow-control queue, whose
+  series the EPP writes only once a request has queued and not at all with flow control off (its
+  default), read as empty where it is absent only while the EPP is seen to run for the target: its
+  pool's saturation series (flow control on, written every dispatch cycle) or its in-flight series
+  in the target's namespace (``Reading.ROUTER_INFLIGHT``: it dispatches). Where neither is seen the
+  router's queue is unknown, never 0, and so is the waiting demand it is part of (``queue_waiting``,
+  with the reason), so the last complete demand holds;
 * without Kubernetes: the pods reporting as the current and Ready replicas;
 * a pod whose engine is stuck (requests waiting for capacity while it runs nothing with its KV
   cache near empty, held over the preset's window: ``Reading.STUCK_WAITING``, per pod): what waits
@@ -40,6 +46,7 @@ from scaler.config import TargetPolicy
 from scaler.histogram import histogram_quantile, share_above, total
 from scaler.inputs import Input, Reading
 from scaler.model import Inert, InertReason, Observation
+from scaler.presets import ROUTERS
 
 Buckets = Mapping[float, float]  # cumulative per-bucket rates keyed by upper bound (le), in seconds
 
@@ -60,6 +67,10 @@ PHASE_TIMES = {
 INPUT_SET = frozenset(Input)  # a key that is an input (a plain str equal to one's name too)
 NO_REQUESTS = "no requests in the rate window"
 NO_HISTOGRAM = "no TTFT histogram buckets (custom queries give quantiles only)"
+ROUTER_UNSEEN = (
+    "nor is the router seen to run for this target (no pool saturation series for its inferencePool,"
+    " no in-flight series in its namespace): its queue is unknown, not empty"
+)
 
 
 def ttft_inputs(
@@ -173,6 +184,26 @@ class Readings:
             " requests are not counted as demand (more replicas would not serve them): restart the pod",
         )
 
+    def _router_queue(self, policy: TargetPolicy, values: dict[str, Any], missing: dict[str, str]) -> None:
+        """llm-d's queue where its series is absent: empty where the EPP is seen to run for the target,
+        else unknown, and the waiting demand with it (module docstring)."""
+        router = ROUTERS.get(policy.router)
+        if Input.ROUTER_QUEUE_WAITING in values or router is None:
+            return
+        if router.family(Reading.ROUTER_INFLIGHT) is None:
+            return  # a router with no sign of running but its queue (Dynamo): its queue stays unknown
+        if Input.ROUTER_SATURATION in self.values or Reading.ROUTER_INFLIGHT in self.values:
+            values[Input.ROUTER_QUEUE_WAITING] = 0.0  # it runs, and nothing waits in it
+            missing.pop(Input.ROUTER_QUEUE_WAITING, None)
+            return
+        why = missing.get(Input.ROUTER_QUEUE_WAITING, "no data")
+        missing[Input.ROUTER_QUEUE_WAITING] = f"{why}; {ROUTER_UNSEEN}"
+        if Input.QUEUE_WAITING in values:
+            del values[Input.QUEUE_WAITING]
+            missing[Input.QUEUE_WAITING] = (
+                f"the router's queue, part of the waiting demand, is unknown ({why})"
+            )
+
     def _ttft(self, policy: TargetPolicy, values: dict[str, Any], missing: dict[str, str]) -> None:
         """The TTFT inputs from the histogram; without one, why not (a custom engine's quantiles stay)."""
         buckets = self.histograms.get(Reading.TTFT)
@@ -196,9 +227,11 @@ class Readings:
                 missing[name] = NO_REQUESTS
 
     def _router(self, policy: TargetPolicy, values: dict[str, Any], missing: dict[str, str]) -> None:
-        """The router's reads: its saturation only with no stale endpoint, and its TTFT as the users'."""
+        """The router's reads: its queue (absent, only where the router is seen to run), its saturation
+        only with no stale endpoint, and its TTFT as the users'."""
         if policy.router == "none":
             return
+        self._router_queue(policy, values, missing)
         stale = self.values.get(Reading.ROUTER_STALE_ENDPOINTS)
         if Input.ROUTER_SATURATION in values and stale != 0:
             values.pop(Input.ROUTER_SATURATION)

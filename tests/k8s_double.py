@@ -4,7 +4,8 @@ It serves, over HTTP/1.1 on a free loopback port, read-only list, get and watch 
 Nodes (``/api/v1/nodes``), Pods (``/api/v1/pods``, ``/api/v1/namespaces/NS/pods``),
 Deployments (``/apis/apps/v1/...``), KEDA ScaledObjects (``/apis/keda.sh/v1alpha1/...``)
 HorizontalPodAutoscalers (``/apis/autoscaling/v2/...``), Ingresses
-(``/apis/networking.k8s.io/v1/...``), DRA's ResourceSlices, DeviceClasses, ResourceClaims and
+(``/apis/networking.k8s.io/v1/...``), Services (``/api/v1/namespaces/NS/services``),
+PodDisruptionBudgets (``/apis/policy/v1/...``), DRA's ResourceSlices, DeviceClasses, ResourceClaims and
 ResourceClaimTemplates (``/apis/resource.k8s.io/v1/...``) and Kueue's ClusterQueues and
 LocalQueues (``/apis/kueue.x-k8s.io/v1beta1/...``), plus ``/version``, with the API server's
 semantics where the scaler depends on them (``unserved`` API groups answer 404, as a cluster
@@ -69,6 +70,7 @@ RESOURCES: dict[str, Resource] = {
     for r in (
         Resource("nodes", "/api/v1", False, "Node", "v1"),
         Resource("pods", "/api/v1", True, "Pod", "v1"),
+        Resource("services", "/api/v1", True, "Service", "v1"),
         Resource("deployments", "/apis/apps/v1", True, "Deployment", "apps/v1"),
         Resource("scaledobjects", "/apis/keda.sh/v1alpha1", True, "ScaledObject", "keda.sh/v1alpha1"),
         Resource(
@@ -79,6 +81,7 @@ RESOURCES: dict[str, Resource] = {
             "autoscaling/v2",
         ),
         Resource("ingresses", "/apis/networking.k8s.io/v1", True, "Ingress", "networking.k8s.io/v1"),
+        Resource("poddisruptionbudgets", "/apis/policy/v1", True, "PodDisruptionBudget", "policy/v1"),
         Resource("resourceslices", DRA, False, "ResourceSlice", "resource.k8s.io/v1"),
         Resource("deviceclasses", DRA, False, "DeviceClass", "resource.k8s.io/v1"),
         Resource("resourceclaims", DRA, True, "ResourceClaim", "resource.k8s.io/v1"),
@@ -88,8 +91,9 @@ RESOURCES: dict[str, Resource] = {
     )
 }
 BY_KIND = {r.kind: r for r in RESOURCES.values()}
-# What the scaler's inventory watches (scaler doctor also lists ingresses).
-WATCHED = tuple(name for name in RESOURCES if name != "ingresses")
+# What the scaler's inventory watches (scaler doctor also lists ingresses, and the scaler's own
+# Services and PodDisruptionBudgets).
+WATCHED = tuple(name for name in RESOURCES if name not in ("ingresses", "services", "poddisruptionbudgets"))
 
 
 @dataclass

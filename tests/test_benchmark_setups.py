@@ -8,6 +8,7 @@ mechanism as worth nothing.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,18 @@ def test_the_targets_are_issue_28s_each_beside_its_figure() -> None:
     assert checks[f"{where}, half too low vs right: -0.50 points, +0.01x (target within 1 point and 0.05x)"]
     # per condition: attainment, two estimates, scale changes; three conditions against right; the reference
     assert len(checks) == 4 * 4 + 3 + 1
+
+
+def test_hours_cut_a_cell_s_trace_and_a_bad_pair_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--hours bursty=1`` replays the bursty trace's first hour (its default is 6); a pair naming
+    no trace, or hours beyond the trace's, is a usage error naming it."""
+    cut = decision_quality.cell_trace(decision_quality.Cell("bursty", 0, "separate", "v1", hours=1.0))
+    whole = decision_quality.cell_trace(decision_quality.Cell("bursty", 0, "separate", "v1"))
+    assert 0 < len(cut.arrivals) < len(whole.arrivals)
+    assert max(cut.arrivals) < 3600.0 < max(whole.arrivals)
+    parser = argparse.ArgumentParser(prog="decision_quality.py")
+    assert decision_quality._hours(parser, ["bursty=1", "servegen=6"]) == {"bursty": 1.0, "servegen": 6.0}
+    for bad in ("bursty=7", "nosuch=1", "servegen=x"):
+        with pytest.raises(SystemExit):
+            decision_quality._hours(parser, [bad])
+        assert f"--hours {bad}: want TRACE=H" in capsys.readouterr().err

@@ -390,6 +390,61 @@ def test_other_documents_are_kept_and_a_file_without_a_scaledobject_is_an_error(
         convert_text(deployment)
 
 
+def hpa_document(
+    name: str, target: str = "vllm", namespace: str = "inference", kind: str = "Deployment"
+) -> str:
+    """An HPA on the CPU of ``kind`` ``target``, as a workload was scaled before KEDA (YAML, one document)."""
+    return textwrap.dedent(f"""\
+        apiVersion: autoscaling/v2
+        kind: HorizontalPodAutoscaler
+        metadata: {{name: {name}, namespace: {namespace}}}
+        spec:
+          scaleTargetRef: {{apiVersion: apps/v1, kind: {kind}, name: {target}}}
+          minReplicas: 2
+          maxReplicas: 12
+          metrics:
+            - type: Resource
+              resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 80}}}}
+        """)
+
+
+def test_an_hpa_on_the_target_is_taken_over_by_name_and_annotation(
+    validator: jsonschema.protocols.Validator,
+) -> None:
+    """An HPA in the input on the ScaledObject's target: the ScaledObject names it as its HPA and
+    carries KEDA's transfer annotation (KEDA 2.21.1 manages only the HPAs it owns), the HPA leaves the
+    output (KEDA owns it), and the result is a ScaledObject KEDA's CRD accepts. An HPA on another
+    Deployment (or a StatefulSet of its name), or in another namespace, is kept and not named."""
+    text = "---\n".join(
+        [
+            hpa_document("elsewhere-cpu", namespace="research"),
+            hpa_document("other-cpu", target="other"),
+            hpa_document("statefulset-cpu", kind="StatefulSet"),
+            hpa_document("vllm-cpu"),
+            scaledobject(QUEUE),
+        ]
+    )
+    out, (conversion,) = convert_text(text)
+    docs = list(yaml.safe_load_all(out))
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
+        ("HorizontalPodAutoscaler", "elsewhere-cpu"),
+        ("HorizontalPodAutoscaler", "other-cpu"),
+        ("HorizontalPodAutoscaler", "statefulset-cpu"),
+        ("ScaledObject", "llm"),
+    ]
+    so = docs[-1]
+    assert so["metadata"]["annotations"] == {"scaledobject.keda.sh/transfer-hpa-ownership": "true"}
+    assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["name"] == "vllm-cpu"
+    assert crd_errors(validator, so) == []
+    said = "\n".join(conversion.changes)
+    assert "kedacore/keda#8374" in said
+    assert "HorizontalPodAutoscaler vllm-cpu left out of the output" in said
+    assert conversion.warnings == []  # the others are not on its target
+    alone, _ = converted(scaledobject(QUEUE))  # no HPA beside it: nothing of this written
+    assert "annotations" not in alone["metadata"]
+    assert "name" not in alone["spec"]["advanced"]["horizontalPodAutoscalerConfig"]
+
+
 def test_the_command_prints_the_yaml_alone_on_stdout_and_the_changes_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

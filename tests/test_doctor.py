@@ -1,9 +1,10 @@
 """scaler doctor against the Kubernetes API double, through the real client: one test per finding.
 
 A healthy cluster (a tainted GPU node, a vLLM Deployment with a preStop hook and a long
-grace period, one ScaledObject with only this scaler's trigger and agreeing bounds, an
-ingress-nginx Ingress with long timeouts) gives no finding but the note that Prometheus
-was not asked; each test then adds one pitfall and expects its finding.
+grace period, one ScaledObject with only this scaler's trigger, agreeing bounds and a fallback,
+an ingress-nginx Ingress with long timeouts, and the scaler as manifests/base deploys it, two
+replicas Ready) gives no finding but the note that Prometheus was not asked; each test then adds
+one pitfall and expects its finding.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from scaler.cli import main
+from scaler.manifest import DEFAULT_SCALER_ADDRESS
 from scaler.model import Inert, InertReason, Observation
 from scaler.outputs.collector import DecisionCollector
 from scaler.sim.exposition import MetricsServer
@@ -34,6 +37,24 @@ pytestmark = pytest.mark.e2e  # every test reads the Kubernetes API double over 
 
 NS = "inference"
 GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
+BASE = Path(__file__).resolve().parents[1] / "manifests" / "base"
+
+
+def scaler_objects(ready: int = 2) -> list[dict[str, Any]]:
+    """The scaler as manifests/base deploys it (its Deployment, Service and PodDisruptionBudget),
+    the Deployment with ``ready`` replicas Ready."""
+    objs = [
+        yaml.safe_load((BASE / f"{n}.yaml").read_text())
+        for n in ("deployment", "service", "poddisruptionbudget")
+    ]
+    wanted = objs[0]["spec"]["replicas"]
+    objs[0]["status"] = {
+        "observedGeneration": 1,
+        "replicas": wanted,
+        "updatedReplicas": wanted,
+        "readyReplicas": ready,
+    }
+    return objs
 
 
 def healthy() -> list[dict[str, Any]]:
@@ -53,7 +74,9 @@ def healthy() -> list[dict[str, Any]]:
         "minReplicas": "2",
         "maxReplicas": "8",
         "labelSelector": 'model_name="meta-llama/Llama-3.1-8B-Instruct"',
+        "scalerAddress": DEFAULT_SCALER_ADDRESS,
     }
+    so["spec"]["fallback"] = {"failureThreshold": 4, "replicas": 4, "behavior": "currentReplicasIfHigher"}
     ingress = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "Ingress",
@@ -82,13 +105,16 @@ def healthy() -> list[dict[str, Any]]:
             ],
         },
     }
+    hpa = k8s.hpa("llama", NS, min_replicas=2, max_replicas=8)
+    hpa["spec"]["scaleTargetRef"]["name"] = "vllm-llama"  # KEDA's own HPA, on the ScaledObject's target
     return [
         k8s.node("gpu-a", 8, taints=[GPU_TAINT]),
         k8s.node("cpu-a", 0),
         deployment,
         so,
-        k8s.hpa("llama", NS, min_replicas=2, max_replicas=8),
+        hpa,
         ingress,
+        *scaler_objects(),
     ]
 
 
@@ -164,6 +190,22 @@ def cpu_hpa(objs: list[dict[str, Any]]) -> None:
     objs.append(hpa)
 
 
+def foreign_hpa(objs: list[dict[str, Any]]) -> None:
+    """Add the HPA the workload was scaled by before KEDA (on an External metric): KEDA does not own it."""
+    hpa = copy.deepcopy(kind(objs, "HorizontalPodAutoscaler"))
+    hpa["metadata"]["name"] = "vllm-llama"
+    objs.append(hpa)
+
+
+def adopted_hpa(objs: list[dict[str, Any]]) -> None:
+    """The ScaledObject names an existing HPA as its own (advanced.horizontalPodAutoscalerConfig.name)."""
+    kind(objs, "HorizontalPodAutoscaler")["metadata"]["name"] = "vllm-llama"
+    so = kind(objs, "ScaledObject")
+    so["spec"]["advanced"] = {"horizontalPodAutoscalerConfig": {"name": "vllm-llama"}}
+    del so["status"]["hpaName"]
+    so["metadata"]["annotations"] = {"scaledobject.keda.sh/transfer-hpa-ownership": "true"}
+
+
 def annotate(key: str, value: str | None) -> Callable[[list[dict[str, Any]]], None]:
     """A change that sets (or, for None, removes) one ingress-nginx annotation on the Ingress."""
 
@@ -200,6 +242,31 @@ def both_bounds(high: int) -> Callable[[list[dict[str, Any]]], None]:
     return change
 
 
+def scaler_change(change: str) -> Callable[[list[dict[str, Any]]], None]:
+    """A change to the scaler's own objects or to the ScaledObject's fallback (``change``)."""
+
+    def apply(objs: list[dict[str, Any]]) -> None:
+        scaler = next(
+            o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] == "llm-gpu-scaler"
+        )
+        if change == "one-ready":
+            scaler["status"]["readyReplicas"] = 1
+        elif change == "no-spread":
+            del scaler["spec"]["template"]["spec"]["topologySpreadConstraints"]
+        elif change == "no-budget":
+            objs.remove(kind(objs, "PodDisruptionBudget"))
+        elif change == "budget-allows-all":
+            kind(objs, "PodDisruptionBudget")["spec"]["minAvailable"] = 0
+        elif change == "no-service":
+            objs.remove(kind(objs, "Service"))
+        elif change == "service-selects-nothing":
+            kind(objs, "Service")["spec"]["selector"] = {"app.kubernetes.io/name": "something-else"}
+        elif change == "no-fallback":
+            del kind(objs, "ScaledObject")["spec"]["fallback"]
+
+    return apply
+
+
 CRON = {
     "type": "cron",
     "metadata": {"timezone": "UTC", "start": "0 9 * * *", "end": "0 12 * * *", "desiredReplicas": "4"},
@@ -230,10 +297,20 @@ DCGM = {
         ),
         pytest.param(
             cpu_hpa,
-            {("error", "utilisation-trigger", "HorizontalPodAutoscaler inference/vllm-llama-cpu")},
+            {
+                ("error", "utilisation-trigger", "HorizontalPodAutoscaler inference/vllm-llama-cpu"),
+                ("error", "hpa-not-owned", "HorizontalPodAutoscaler inference/vllm-llama-cpu"),
+            },
             1,
             id="cpu-hpa",
         ),
+        pytest.param(
+            foreign_hpa,
+            {("error", "hpa-not-owned", "HorizontalPodAutoscaler inference/vllm-llama")},
+            1,
+            id="hpa-not-owned",
+        ),
+        pytest.param(adopted_hpa, set(), 0, id="hpa-adopted"),
         pytest.param(
             bounds(None, 8),
             {
@@ -288,6 +365,48 @@ DCGM = {
             0,
             id="hpa-tolerance",
         ),
+        pytest.param(
+            scaler_change("one-ready"),
+            {("error", "scaler-replicas", "Deployment llm-gpu-scaler/llm-gpu-scaler")},
+            1,
+            id="scaler-replicas",
+        ),
+        pytest.param(
+            scaler_change("no-spread"),
+            {("warning", "scaler-spread", "Deployment llm-gpu-scaler/llm-gpu-scaler")},
+            0,
+            id="scaler-spread",
+        ),
+        pytest.param(
+            scaler_change("no-budget"),
+            {("warning", "scaler-disruption-budget", "Deployment llm-gpu-scaler/llm-gpu-scaler")},
+            0,
+            id="scaler-no-budget",
+        ),
+        pytest.param(
+            scaler_change("budget-allows-all"),
+            {("warning", "scaler-disruption-budget", "Deployment llm-gpu-scaler/llm-gpu-scaler")},
+            0,
+            id="scaler-budget-allows-all",
+        ),
+        pytest.param(
+            scaler_change("no-service"),
+            {("error", "scaler-missing", "Service llm-gpu-scaler/llm-gpu-scaler")},
+            1,
+            id="scaler-no-service",
+        ),
+        pytest.param(
+            scaler_change("service-selects-nothing"),
+            {("error", "scaler-missing", "Service llm-gpu-scaler/llm-gpu-scaler")},
+            1,
+            id="scaler-service-selects-nothing",
+        ),
+        pytest.param(
+            scaler_change("no-fallback"),
+            {("warning", "no-fallback", "ScaledObject inference/llama")},
+            0,
+            id="no-fallback",
+        ),
     ],
 )
 def test_each_pitfall_is_named(
@@ -333,6 +452,25 @@ def test_a_namespace_limits_what_is_read(tmp_path: Path, capsys: pytest.CaptureF
     }
     _, here = doctor(objs, tmp_path, capsys, "--namespace", NS)
     assert {f["object"] for f in here} == {f"ScaledObject {NS}/llama"}
+
+
+def test_the_scalers_budgets_doctor_may_not_list_are_named_not_guessed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 403 on the scaler's PodDisruptionBudgets is an info finding naming it, not a missing budget."""
+    with k8s.KubeDouble(token="t") as double:
+        for obj in healthy():
+            double.apply(obj)
+        double.fail(403, resource="poddisruptionbudgets")
+        config = k8s.kubeconfig(tmp_path / "kubeconfig", double.url, "t")
+        code = main(["doctor", "--kubeconfig", str(config), "--output", "json"])
+    findings = [f for f in json.loads(capsys.readouterr().out) if f["check"] != "not-scraped"]
+    assert code == 0
+    assert [(f["severity"], f["check"], f["object"]) for f in findings] == [
+        ("info", "scaler-availability", "Service llm-gpu-scaler/llm-gpu-scaler")
+    ]
+    assert "poddisruptionbudgets could not be listed" in findings[0]["problem"]
+    assert "HTTP 403" in findings[0]["problem"]
 
 
 def test_the_text_output_has_one_row_per_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

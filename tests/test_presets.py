@@ -46,7 +46,10 @@ def family_calls(module: ModuleType) -> list[tuple[str, str, str]]:
             # the field is an enum member (Input.X or Reading.X): its name, in the input table's words
             first = node.args[0]
             field = first.attr.lower() if isinstance(first, ast.Attribute) else ast.literal_eval(first)
-            template = ast.literal_eval(node.args[1])
+            try:
+                template = ast.literal_eval(node.args[1])
+            except ValueError:  # a template built from a module constant (SGLANG_KV.format(...))
+                template = eval(compile(ast.Expression(node.args[1]), "<template>", "eval"), vars(module))
             above: list[str] = []
             index = node.lineno - 2
             while index >= 0 and lines[index].strip().startswith("#"):
@@ -78,18 +81,19 @@ def served(text: str) -> set[str]:
 
 
 def expected(preset: Preset, generations: tuple[str, ...]) -> set[str]:
-    """The names a preset reads in ``generations``: each family's first name is the current one,
-    the others older; a family with one name has it in both. A per-pod signature (Combine.PODS)
-    joins current names with `and`, each served by its own family, and adds none."""
+    """The names a preset reads in ``generations``: a family's names before its first `or` are the
+    current ones (a share of a pool reads its parts), those after it older; a family with no older
+    name has its current in both. A per-pod signature (Combine.PODS) joins current names with `and`,
+    each served by its own family, and adds none."""
     out = set()
     for family in preset.families:
         if family.combine is Combine.PODS:
             continue
-        names = [s.base for s in family.selectors()]
+        current, older = ({s.base for s in names} for names in family.generations())
         if "current" in generations:
-            out.add(names[0])
+            out |= current
         if "legacy" in generations:
-            out.update(names[1:] or names[:1])
+            out |= older or current
     return out
 
 
@@ -228,6 +232,29 @@ def test_a_query_on_a_queue_is_read_as_its_preset(query: str, preset: str, match
     read = queue_read(query)
     assert read is not None
     assert (read.preset.name, [str(m) for m in read.matchers]) == (preset, matchers)
+
+
+def test_llm_d_routers_names_removed_after_v0_10_are_named_with_their_replacement() -> None:
+    """A KEDA query on a name llm-d-router removed after v0.10.0 is found, with the llm_d_epp_* name
+    v0.9.0 and later write beside it, and the change that removed it (unverified ones said so)."""
+    query = "sum(inference_pool_average_queue_size) + inference_extension_flow_control_pool_saturation"
+    found = dict(removed_in(query))
+    assert found["inference_pool_average_queue_size"].instead == "llm_d_epp_average_queue_size"
+    assert "unverified" in found["inference_pool_average_queue_size"].by
+    assert found["inference_extension_flow_control_pool_saturation"].by.startswith("llm-d-router PR #2826")
+    assert removed_in("sum(inference_extension_flow_control_queue_size)") == []  # still written on main
+
+
+def test_a_familys_current_names_are_those_before_its_first_or() -> None:
+    """A template's names before its first `or` are the current ones, each once, those after it
+    older; a share of a pool must read its parts as the current names."""
+    current, older = Family(
+        "kv_cache_usage", "avg by ({by}) (u / (u + a + e)) or avg by ({by}) (old_usage)", share=True
+    ).generations()
+    assert [s.metric for s in current] == ["u", "a", "e"]
+    assert [s.metric for s in older] == ["old_usage"]
+    lone = Family("kv_cache_usage", "avg by ({by}) (old_usage) or avg by ({by}) (u / (u + a))", share=True)
+    assert "a share reads its pool's parts" in "; ".join(lone.problems())
 
 
 def test_removed_names_are_found_whole() -> None:

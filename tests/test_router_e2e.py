@@ -135,6 +135,76 @@ def test_the_router_series_under_both_names_count_once_and_either_alone_is_read(
     assert observe(source, t).router_queue_waiting == 120
 
 
+def test_gie_v1_5s_saturation_under_its_older_name_alone_is_read(stack: Stack) -> None:
+    """GIE v1.5.0 writes the pool saturation only as inference_extension_*: it is read there."""
+    source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window="5s"))
+    stack.router.generations = ("legacy",)
+    stack.router.set_load(RouterLoad(queued=3, saturation=0.6))
+    wait_until(lambda: stack.prometheus.query("max(inference_extension_flow_control_pool_saturation) == 0.6"))
+    wait_until(lambda: not stack.prometheus.query("llm_d_epp_flow_control_pool_saturation"), timeout_s=60)
+    assert observe(source, target(LLM_D)).router_saturation == pytest.approx(0.6)
+
+
+def test_with_flow_control_off_the_in_flight_series_say_the_epp_holds_no_queue(stack: Stack) -> None:
+    """llm-d's default: flow control off, no flow-control series at all; the EPP's in-flight series
+    in the target's namespace say it runs and dispatches at once: its queue reads 0, the servers'
+    own queue is the waiting demand and decides."""
+    source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window="5s"))
+    t = target(LLM_D)
+    stack.fleet.set_fleet_load(PodLoad(waiting=60, running=10))
+    stack.router.set_load(RouterLoad(flow_control=False, inflight=70))
+    wait_until(lambda: stack.prometheus.query("sum(llm_d_epp_inflight_requests) == 70"))
+    wait_until(lambda: not stack.prometheus.query("llm_d_epp_flow_control_queue_size"), timeout_s=60)
+    wait_until(lambda: stack.prometheus.query("sum(vllm:num_requests_waiting) == 60"))
+    seen = observe(source, t)
+    assert seen.router_queue_waiting == 0
+    assert seen.queue_waiting == 60
+    assert t.engine.decide(seen).replicas == 6  # 60 waiting at 10 a replica
+
+
+def test_flow_control_on_with_nothing_queued_yet_reads_an_empty_queue(stack: Stack) -> None:
+    """Flow control on writes the pool's saturation every dispatch cycle but a queue series only once
+    a request has queued: the saturation alone says the EPP runs for the pool, so its queue is 0."""
+    stack.router.inflight = False
+    source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window="5s"))
+    stack.router.set_load(RouterLoad(queued=None, saturation=0.4))
+    wait_until(lambda: stack.prometheus.query("max(llm_d_epp_flow_control_pool_saturation) == 0.4"))
+    wait_until(lambda: not stack.prometheus.query("llm_d_epp_inflight_requests"), timeout_s=60)
+    assert not stack.prometheus.query("llm_d_epp_flow_control_queue_size")
+    assert observe(source, target(LLM_D)).router_queue_waiting == 0
+
+
+def test_an_epp_not_seen_running_leaves_its_queue_and_the_waiting_demand_unknown(stack: Stack) -> None:
+    """No flow-control series and no in-flight series for the target's namespace (the EPP is not
+    scraped, or runs elsewhere): its queue is unknown, not 0, and so is the waiting demand: the
+    last complete demand holds the target while the servers' queue falls."""
+    source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window="5s"))
+    t = target(LLM_D)
+    stack.fleet.set_fleet_load(PodLoad(waiting=60, running=10))
+    stack.router.set_load(RouterLoad(queued=40, saturation=1.2))
+    wait_until(lambda: stack.prometheus.query("sum(llm_d_epp_flow_control_queue_size) == 40"))
+    wait_until(lambda: stack.prometheus.query("sum(vllm:num_requests_waiting) == 60"))
+    before = refresh(source, t)
+    assert before.replicas == 10  # 60 in the servers and 40 in the router, 10 a replica
+    stack.router.namespace = "elsewhere"  # its endpoints are another namespace's
+    stack.router.set_load(RouterLoad(flow_control=False, inflight=70))
+    stack.fleet.set_fleet_load(PodLoad(waiting=4, running=10))
+    wait_until(
+        lambda: stack.prometheus.query('sum(llm_d_epp_inflight_requests{namespace="elsewhere"}) == 70')
+    )
+    wait_until(lambda: not stack.prometheus.query("llm_d_epp_flow_control_queue_size"), timeout_s=60)
+    wait_until(lambda: not stack.prometheus.query("llm_d_epp_flow_control_pool_saturation"), timeout_s=60)
+    wait_until(lambda: stack.prometheus.query("sum(vllm:num_requests_waiting) == 4"))
+    seen = observe(source, t)
+    assert seen.router_queue_waiting is None
+    assert "its queue is unknown, not empty" in seen.missing["router_queue_waiting"]
+    assert seen.queue_waiting is None
+    assert "the router's queue, part of the waiting demand, is unknown" in seen.missing["queue_waiting"]
+    held = t.engine.decide(seen)
+    assert held.replicas == 10
+    assert held.binding.value == "last_known"
+
+
 def test_stale_endpoints_make_the_saturation_gauge_ignored(stack: Stack) -> None:
     """Saturation reads 1.0 for endpoints with stale metrics: with any stale it is not read at all."""
     source = LiveSource(PrometheusReader(stack.prometheus.url, rate_window="5s"))

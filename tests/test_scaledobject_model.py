@@ -196,7 +196,13 @@ def test_the_model_crosses_to_a_worker_process() -> None:
 # Where the document itself is edited, not read for what it sets: convert rewrites the
 # user's triggers (and drops refused keys), copies the example's fallback and behavior in,
 # and retunes queue thresholds; each reads the model for what the object sets.
-EDITS_THE_DOCUMENT = {"unknown_keys", "_convert", "_add_example_safety", "retuned_queue_triggers"}
+EDITS_THE_DOCUMENT = {
+    "unknown_keys",
+    "_convert",
+    "_add_example_safety",
+    "_take_over_hpa",
+    "retuned_queue_triggers",
+}
 SCALEDOBJECT_KEYS = {
     "minReplicaCount",
     "maxReplicaCount",

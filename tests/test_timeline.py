@@ -39,9 +39,10 @@ def phase(minute: float) -> tuple[str, int, bool]:
     return "hold", 6, False
 
 
-def biased(minute: float) -> float:
-    """The load model's bias at a minute of the two hours: 3x from minute 50 to 70, else none."""
-    return 3.0 if 50 <= minute < 70 else 1.0
+def scale_at(minute: float) -> float:
+    """The capacity scale at a minute of the two hours: 0.5 from minute 50 to 70 (the model's fleet
+    late), 1.6 from minute 100 (its tail long), else 1."""
+    return 0.5 if 50 <= minute < 70 else 1.6 if minute >= 100 else 1.0
 
 
 def history() -> str:
@@ -63,7 +64,7 @@ def history() -> str:
         "llm_scaler_ttft_objective_seconds",
         "llm_scaler_binding_signal_info",
         "llm_scaler_clamp_active",
-        "llm_scaler_model_bias_ratio",
+        "llm_scaler_capacity_scale_ratio",
         "kube_deployment_spec_replicas",
     ]
     lines = [f"# TYPE {g} gauge" for g in gauges]
@@ -86,7 +87,7 @@ def history() -> str:
                 "llm_scaler_input_ttft_p95_seconds": 0.5,
                 "llm_scaler_input_ttft_p99_seconds": p99,
                 "llm_scaler_ttft_objective_seconds": 2,
-                "llm_scaler_model_bias_ratio": biased(i / 60),
+                "llm_scaler_capacity_scale_ratio": scale_at(i / 60),
             }
             if name == "llama":  # the scaler has a Kubernetes source; mistral's comes from kube-state-metrics
                 values["llm_scaler_landed_replicas"] = landed
@@ -169,8 +170,11 @@ def test_the_decision_history_is_summed_up_and_drawn(
         lines[3]
         == f"TTFT p99 above the objective: {100 * sum(p[2] for p in steps) / len(steps):.1f}% of steps"
     )
-    over = sum(biased(i / 60) > 1 for i in range(0, 2 * 3600 + 1, STEP)) / len(steps)
-    assert lines[4].startswith(f"model bias: above 1 at {100 * over:.1f}% of steps, up to 3x")
+    minutes = [i / 60 for i in range(0, 2 * 3600 + 1, STEP)]
+    below = sum(scale_at(m) < 1 for m in minutes) / len(steps)
+    above = sum(scale_at(m) > 1 for m in minutes) / len(steps)
+    assert lines[4].startswith(f"capacity scale: below 1 at {100 * below:.1f}% of steps, down to 0.5x")
+    assert f"; above 1 at {100 * above:.1f}% of steps, up to 1.6x" in lines[4]
     assert lines[5] == "landed: llm_scaler_landed_replicas"
     image = matplotlib.image.imread(tmp_path / "llama.png")
     assert image.shape[:2] == (round(8.5 * 110), 13 * 110)

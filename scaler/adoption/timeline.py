@@ -12,13 +12,15 @@ over 600 points, at least 15 s):
 * which signal set the target (``llm_scaler_binding_signal_info``), as a coloured band;
 * each clamp that changed it (``llm_scaler_clamp_active``), as marks above the target;
 * TTFT p95 and p99 against ``ttftObjectiveSeconds``;
-* the load model's bias (``llm_scaler_model_bias_ratio``) where it was above 1: why the target is
-  higher than the demand alone asks.
+* the capacity scale (``llm_scaler_capacity_scale_ratio``) where it was other than 1: what the
+  measured objective multiplied the model's per-replica capacities by (below 1, the fleet the model
+  sized was late, so the target is higher than the model alone asks; above 1, the TTFT tail was
+  shorter than the model's, so it is lower; ``scaler.decider.calibration``).
 
 The summary printed beside the PNG is computed from the same points: where the target was
 read (the steps, and the span they cover of the span asked), the share of the span each signal
 was binding, how many steps each clamp was active, the share of steps with TTFT p99 above the
-objective, and the model's bias. Worked example: 480 steps of 15 s (2 h) with ``load``
+objective, and the capacity scale's range. Worked example: 480 steps of 15 s (2 h) with ``load``
 binding at 300 of them print ``load 62.5%``.
 """
 
@@ -50,7 +52,7 @@ SERIES = {
     "ttft_p95": "llm_scaler_input_ttft_p95_seconds",
     "ttft_p99": "llm_scaler_input_ttft_p99_seconds",
     "objective": "llm_scaler_ttft_objective_seconds",
-    "model_bias": "llm_scaler_model_bias_ratio",
+    "capacity_scale": "llm_scaler_capacity_scale_ratio",
 }
 # kube-state-metrics, for where the scaler has no Kubernetes source (by Deployment name).
 KUBE_STATE = {"landed": "kube_deployment_spec_replicas", "ready": "kube_deployment_status_replicas_ready"}
@@ -97,13 +99,14 @@ class History:
             min(datetime.fromtimestamp(last, tz=UTC), max(self.end, datetime.fromtimestamp(first, tz=UTC))),
         )
 
-    def model_bias(self) -> tuple[float, float] | None:
-        """The share of steps the load model's bias was above 1 and its largest value, or None
-        without the series."""
-        values = [v for _, v in self.series.get("model_bias", [])]
+    def capacity_scale(self) -> tuple[float, float, float, float] | None:
+        """The capacity scale's share of steps below 1 and its least value, its share above 1 and its
+        largest, or None without the series."""
+        values = [v for _, v in self.series.get("capacity_scale", [])]
         if not values:
             return None
-        return sum(v > 1 for v in values) / len(values), max(values)
+        n = len(values)
+        return sum(v < 1 for v in values) / n, min(values), sum(v > 1 for v in values) / n, max(values)
 
     def binding_share(self) -> dict[str, float]:
         """Each signal's share of the steps it was binding, largest first."""
@@ -144,17 +147,24 @@ class History:
             "TTFT p99 above the objective: "
             + ("no TTFT series" if over is None else f"{100 * over:.1f}% of steps")
         )
-        bias = self.model_bias()
-        if bias is None:
-            lines.append("model bias: no series")
-        elif bias[1] <= 1:
-            lines.append("model bias: none (1 throughout)")
+        scale = self.capacity_scale()
+        if scale is None:
+            lines.append("capacity scale: no series")
+        elif not (scale[0] or scale[2]):
+            lines.append("capacity scale: 1 throughout (the model's capacities as measured)")
         else:
-            lines.append(
-                f"model bias: above 1 at {100 * bias[0]:.1f}% of steps, up to {bias[1]:.2g}x (the first"
-                " tokens measured late over those the load model expected: the load signal divides its"
-                " budget by it, so the target rises)"
-            )
+            parts = []
+            if scale[0]:
+                parts.append(
+                    f"below 1 at {100 * scale[0]:.1f}% of steps, down to {scale[1]:.2g}x (the fleet the model"
+                    " sized was late: the target higher than the model alone asks)"
+                )
+            if scale[2]:
+                parts.append(
+                    f"above 1 at {100 * scale[2]:.1f}% of steps, up to {scale[3]:.2g}x (the TTFT tail shorter"
+                    " than the model's: the target lower)"
+                )
+            lines.append("capacity scale: " + "; ".join(parts))
         for key in ("landed", "ready"):
             lines.append(f"{key}: {self.sources.get(key, 'no series')}")
         return lines
@@ -305,15 +315,17 @@ def _ttft(ax: Any, history: History, zone: ZoneInfo) -> None:
     ax.set_ylabel("seconds")
     ax.set_ylim(0, top * 1.2 or 1.0)  # the objective's line inside the panel, not on its edge
     handles, labels = ax.get_legend_handles_labels()
-    bias = history.model_bias()
-    if bias is not None and bias[1] > 1:  # why the target is higher than the demand alone asks
+    scale = history.capacity_scale()
+    if scale is not None and (scale[0] or scale[2]):  # why the target is not what the model alone asks
         twin = ax.twinx()
-        twin.step(_xs(s["model_bias"], zone), _ys(s["model_bias"]), where="post", color="tab:purple", lw=1.2)
-        twin.set_ylim(0, bias[1] * 1.25)
-        twin.set_ylabel("model bias (x)", color="tab:purple")
+        xs, ys = _xs(s["capacity_scale"], zone), _ys(s["capacity_scale"])
+        twin.step(xs, ys, where="post", color="tab:purple", lw=1.2)
+        twin.axhline(1.0, color="tab:purple", ls=":", lw=0.8)
+        twin.set_ylim(0, max(scale[3], 1.0) * 1.25)
+        twin.set_ylabel("capacity scale (x)", color="tab:purple")
         more, names = twin.get_legend_handles_labels()
         handles += [*more, *twin.step([], [], color="tab:purple", lw=1.2)]
-        labels += [*names, "model bias: late first tokens over the model's (load budget / it)"]
+        labels += [*names, "capacity scale: below 1, the model's fleet was late; above 1, its tail long"]
     ax.legend(handles, labels, loc="upper left", fontsize=8)
 
 

@@ -1,41 +1,44 @@
 """How hard a replica may be loaded, measured against the objective itself. Pure.
 
 The queueing model (``scaler.decider.signals.load``) gives the *shape*: how the share of late first
-tokens grows with the load on ``N`` replicas. Its *level* rests on capacities read in a world the
-model simplifies (replicas that each queue their own requests, chunked prefill sharing every step
-with the decodes, heavy-tailed prompts), so it may be optimistic or pessimistic by a factor. The
-objective is measured at every refresh (the TTFT histogram's share over ``ttftObjectiveSeconds``),
-so that factor is measured too: ``scale``, by which the model's per-replica capacities are
-multiplied before the fleet is sized.
+tokens, and the TTFT tail, grow with the load on ``N`` replicas. Its *level* rests on capacities
+read in a world the model simplifies (replicas that each queue their own requests, chunked prefill
+sharing every step with the decodes, heavy-tailed prompts), so it may be optimistic or pessimistic
+by a factor. The objective is measured at every refresh (the TTFT histogram's share over
+``ttftObjectiveSeconds`` and its p99), so that factor is measured too: ``scale``, by which the
+model's per-replica capacities are multiplied before the fleet is sized.
 
-It learns only where a fleet's late first tokens say something about the model: at a refresh whose
-Ready replicas have been steady for a rate window, at least as many as the decider asked for one
-lead before (the fleet it planned to stand now: lateness while a scale-up is still starting is the
-lag's, not the model's), and with no backlog beyond the objective in the last rate window (the first
-tokens of a queue that outran the fleet stay late after it is drained). There, with ``burn`` the
-measured late share over the objective's budget (at most ``MOST_BURN``):
+It learns only where the fleet's first tokens say something about the model: at a refresh whose
+Ready replicas have been steady for a rate window, at least as many as the load signal asked for
+one lead before (lateness while a scale-up is still starting is the lag's, not the model's), and
+with no backlog beyond the objective in the last rate window (the first tokens of a queue that
+outran the fleet stay late after it drains). There, both ways, by inverting the model at the fleet
+as it stands (bisection in log space, ``scale_meeting``):
 
-    ln scale <- ln scale + w x (1 - burn / SPEND)
-    w = 1 - exp(-dt / calibration_time_constant_s)          tightening: burn above SPEND
-    w = 1 - exp(-dt / (LOOSEN x calibration_time_constant_s)) loosening
+    late beyond the budget (measured share > lateBudget) and more than the model says:
+        cut   = the scale at which the model's late share is the one measured   (at most halved)
+    within the budget, a rate window of at least TAIL_REQUESTS first tokens:
+        tail  = the scale at which the model's p99 TTFT is the p99 measured     (x1/2 .. x4)
 
-so the fleet it sizes spends ``SPEND`` of the budget, the rest kept for what no steady fleet shows
-(bursts shorter than a cold start, forecast misses). A model is loosened as surely as it is
-tightened, ``LOOSEN`` times slower: too loose a scale costs late first tokens for a cold start,
-too tight one a few GPU-minutes. And a scale that was tightened because the fleet it sized was late
-is not loosened past that again for ``error_window_s`` (``ceiling``): the late first tokens it cost
-are remembered, not looked for again.
+    called = min(max(1, median of the tails), least cut)   over ``error_window_s``; the median
+                                                           once TAILS tails are in, else 1
+    scale  <- called                                        at once where it is lower
+    scale  <- min(called, scale x exp(w))                   where higher, w = 1 - exp(-dt / tau)
 
-Two measurements bound it from what the fleet was seen serving (``served / ready``, over the
-model's requests/s a replica completes): it is never below the most a replica served within
-``error_window_s`` (it can), nor, while the queue grows on every replica at this refresh and the
-previous, above what it serves then (it cannot more).
+with ``tau`` = ``calibration_time_constant_s``. A model too optimistic is tightened at the refresh
+that shows it; one too pessimistic is loosened as surely, a step each refresh, each step one the
+next refreshes can refute, and never past a scale that was late within the error window (the late
+first tokens it cost are remembered, not looked for again). The tails loosen but do not tighten
+(``max(1, ...)``): a tail reads longer than the model's where prompts vary or steps are long, and
+what is late is the cut's to say. And while the queue grows beyond the objective on every Ready
+replica at this refresh and the previous, each replica serves all it can: the scale is cut to what
+they are seen to serve (``served / ready`` over the model's requests/s a replica completes).
 
-*Example*: capacities configured twice too high, the fleet sized on them late 3% at the planned
-size: ``burn = 6``, at 15 s refreshes and a 300 s time constant ``w = 0.049``: the scale falls by
-``exp(-0.049 x 11) = 0.58`` at once, and the load signal sizes the larger fleet at the next refresh.
-A model twice too pessimistic, nothing late: it rises by ``0.049 / 2 = 2.5%`` a refresh, twice in
-seven minutes, and stops where the fleet begins to spend the budget.
+*Example*: 15 s refreshes, ``tau`` 300 s: ``w = 1 - exp(-15 / 300) = 0.049``, so a scale rises by
+5% a refresh. Twenty tails within the hour calling for 1.1-1.6, median 1.3, and no cut: the scale
+goes 1.00, 1.05, 1.10, ... and reaches 1.3 in six refreshes (``ln 1.3 / 0.049 = 5.4``). A fleet
+sized at 1.3 then late 2% against a 1% budget where the model says 0.4%: the scale at which the
+model says 2% (say 1.05) is a cut, applied at once, and no tail loosens past it for an hour.
 """
 
 from __future__ import annotations

@@ -35,7 +35,17 @@ from scaler.decider.signals.table import propose_all
 from scaler.decider.spec import DeciderSpec
 from scaler.decider.stages import ALL, Stages
 from scaler.inputs import Input
-from scaler.model import Decision, ForecastRecord, Lead, Note, NoteKind, Observation, Proposal, Signal
+from scaler.model import (
+    Capacity,
+    Decision,
+    ForecastRecord,
+    Lead,
+    Note,
+    NoteKind,
+    Observation,
+    Proposal,
+    Signal,
+)
 
 __all__ = ["Decision", "Engine", "Observation"]
 
@@ -117,55 +127,24 @@ class Engine:
     def decide(self, observed: Observation) -> Decision:
         """The pipeline (``scaler.decider``): observe, demand, capacity, forecast, calibration, size,
         propose, combine, watch."""
-        spec, params, stages = self._spec, self.params, self.stages
+        spec = self._spec
         obs = with_router_queue(
             observed
         )  # the router's queue is demand; the decision records what was observed
-        t = obs.timestamp
-        self.inputs, missing = last_known.watch(self.inputs, obs, spec)
-        demand = self._learn(obs)
+        self.inputs, missing = last_known.watch(self.inputs, obs, spec)  # observe
+        demand = self._learn(obs)  # demand, capacity, forecasts
         horizon, lead_source = self.lead(obs)
-        previous_waiting = self.backlog.waiting
-        self.backlog, alarm = queue_signal.watch(
-            self.backlog, obs, demand, spec.ttft_objective_seconds, spec.late_budget
-        )
-        if not stages.backlog_net:
-            alarm = None
+        previous_waiting, alarm = self._backlog(obs, demand)
         measured = self.capacity.capacity()
-        prompt_f, concurrency_f = self._forecast(measured.prefill_tokens_per_s, measured.slots)
+        forecasts = self._forecast(measured.prefill_tokens_per_s, measured.slots)
         unknown = "; ".join(f"{m}: {obs.missing.get(m, 'no data')}" for m in missing)
         # A stale forecast is not a proposal: while a demand input is missing the load abstains and
         # last_known holds the last complete demand instead.
         load, scale, capacity = None, None, measured
         if not any(m != Input.QUEUE_WAITING for m in missing):
-            seen = calibration.Refresh(obs, measured, demand, prompt_f, concurrency_f)
-            if stages.calibration:
-                self.calibration = calibration.calibrate(
-                    self.calibration, seen, spec, params, self.capacity.steady, stages
-                )
-            scale = self.calibration.scale
-            capacity = calibration.scaled(measured, scale)
-            drain: float | None = None
-            if stages.backlog_in_load:
-                drain = queue_signal.drain_per_s(obs, capacity, demand, previous_waiting, horizon, spec.role)
-            load = load_signal.need(
-                spec,
-                capacity,
-                demand,
-                load_signal.plus(prompt_f, (drain or 0.0) * (demand.prompt_tokens_per_request or 0.0)),
-                load_signal.plus(concurrency_f, (drain or 0.0) * (demand.time_in_service_s or 0.0)),
-                unknown or "no data yet",
-                self.load.hint,
-                None,
-                obs,
-                params,
-                stages,
+            load, scale, capacity = self._size(
+                obs, demand, measured, forecasts, previous_waiting, alarm, horizon, unknown
             )
-            if load is not None and load.binding is not None:
-                self.load = load_signal.LoadState(load.replicas)
-                load = replace(load, backlog=drain is not None)
-                if stages.backlog_in_load and alarm is not None:
-                    load = load_signal.with_net(load, queue_signal.safety_net(obs, demand, horizon), alarm)
         proposals = propose_all(
             SignalInputs(
                 spec=spec,
@@ -179,15 +158,82 @@ class Engine:
                 last_demand=self.inputs.last_demand,
                 missing=tuple(missing),
                 backlog_alarm=alarm,
-                params=params,
-                stages=stages,
+                params=self.params,
+                stages=self.stages,
             )
         )
-        decision = self._combined(
-            observed, proposals, missing, unknown, demand, (prompt_f, concurrency_f), load
-        )
+        decision = self._combined(observed, proposals, missing, unknown, demand, forecasts, load)
         decision = replace(decision, forecast=replace(decision.forecast, capacity_scale=scale))
         decision = replace(decision, lead=Lead(horizon, lead_source), capacity=capacity)
+        return self._watch(decision, obs.timestamp, horizon, load, missing, proposals)
+
+    def _backlog(self, obs: Observation, demand: Demand) -> tuple[float | None, str | None]:
+        """The queue at the previous refresh, and the safety net's alarm where the backlog is one
+        the Ready replicas do not clear within the objective (``scaler.decider.signals.queue``)."""
+        spec = self._spec
+        previous_waiting = self.backlog.waiting
+        self.backlog, alarm = queue_signal.watch(
+            self.backlog, obs, demand, spec.ttft_objective_seconds, spec.late_budget
+        )
+        return previous_waiting, alarm if self.stages.backlog_net else None
+
+    def _size(
+        self,
+        obs: Observation,
+        demand: Demand,
+        measured: Capacity,
+        forecasts: tuple[Forecast | None, Forecast | None],
+        previous_waiting: float | None,
+        alarm: str | None,
+        horizon: float,
+        unknown: str,
+    ) -> tuple[load_signal.LoadNeed | None, float | None, Capacity]:
+        """Calibrate, then size: the capacities scaled by what the measured objective calls for
+        (``scaler.decider.calibration``), and the replicas the forecast demand and the backlog's
+        drain need with them (``scaler.decider.signals.load``)."""
+        spec, params, stages = self._spec, self.params, self.stages
+        prompt_f, concurrency_f = forecasts
+        seen = calibration.Refresh(obs, measured, demand, prompt_f, concurrency_f)
+        if stages.calibration:
+            self.calibration = calibration.calibrate(
+                self.calibration, seen, spec, params, self.capacity.steady, stages
+            )
+        scale = self.calibration.scale
+        capacity = calibration.scaled(measured, scale)
+        drain: float | None = None
+        if stages.backlog_in_load:
+            drain = queue_signal.drain_per_s(obs, capacity, demand, previous_waiting, horizon, spec.role)
+        load = load_signal.need(
+            spec,
+            capacity,
+            demand,
+            load_signal.plus(prompt_f, (drain or 0.0) * (demand.prompt_tokens_per_request or 0.0)),
+            load_signal.plus(concurrency_f, (drain or 0.0) * (demand.time_in_service_s or 0.0)),
+            unknown or "no data yet",
+            self.load.hint,
+            None,
+            obs,
+            params,
+            stages,
+        )
+        if load is not None and load.binding is not None:
+            self.load = load_signal.LoadState(load.replicas)
+            load = replace(load, backlog=drain is not None)
+            if stages.backlog_in_load and alarm is not None:
+                load = load_signal.with_net(load, queue_signal.safety_net(obs, demand, horizon), alarm)
+        return load, scale, capacity
+
+    def _watch(
+        self,
+        decision: Decision,
+        t: float,
+        horizon: float,
+        load: load_signal.LoadNeed | None,
+        missing: list[str],
+        proposals: list[Proposal],
+    ) -> Decision:
+        """Remember what was decided (the target, the plan the calibration checks a lead on, the
+        proposals that last knew the demand) and judge whether the target can act (``held``)."""
         self.landing.remember(decision.replicas)
         checked = load is not None and load.checks > 0  # the plan behind it has been checked a lead on
         self.calibration = calibration.planned(

@@ -161,6 +161,13 @@ VLLM = register(
 # tp_rank, pp_rank; hence sums by the selector's labels) and TokenizerMetricsCollector
 # (counters and histograms). The token counters advance when a request finishes, so their
 # rate lags long requests.
+# The share of its KV pool a server's running requests hold, per series (a pod's scheduler), then
+# aggregated by ``agg``; SGLang's older gauge where the counts are absent (the SGLang preset below).
+SGLANG_KV = (
+    "{agg} by ({{by}}) (sglang:kv_used_tokens"
+    " / (sglang:kv_used_tokens + sglang:kv_available_tokens + sglang:kv_evictable_tokens))"
+    " or {agg} by ({{by}}) (sglang:token_usage)"
+)
 SGLANG = register(
     Preset(
         "sglang",
@@ -176,8 +183,14 @@ SGLANG = register(
                 Input.GENERATION_TOKENS_PER_S,
                 "sum by ({by}) (rate(sglang:generation_tokens_total[{window}]))",
             ),
-            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:token_usage (0-1)
-            Family(Input.KV_CACHE_USAGE, "avg by ({by}) (sglang:token_usage)", Combine.MEAN),
+            # python/sglang/srt/observability/metrics_collector.py: gauges sglang:kv_used_tokens
+            # (held by running requests), sglang:kv_available_tokens (free), sglang:kv_evictable_tokens
+            # (radix cache a new request may evict), all of the full-attention pool, written together
+            # at each log_stats (PR #22726): used over the three is the share of what requests can
+            # hold that they hold. Where they are absent, the older gauge sglang:token_usage (0-1):
+            # max(full, swa, mamba) of (total - available - evictable) / total, which counts the
+            # session-held tokens and, on hybrid models, reads the Mamba state pool where it is fuller.
+            Family(Input.KV_CACHE_USAGE, SGLANG_KV.format(agg="avg"), Combine.MEAN, share=True),
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:time_to_first_token_seconds
             Family(
@@ -204,9 +217,10 @@ SGLANG = register(
             # python/sglang/srt/observability/metrics_collector.py: gauge sglang:num_running_reqs, the
             # busiest pod's
             Family(Input.REQUESTS_RUNNING_MAX, "max by ({by}) (sglang:num_running_reqs)", Combine.MAX),
-            # python/sglang/srt/observability/metrics_collector.py: gauge sglang:token_usage, the
-            # fullest pod's
-            Family(Input.KV_CACHE_USAGE_MAX, "max by ({by}) (sglang:token_usage)", Combine.MAX),
+            # python/sglang/srt/observability/metrics_collector.py: gauges sglang:kv_used_tokens,
+            # sglang:kv_available_tokens, sglang:kv_evictable_tokens, else sglang:token_usage, as
+            # above: the fullest pod's
+            Family(Input.KV_CACHE_USAGE_MAX, SGLANG_KV.format(agg="max"), Combine.MAX, share=True),
             # python/sglang/srt/observability/metrics_collector.py: histogram
             # sglang:queue_time_seconds (time in the waiting queue), its _sum
             Family(Reading.QUEUE_TIME_SUM, "sum by ({by}) (rate(sglang:queue_time_seconds_sum[{window}]))"),

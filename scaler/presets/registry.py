@@ -48,6 +48,9 @@ class Select(StrEnum):
     POOL = "pool"  # the router's pool: <pool_label>="<inferencePool>"
     MODEL = "model"  # the labelSelector's matchers on the family's model label, if any
     ANY = "any"  # every series at the address (a router gauge that names no pool)
+    # namespace="<the ScaledObject's>": a router's per-endpoint series, which name no pool or model
+    # but the endpoint's namespace (an InferencePool selects the pods of its own namespace)
+    NAMESPACE = "namespace"
 
 
 # What a family can read: an input Prometheus answers (``scaler.inputs.Input``), or what inputs are
@@ -73,6 +76,7 @@ _RANGE = re.compile(r"\[[^\[\]]*\]")
 _GROUPING = re.compile(r"\b(?:by|without)\s*\([^()]*\)")
 _PROMQL_WORDS = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset"})
 _SET_OPERATORS = frozenset({"or", "and", "unless"})
+_OR = re.compile(r"(?<![\w:])or(?![\w:])")  # the set operator, not a metric or label named with it
 # Templates whose parsed selectors are kept: every family of every preset, with room to spare.
 _TEMPLATES_KEPT = 1024
 
@@ -102,12 +106,15 @@ class Selector:
         return "counter" if self.ranged else "gauge"
 
 
-@functools.lru_cache(maxsize=_TEMPLATES_KEPT)
-def _selectors(template: str) -> tuple[Selector, ...]:
-    """The series selectors in a template's text (its placeholders taken out), in order; cached,
-    as the simulated exporters ask at every scrape."""
+def _literal(template: str) -> str:
+    """A template's text with its placeholders taken out and any range written out (``[2m]``)
+    emptied, which names no metric."""
     text = "".join(literal for literal, _, _, _ in string.Formatter().parse(template))
-    text = _RANGE.sub("[]", text)  # a range written out (``[2m]``) names no metric
+    return _RANGE.sub("[]", text)
+
+
+def _scan(text: str) -> tuple[Selector, ...]:
+    """The series selectors in ``text`` (a template's literal text), in order."""
     out = []
     for found in _SELECTOR.finditer(_GROUPING.sub(" ", text)):
         name, after = found["name"], found["after"]
@@ -115,6 +122,24 @@ def _selectors(template: str) -> tuple[Selector, ...]:
             continue  # a function, a keyword or a set operator
         out.append(Selector(name, parse_selector(found["matchers"] or ""), ranged=after == "["))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=_TEMPLATES_KEPT)
+def _selectors(template: str) -> tuple[Selector, ...]:
+    """The series selectors in a template's text (its placeholders taken out), in order; cached,
+    as the simulated exporters ask at every scrape."""
+    return _scan(_literal(template))
+
+
+@functools.lru_cache(maxsize=_TEMPLATES_KEPT)
+def _generations(template: str) -> tuple[tuple[Selector, ...], tuple[Selector, ...]]:
+    """The selectors before a template's first ``or`` (the current names) and after it (the older)."""
+    text = _literal(template)
+    found = _OR.search(text)
+    if found is None:
+        return tuple(dict.fromkeys(_scan(text))), ()
+    current, older = _scan(text[: found.start()]), _scan(text[found.end() :])
+    return tuple(dict.fromkeys(current)), tuple(dict.fromkeys(older))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +158,10 @@ class Family:
     role_label: str | None = None
     # Labels every grouping of the template keeps besides the targets' (``pod`` for Combine.PODS).
     keep: tuple[str, ...] = ()
+    # The current names are a share of a pool, the first metric over the sum of them all
+    # (``used / (used + available + evictable)``): the simulated exporters write the first as the
+    # share of a pool and the others as the rest (``scaler.sim.exposition.share_parts``).
+    share: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "field", key_of(self.field))
@@ -154,6 +183,15 @@ class Family:
         """
         return _selectors(self.template)
 
+    def generations(self) -> tuple[tuple[Selector, ...], tuple[Selector, ...]]:
+        """The series the current names read (before the template's first ``or``), each once, and
+        those the older names read, where the current are absent.
+
+        *Example*: ``avg by ({by}) (sglang:kv_used_tokens / (sglang:kv_used_tokens + ...)) or avg by
+        ({by}) (sglang:token_usage)`` gives the three ``kv_*`` gauges, then ``sglang:token_usage``.
+        """
+        return _generations(self.template)
+
     def problems(self) -> list[str]:
         """What is wrong with this family (empty when nothing): its field, its template."""
         out = []
@@ -165,11 +203,19 @@ class Family:
             return [*out, f"{self.field}: a matcher in the template cannot be read: {exc}"]
         if not found:
             out.append(f"{self.field}: the template reads no metric")
-        elif len(found) > 1 and " or " not in self.template and self.combine is not Combine.PODS:
+        elif (
+            len(found) > 1
+            and " or " not in self.template
+            and self.combine is not Combine.PODS
+            and not self.share
+        ):
             out.append(
                 f"{self.field}: a family reads one metric; older names follow the current one, joined by `or`"
-                " (a per-pod signature, Combine.PODS, joins several with `and`)"
+                " (a per-pod signature, Combine.PODS, joins several with `and`; a share of a pool reads its"
+                " parts)"
             )
+        if self.share and len(self.generations()[0]) < 2:
+            out.append(f"{self.field}: a share reads its pool's parts: used first, then the rest")
         return out
 
 

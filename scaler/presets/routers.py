@@ -6,33 +6,69 @@ Each metric name carries the upstream file that defines it, in the comment above
 from __future__ import annotations
 
 from scaler.inputs import Input, Reading
-from scaler.presets.registry import Combine, Family, Kind, Preset, Select, register
+from scaler.presets.registry import Combine, Family, Kind, Preset, Removal, Select, register
 from scaler.roles import DYNAMO_WORKER_TYPE
 
 # llm-d's endpoint picker (EPP). Sources: llm-d/llm-d-router pkg/epp/metrics/llm_d_router_metrics.go
-# (llm_d_epp_*, v0.9+) and pkg/epp/metrics/metrics.go (the older inference_extension_* names,
-# kubernetes-sigs/gateway-api-inference-extension v1.5.0, still written beside the new ones):
-# each family reads the current name, and the older one only where the current is absent
-# (PromQL `or` on the aggregated series), never both summed. With flow control on
-# (featureGates: flowControl) requests wait in the EPP's queue, labelled inference_pool; the
-# pool saturation gauge reads 1.0 for stale endpoints, so it is read only with none stale
-# (llm_d_epp_flow_control_stale_endpoints, v0.10+, labelled by detector, not pool). The request
-# TTFT histogram runs from the EPP's receipt of the request: the TTFT users see, queue included;
-# it carries model_name, not the pool.
+# (llm_d_epp_*, v0.9.0+) and pkg/epp/metrics/metrics.go (the older inference_extension_* names of
+# kubernetes-sigs/gateway-api-inference-extension, whose last release with an EPP is v1.5.0; written
+# beside the new ones by llm-d-router v0.9.0 and v0.10.0, and, after PR #2826 removed the rest, still
+# for the flow-control queue on main): each family reads the current name, and the older one only
+# where the current is absent (PromQL `or` on the aggregated series), never both summed; an older name
+# is read only where a released version exports it alone (docs/engines.md has the versions). With
+# flow control on (featureGates: flowControl; off by default, PR #2180) requests wait in the EPP's
+# queue, labelled inference_pool; the pool saturation gauge reads 1.0 for stale endpoints, so it is
+# read only with none stale (llm_d_epp_flow_control_stale_endpoints, v0.10+, labelled by detector,
+# not pool). With flow control off the EPP holds no queue and writes none of those series: its
+# in-flight gauges (v0.10+) then say that it runs, and only then is the absent queue read as empty
+# (scaler.readings). The request TTFT histogram runs from the EPP's receipt of the request: the TTFT
+# users see, queue included; it carries model_name, not the pool.
+# Names llm-d-router removed after v0.10.0, each with the name that replaces it (both written by
+# v0.9.0 and v0.10.0): what doctor flags in a user's query. PR #2826 (merged 2026-09-13) removed
+# inference_extension_* but for the flow-control queue's size and bytes and the scheduler attempts;
+# PR #2821 the predicted-latency inference_objective_* series; PR #2675, said to remove
+# inference_pool_*, is in no stored copy (the stored main, ebab6879, still writes them): unverified.
+_UNVERIFIED = "llm-d-router PR #2675 (after v0.10.0; not in the stored copies, unverified)"
+LLM_D_REMOVED = {
+    "inference_extension_flow_control_pool_saturation": Removal(
+        "llm-d-router PR #2826 (after v0.10.0; GIE v1.5.0 writes only it)",
+        "llm_d_epp_flow_control_pool_saturation",
+    ),
+    "inference_extension_flow_control_request_queue_duration_seconds": Removal(
+        "llm-d-router PR #2826 (after v0.10.0)", "llm_d_epp_flow_control_request_queue_duration_seconds"
+    ),
+    "inference_objective_request_predicted_ttft_seconds": Removal(
+        "llm-d-router PR #2821 (after v0.10.0)", "llm_d_epp_request_predicted_ttft_seconds"
+    ),
+    "inference_pool_average_queue_size": Removal(_UNVERIFIED, "llm_d_epp_average_queue_size"),
+    "inference_pool_average_kv_cache_utilization": Removal(
+        _UNVERIFIED, "llm_d_epp_average_kv_cache_utilization"
+    ),
+    "inference_pool_average_running_requests": Removal(_UNVERIFIED, "llm_d_epp_average_running_requests"),
+    "inference_pool_ready_pods": Removal(_UNVERIFIED, "llm_d_epp_ready_endpoints"),
+    "inference_pool_per_pod_queue_size": Removal(_UNVERIFIED, "llm_d_epp_per_endpoint_queue_size"),
+}
+
 LLM_D = register(
     Preset(
         "llm-d",
         (
-            # pkg/epp/metrics/llm_d_router_metrics.go: gauge llm_d_epp_flow_control_queue_size;
-            # pkg/epp/metrics/metrics.go: the older inference_extension_flow_control_queue_size
+            # pkg/epp/metrics/llm_d_router_metrics.go: gauge llm_d_epp_flow_control_queue_size
+            # (llm-d-router v0.9.0+); pkg/epp/metrics/metrics.go: the older
+            # inference_extension_flow_control_queue_size (GIE v1.x, the only name there; still
+            # written by llm-d-router main, PR #2826 keeps it for the workload-variant autoscaler).
+            # Written from a request's first enqueue: absent on an EPP that never queued.
             Family(
                 Input.ROUTER_QUEUE_WAITING,
                 "sum by ({by}) (llm_d_epp_flow_control_queue_size)"
                 " or sum by ({by}) (inference_extension_flow_control_queue_size)",
                 select=Select.POOL,
             ),
-            # pkg/epp/metrics/llm_d_router_metrics.go: gauge llm_d_epp_flow_control_pool_saturation;
-            # pkg/epp/metrics/metrics.go: the older inference_extension_flow_control_pool_saturation
+            # pkg/epp/metrics/llm_d_router_metrics.go: gauge llm_d_epp_flow_control_pool_saturation
+            # (v0.9.0+; from main, a stage label: prefill, decode, effective = the larger, so the
+            # max); pkg/epp/metrics/metrics.go: the older inference_extension_flow_control_pool_saturation,
+            # read for GIE v1.5.0, which writes only it (removed from llm-d-router main by PR #2826).
+            # Written every dispatch cycle while flow control runs.
             Family(
                 Input.ROUTER_SATURATION,
                 "max by ({by}) (llm_d_epp_flow_control_pool_saturation)"
@@ -55,8 +91,18 @@ LLM_D = register(
                 Combine.HISTOGRAM,
                 select=Select.MODEL,
             ),
+            # pkg/epp/framework/plugins/requestcontrol/dataproducer/inflightload/metrics.go: gauge
+            # llm_d_epp_inflight_requests (v0.10.0+; labels endpoint_name, namespace, producer_name,
+            # fairness_id, priority; written while the in-flight-load producer runs, which the
+            # default scorers consume). Read per namespace, never as demand.
+            Family(
+                Reading.ROUTER_INFLIGHT,
+                "sum by ({by}) (llm_d_epp_inflight_requests)",
+                select=Select.NAMESPACE,
+            ),
         ),
-        "llm-d/llm-d-router pkg/epp/metrics/llm_d_router_metrics.go, pkg/epp/metrics/metrics.go",
+        "llm-d/llm-d-router pkg/epp/metrics/llm_d_router_metrics.go, pkg/epp/metrics/metrics.go,"
+        " pkg/epp/framework/plugins/requestcontrol/dataproducer/inflightload/metrics.go",
         kind=Kind.ROUTER,
         both_generations=True,
         pool_label="inference_pool",
@@ -65,6 +111,7 @@ LLM_D = register(
         # producer_name, fairness_id, priority; only with the in-flight-load producer plugin). Their
         # series stay after a pod goes, so a fleet scaled on them scales up and never down.
         endpoint_series=("llm_d_epp_inflight_requests", "llm_d_epp_inflight_tokens"),
+        removed=LLM_D_REMOVED,
     )
 )
 

@@ -42,7 +42,12 @@ from scaler.replay.keda import (
 
 # What a router is read as; a ScaledObject that names no router reads none of it.
 ROUTER_READS = frozenset(
-    {Input.ROUTER_QUEUE_WAITING, Input.ROUTER_SATURATION, Reading.ROUTER_STALE_ENDPOINTS}
+    {
+        Input.ROUTER_QUEUE_WAITING,
+        Input.ROUTER_SATURATION,
+        Reading.ROUTER_STALE_ENDPOINTS,
+        Reading.ROUTER_INFLIGHT,
+    }
 )
 # The signals of this scaler that read demand; the floor and the pre-warm windows are the user's.
 DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN)

@@ -24,6 +24,9 @@ from scaler.presets import Family, Preset, Select, Selector
 # The two generations of metric names: the current ones, and the older ones a family reads where
 # the current are absent (llm-d-router v0.9-v0.10 write both; vLLM before 0.11, only the older).
 GENERATIONS = ("current", "legacy")
+# The pool a share family's parts are written of (SGLang's KV cache, in tokens): any size gives the
+# same share; 100,000 is an 8B model's on one GPU, so the series look like a server's.
+SIMULATED_POOL_TOKENS = 100_000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,19 +70,31 @@ def default_generations(preset: Preset) -> tuple[str, ...]:
 
 
 def written(family: Family, generations: tuple[str, ...]) -> tuple[Selector, ...]:
-    """The selectors of ``family`` served in ``generations``: the current name, the older ones
-    (or, for a family with one name, that name in either generation)."""
-    found = family.selectors()
-    out = list(found[:1]) if "current" in generations else []
+    """The selectors of ``family`` served in ``generations``: the current names, the older ones
+    (or, for a family with no older name, the current in either generation)."""
+    current, older = family.generations()
+    out = list(current) if "current" in generations else []
     if "legacy" in generations:
-        out += found[1:] or found[:1]
+        out += older or current
     return tuple(dict.fromkeys(out))
+
+
+def share_parts(family: Family, share: float) -> dict[str, float]:
+    """A share family's current series for ``share`` of a pool of ``SIMULATED_POOL_TOKENS``: the
+    first (used) the share, the others the rest in equal parts (``Family.share``), so a reading that
+    left one of them out would be seen to be wrong.
+
+    *Example*: SGLang at 0.3: kv_used_tokens 30,000, kv_available_tokens and kv_evictable_tokens
+    35,000 each."""
+    metrics = list(dict.fromkeys(s.metric for s in family.generations()[0]))
+    rest = (1.0 - share) * SIMULATED_POOL_TOKENS / (len(metrics) - 1)
+    return {metric: share * SIMULATED_POOL_TOKENS if i == 0 else rest for i, metric in enumerate(metrics)}
 
 
 def _select_labels(preset: Preset, family: Family, model: str, pool: str | None) -> dict[str, str]:
     model_value = model.lower() if preset.lowercases_model else model
-    if family.select is Select.ANY:
-        return {}
+    if family.select in (Select.ANY, Select.NAMESPACE):
+        return {}  # the source's own labels name the namespace
     if family.select is Select.MODEL:
         return {family.model_label: model_value}
     out = {**preset.labels}
@@ -111,6 +126,7 @@ def write_preset(
         value = values.get(family.field)
         if value is None:
             continue
+        parts = share_parts(family, value.value) if family.share else {}
         for selector in written(family, generations):
             series = {**_select_labels(preset, family, model, pool), **labels}  # the source's own win
             series |= {m.name: m.value for m in selector.matchers}
@@ -124,7 +140,7 @@ def write_preset(
                 out.histogram(selector.base, series, buckets, value.value * scale, value.count, preset.source)
             else:
                 out.family(selector.metric, selector.type, f"{selector.metric} ({preset.source})")
-                out.sample(selector.metric, series, value.value)
+                out.sample(selector.metric, series, parts.get(selector.metric, value.value))
 
 
 def _labels(pairs: dict[str, str]) -> str:

@@ -72,7 +72,7 @@ class LiveSource:
                     "no Prometheus address: set prometheusAddress or scaler serve --prometheus"
                 )
             else:
-                queries.append(TargetQuery(t.key, t.policy, address))
+                queries.append(TargetQuery(t.key, t.policy, address, t.key.namespace))
         return queries, unaddressed
 
     async def observe(self, targets: Sequence[Target], now: datetime) -> Mapping[TargetKey, Observation]:

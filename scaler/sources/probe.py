@@ -186,7 +186,11 @@ class SeriesProbe:
             if t.address not in addresses:
                 continue  # none of its presets' series could be read
             picks = tuple(
-                (preset.kind, preset.name, tuple(selector_for(t.policy, f) for f in preset.families))
+                (
+                    preset.kind,
+                    preset.name,
+                    tuple(selector_for(t.policy, f, t.namespace) for f in preset.families),
+                )
                 for preset in _presets(t)
             )
             alike = (t.address, picks)
@@ -226,7 +230,7 @@ class SeriesProbe:
         metrics = sorted({m for f in preset.families for m in probe_metric(f)})
         if not metrics:
             return {}
-        matchers = [selector_for(t.policy, f) for t in members for f in preset.families]
+        matchers = [selector_for(t.policy, f, t.namespace) for t in members for f in preset.families]
         by = sorted(set(group_labels(matchers)) | set(TARGET_LABELS))
         try:
             answer = client.instant(timestamps(metrics, by), at)
@@ -236,7 +240,9 @@ class SeriesProbe:
         if answer and not fresh:
             return None  # series, but none tagged as asked: a query API that is not Prometheus' own
         lacking: set[str] = set()
-        picks = {(f.field, selector_for(t.policy, f)): f for t in members for f in preset.families}
+        picks = {
+            (f.field, selector_for(t.policy, f, t.namespace)): f for t in members for f in preset.families
+        }
         for (_, picked), family in picks.items():
             wanted = probe_metric(family)
             candidates = (g for m in wanted for g in fresh.get(m, {}).values())
@@ -336,5 +342,7 @@ def _preset_series(
     for family in preset.families:
         metrics = probe_metric(family)
         groups = tuple(g for m in metrics for g in series.get(m, ()))
-        families.append(FamilySeries(family.field, metrics, selector_for(t.policy, family), groups))
+        families.append(
+            FamilySeries(family.field, metrics, selector_for(t.policy, family, t.namespace), groups)
+        )
     return PresetSeries(preset.name, str(preset.kind), tuple(families), preset.per_pod)

@@ -44,6 +44,7 @@ from scaler.matchers import (
     SELECTOR_STEPS_PER_REFRESH,
     LabelMatcher,
     MatchBudget,
+    MatchOp,
     OverBudget,
     matches_all,
 )
@@ -234,6 +235,7 @@ class TargetQuery:
     key: Any
     policy: TargetPolicy
     address: str
+    namespace: str | None = None  # the ScaledObject's, for a family read per namespace (Select.NAMESPACE)
 
 
 _WINDOW = re.compile(r"^([0-9]+)(ms|s|m|h)$")
@@ -356,7 +358,7 @@ class PrometheusReader:
         selector's regex work charged to its budget in ``budgets``."""
         client = self.client(address)
         for family in preset.families:
-            selectors = {t.key: selector_for(t.policy, family) for t in members}
+            selectors = {t.key: selector_for(t.policy, family, t.namespace) for t in members}
             try:
                 samples = self._instant(client, family, group_labels(selectors.values()), at)
             except PrometheusQueryError as exc:
@@ -430,8 +432,11 @@ class PrometheusReader:
                     out[t.key].values[name] = max(0.0, sum(kept))
 
 
-def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ...]:
-    """The matchers that pick ``policy``'s series of ``family`` (``scaler.presets.Select``)."""
+def selector_for(
+    policy: TargetPolicy, family: Family, namespace: str | None = None
+) -> tuple[LabelMatcher, ...]:
+    """The matchers that pick ``policy``'s series of ``family`` (``scaler.presets.Select``); a family
+    read per namespace picks ``namespace``'s (every namespace's where it is not known)."""
     if family.select is Select.POOL:
         return policy.router_matchers
     if family.select is Select.MODEL:
@@ -439,6 +444,8 @@ def selector_for(policy: TargetPolicy, family: Family) -> tuple[LabelMatcher, ..
         return (*(m for m in policy.matchers if m.name == family.model_label), *role)
     if family.select is Select.ANY:
         return ()
+    if family.select is Select.NAMESPACE:
+        return (LabelMatcher("namespace", MatchOp.EQ, namespace),) if namespace else ()
     return policy.series_matchers
 
 

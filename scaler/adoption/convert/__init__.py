@@ -39,7 +39,9 @@ key the user wrote (``desiredReplicas``), never one the conversion writes
 Then ``minReplicaCount``/``maxReplicaCount`` and the metadata's ``minReplicas``/``maxReplicas``
 are written equal (``minReplicaCount: 0`` becomes 1: a cold start on the next request is
 what this scaler exists to avoid); the example's ``fallback`` and HPA ``behavior`` are added
-where the object has none; every other field is kept as written, comments included.
+where the object has none; an HPA of the input already on the target is taken over (its name as
+``advanced.horizontalPodAutoscalerConfig.name``, KEDA's ``transfer-hpa-ownership`` annotation; its
+document leaves the output); every other field is kept as written, comments included.
 
 Worked example: the published configuration (``benchmarks/baseline-published.yaml``) has
 ``sum(vllm:num_requests_waiting{model_name="llama-70b"})`` over 50, a DCGM utilisation

@@ -35,6 +35,8 @@ class Conversion:
     changes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # fields kept as written, with what each does here
+    # The HorizontalPodAutoscaler of the input the ScaledObject takes over (KEDA then owns it), or None.
+    hpa_taken: Mapping[str, Any] | None = None
 
 
 def where_of(index: int, trigger: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import io
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -21,7 +21,7 @@ from scaler.adoption.convert.report import Conversion, ConvertError, RefusedKeys
 from scaler.adoption.convert.triggers import Triggers
 from scaler.config import MetadataError, parse_metadata
 from scaler.inventory import ScaledObject, ScaledObjectError, scaledobject_from_json
-from scaler.manifest import DEFAULT_SCALER_ADDRESS, api_version_problem, yaml_problem
+from scaler.manifest import DEFAULT_SCALER_ADDRESS, TRANSFER_HPA_OWNERSHIP, api_version_problem, yaml_problem
 
 
 def example_document() -> CommentedMap:
@@ -33,9 +33,13 @@ def example_document() -> CommentedMap:
 
 
 def convert(
-    source: CommentedMap, scaler_address: str = DEFAULT_SCALER_ADDRESS, force: bool = False
+    source: CommentedMap,
+    scaler_address: str = DEFAULT_SCALER_ADDRESS,
+    force: bool = False,
+    hpas: Sequence[Mapping[str, Any]] = (),
 ) -> Conversion:
-    """The ScaledObject ``source`` rewritten for this scaler (``source`` is not changed).
+    """The ScaledObject ``source`` rewritten for this scaler (``source`` is not changed); ``hpas``
+    are the HorizontalPodAutoscalers beside it, of which one on its target is taken over.
 
     A key KEDA does not accept raises ``RefusedKeysError``, or with ``force`` is dropped and reported.
     """
@@ -51,7 +55,7 @@ def convert(
         raise RefusedKeysError(refused)
     forced = [line.split(" dropped (--force)")[0] for line in out.changes]
     try:
-        _convert(doc, scaler_address, out)
+        _convert(doc, scaler_address, out, hpas)
     except ConvertError as exc:
         if not forced:
             raise
@@ -59,7 +63,9 @@ def convert(
     return out
 
 
-def _convert(doc: CommentedMap, scaler_address: str, out: Conversion) -> None:
+def _convert(
+    doc: CommentedMap, scaler_address: str, out: Conversion, hpas: Sequence[Mapping[str, Any]]
+) -> None:
     spec = doc.get("spec")
     if not isinstance(spec, CommentedMap):
         raise ConvertError("the ScaledObject has no spec")
@@ -101,7 +107,74 @@ def _convert(doc: CommentedMap, scaler_address: str, out: Conversion) -> None:
             "triggers", before="\n".join(textwrap.wrap(note, 86)), indent=2
         )
     _add_example_safety(so, spec, out)
+    _take_over_hpa(so, doc, spec, hpas, out)
     _kept(so, spec, out)
+
+
+def _on_target(so: ScaledObject, namespace: object, hpa: Mapping[str, Any]) -> bool:
+    """Whether ``hpa`` scales the target of ScaledObject ``so`` (written in ``namespace``, or None):
+    the same kind and name, and the same namespace where both write one."""
+    theirs = (hpa.get("metadata") or {}).get("namespace")
+    ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+    return (
+        str(ref.get("name", "")) == so.target_name
+        and str(ref.get("kind") or "Deployment") == so.target_kind
+        and (theirs is None or namespace is None or str(theirs) == str(namespace))
+    )
+
+
+def _take_over_hpa(
+    so: ScaledObject,
+    doc: CommentedMap,
+    spec: CommentedMap,
+    hpas: Sequence[Mapping[str, Any]],
+    out: Conversion,
+) -> None:
+    """Where an HPA in the input already scales the target: the annotation by which KEDA takes it
+    over, and its name as the ScaledObject's HPA. KEDA 2.21.1 manages only the HPAs it owns
+    (kedacore/keda#8374): without them, the old HPA stays beside KEDA's."""
+    written_namespace = (doc.get("metadata") or {}).get("namespace")
+    found = [h for h in hpas if _on_target(so, written_namespace, h)]
+    if not found:
+        return
+    names = [str((h.get("metadata") or {}).get("name", "")) for h in found]
+    name = names[0]
+    configured = so.sets("advanced.horizontalPodAutoscalerConfig.name")
+    if configured and so.hpa_name != name:
+        out.warnings.append(
+            f"HorizontalPodAutoscaler {name} scales {so.target_kind} {so.target_name} too, but"
+            f" advanced.horizontalPodAutoscalerConfig.name is {so.hpa_name}, kept as written: KEDA 2.21.1"
+            " manages only the HPAs it owns (kedacore/keda#8374), so delete it or name it there"
+        )
+        return
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, CommentedMap):
+        metadata = CommentedMap()
+        doc["metadata"] = metadata
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, CommentedMap):
+        annotations = CommentedMap(annotations or {})
+        metadata["annotations"] = annotations
+    annotations[TRANSFER_HPA_OWNERSHIP] = "true"
+    out.hpa_taken = found[0]
+    hpa_config = spec["advanced"]["horizontalPodAutoscalerConfig"]  # _add_example_safety made it
+    if not configured:
+        hpa_config.insert(0, "name", name)
+    out.changes.append(
+        f'metadata.annotations {TRANSFER_HPA_OWNERSHIP}: "true" and'
+        f" advanced.horizontalPodAutoscalerConfig.name: {name} written: HorizontalPodAutoscaler {name}"
+        f" (in the input) already scales {so.target_kind} {so.target_name}, and KEDA 2.21.1 manages only"
+        " the HPAs it owns (kedacore/keda#8374); KEDA takes it over and rewrites its metrics"
+    )
+    out.changes.append(
+        f"HorizontalPodAutoscaler {name} left out of the output: KEDA owns it once the ScaledObject is"
+        " applied, and applying the old one again would undo what KEDA writes (leave it in the cluster)"
+    )
+    for other in names[1:]:
+        out.warnings.append(
+            f"HorizontalPodAutoscaler {other} scales {so.target_kind} {so.target_name} too: KEDA takes over"
+            f" only {name}; delete {other}, or two HPAs scale one Deployment"
+        )
 
 
 # The ScaledObject's fields kept as written that do something else, or nothing, under this
@@ -236,12 +309,13 @@ def convert_text(
         raise ConvertError(yaml_problem(exc, where)) from None
     conversions = []
     result = []
+    hpas = [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "HorizontalPodAutoscaler"]
     for doc in docs:
         if isinstance(doc, Mapping) and doc.get("kind") == "ScaledObject":
             meta = doc.get("metadata")
             name = str(meta.get("name", "?")) if isinstance(meta, Mapping) else "?"
             try:
-                conversion = convert(doc, scaler_address, force)  # type: ignore[arg-type]
+                conversion = convert(doc, scaler_address, force, hpas)  # type: ignore[arg-type]
             except RefusedKeysError as exc:
                 raise RefusedKeysError([f"{name}: {line}" for line in exc.lines]) from None
             except ConvertError as exc:
@@ -252,4 +326,6 @@ def convert_text(
             result.append(doc)
     if not conversions:
         raise ConvertError(f"{where} holds no object of kind ScaledObject")
+    taken = [c.hpa_taken for c in conversions if c.hpa_taken is not None]
+    result = [d for d in result if not any(d is t for t in taken)]
     return "---\n".join(dump(d) for d in result), conversions

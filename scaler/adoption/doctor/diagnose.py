@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from scaler.adoption.doctor.availability import check_fallback, check_scaler
 from scaler.adoption.doctor.gpus import check_gpu_counted, check_kueue_quota
 from scaler.adoption.doctor.inert import check_inert
 from scaler.adoption.doctor.objects import Cluster, Finding, Options
 from scaler.adoption.doctor.scaling import (
     check_bounds,
+    check_foreign_hpas,
     check_hpas,
     check_scraped,
     check_tolerance,
@@ -21,6 +23,7 @@ CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_triggers,
     check_bounds,
     check_hpas,
+    check_foreign_hpas,
     check_pods,
     check_nodes,
     check_ingresses,
@@ -32,6 +35,8 @@ CHECKS: tuple[Callable[[Cluster, Options], Iterable[Finding]], ...] = (
     check_removed_metrics,
     check_gpu_counted,
     check_kueue_quota,
+    check_scaler,
+    check_fallback,
 )
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 

@@ -60,6 +60,11 @@ class Cluster:
     inert: Mapping[str, tuple[Inert, ...]] = field(default_factory=dict)
     # Per ScaledObject: the reasons a running scaler exports as llm_scaler_inert == 1 at that Prometheus.
     inert_reported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The namespaces the ScaledObjects' scalerAddress names (the scaler's own): their Services,
+    # Deployments and PodDisruptionBudgets, as listed (scaler.adoption.doctor.availability).
+    services: Sequence[Mapping[str, Any]] = ()
+    scaler_deployments: Sequence[Mapping[str, Any]] = ()
+    pdbs: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)

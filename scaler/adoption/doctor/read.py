@@ -1,12 +1,14 @@
 """The I/O: the cluster through the real Kubernetes client, and Prometheus for the pods it scrapes.
 
 Read-only: ``get``/``list`` of Nodes, Pods, Deployments, ScaledObjects, HPAs and Ingresses, and
-``/version``; DRA's ResourceSlices, DeviceClasses and ResourceClaimTemplates and Kueue's
-ClusterQueues and LocalQueues where the cluster serves them (a 404 or 403 is noted, not
-fatal); with ``--prometheus``, one instant query per ScaledObject of this scaler (the pods
-scraped), one per router and Prometheus address (the routers' queue series), the series probe
-of the inert reasons (``scaler.sources.probe``: a few queries per Prometheus address and
-engine, at Prometheus' own time) and the reasons a running scaler exports (``llm_scaler_inert``).
+``/version``; the Services, Deployments and PodDisruptionBudgets of the namespaces the
+ScaledObjects' ``scalerAddress`` names (the scaler's own); DRA's ResourceSlices, DeviceClasses
+and ResourceClaimTemplates and Kueue's ClusterQueues and LocalQueues where the cluster serves
+them (a 404 or 403 is noted, not fatal); with ``--prometheus``, one instant query per
+ScaledObject of this scaler (the pods scraped), one per router and Prometheus address (the
+routers' queue series), the series probe of the inert reasons (``scaler.sources.probe``: a few
+queries per Prometheus address and engine, at Prometheus' own time) and the reasons a running
+scaler exports (``llm_scaler_inert``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from scaler.adoption.doctor.availability import scaler_namespaces as scaler_namespaces_of
 from scaler.adoption.doctor.objects import Cluster, our_trigger, policy_of, so_key
 from scaler.adoption.doctor.stacks import engine_queue_only
 from scaler.cliargs import prometheus_over
@@ -73,17 +76,32 @@ def read_cluster(kubeconfig: str | None, namespace: str | None) -> Cluster:
     major = int(re.sub(r"\D", "", str(version.get("major", ""))) or 0)
     minor = int(re.sub(r"\D", "", str(version.get("minor", ""))) or 0)
     keda = ("keda.sh", "v1alpha1")
+    scaledobjects = [
+        scaledobject_from_json(so)
+        for so in items(
+            lambda ns, **kw: custom.list_namespaced_custom_object(*keda, ns, "scaledobjects", **kw),
+            lambda **kw: custom.list_cluster_custom_object(*keda, "scaledobjects", **kw),
+        )
+    ]
+    # The scaler's own namespaces, whichever --namespace says: its Services, Deployments, budgets.
+    policy = client.PolicyV1Api(api)
+    scaler_namespaces = scaler_namespaces_of(scaledobjects)
+    services, scaler_deployments, pdbs = (
+        [obj for ns in scaler_namespaces for obj in optional(plural, call, ns)]
+        for plural, call in (
+            ("services", core.list_namespaced_service),
+            ("deployments", apps.list_namespaced_deployment),
+            ("poddisruptionbudgets", policy.list_namespaced_pod_disruption_budget),
+        )
+    )
     return Cluster(
         nodes=list(raw(core.list_node).get("items") or []),
         deployments=items(apps.list_namespaced_deployment, apps.list_deployment_for_all_namespaces),
         pods=items(core.list_namespaced_pod, core.list_pod_for_all_namespaces),
-        scaledobjects=[
-            scaledobject_from_json(so)
-            for so in items(
-                lambda ns, **kw: custom.list_namespaced_custom_object(*keda, ns, "scaledobjects", **kw),
-                lambda **kw: custom.list_cluster_custom_object(*keda, "scaledobjects", **kw),
-            )
-        ],
+        scaledobjects=scaledobjects,
+        services=services,
+        scaler_deployments=scaler_deployments,
+        pdbs=pdbs,
         hpas=items(
             autoscaling.list_namespaced_horizontal_pod_autoscaler,
             autoscaling.list_horizontal_pod_autoscaler_for_all_namespaces,
@@ -179,7 +197,7 @@ def inert_reasons(cluster: Cluster, prometheus: str | None) -> dict[str, tuple[I
         if policy is None or preset_for(policy.engine) is None:
             continue  # engine: custom (or invalid metadata): no preset's series to look for
         address = prometheus.rstrip("/")  # --prometheus wins over prometheusAddress, as above
-        queries.append(TargetQuery(so_key(so), policy, address))
+        queries.append(TargetQuery(so_key(so), policy, address, so.namespace))
         pods[so_key(so)] = _pods(cluster, so)
     if not queries:
         return {}

@@ -17,6 +17,7 @@ from scaler.adoption.doctor.objects import (
     targets_of,
 )
 from scaler.hpa import SEVERAL_TRIGGERS
+from scaler.manifest import TRANSFER_HPA_OWNERSHIP
 from scaler.presets import GPU_UTILISATION
 
 TOLERANCE_DEFAULT_ON = (1, 35)  # KEP-4951: beta, on by default (alpha behind a gate in 1.33)
@@ -112,6 +113,36 @@ def check_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
                     " utilisation lags the queue and cannot see requests waiting",
                     "scale it with a ScaledObject and this scaler's trigger instead",
                 )
+
+
+def check_foreign_hpas(cluster: Cluster, options: Options) -> Iterable[Finding]:
+    """hpa-not-owned findings: an HPA on a ScaledObject's target that is not the ScaledObject's own.
+
+    A ScaledObject's HPA is the one it names (``status.hpaName``, else
+    ``advanced.horizontalPodAutoscalerConfig.name``, else ``keda-hpa-<name>``); any other HPA on the
+    same Deployment is one KEDA does not own. KEDA 2.21.1 manages only the HPAs it owns
+    (kedacore/keda#8374), so that one stays, scaling the same pods as KEDA's.
+    """
+    targets = targets_of(cluster.scaledobjects)
+    for hpa in cluster.hpas:
+        ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        if str(ref.get("kind") or "Deployment") != "Deployment":
+            continue
+        so = targets.get(f"{meta_of(hpa).get('namespace', '')}/{ref.get('name', '')}")
+        name = str(meta_of(hpa).get("name", ""))
+        if so is None or name == so.hpa_name:
+            continue
+        yield Finding(
+            "error",
+            "hpa-not-owned",
+            f"HorizontalPodAutoscaler {key_of(hpa)}",
+            f"scales Deployment {so.namespace}/{so.target_name}, which ScaledObject {so_key(so)} scales"
+            f" through its own HPA {so.hpa_name}: KEDA does not own this one (KEDA 2.21.1 manages only the"
+            " HPAs it owns, kedacore/keda#8374) and two HPAs on one Deployment either fight over its"
+            " replicas or, where the HPA controller sees both select the same pods, neither scales",
+            f"delete it, or let the ScaledObject take it over: advanced.horizontalPodAutoscalerConfig.name:"
+            f' {name} and the annotation {TRANSFER_HPA_OWNERSHIP}: "true"',
+        )
 
 
 def check_tolerance(cluster: Cluster, options: Options) -> Iterable[Finding]:
