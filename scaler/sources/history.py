@@ -393,6 +393,12 @@ def read_history(
         if preset.family(name) is None:
             problems[name] = f"engine {policy.engine} exports no metric for it"
     router = ROUTERS[policy.router].family(Input.ROUTER_QUEUE_WAITING) if policy.router != "none" else None
+    # The servers' points are built as for a target with no router: the router's queue is read here
+    # after them (_with_router_queue), so it is not absent from them, which scaler.readings would
+    # read as a router not seen to run, and the servers' waiting as unknown with it.
+    servers = TargetQuery(
+        target.key, policy.model_copy(update={"router": "none", "inference_pool": None}), target.address
+    )
     selectors = {target.key: policy.series_matchers}
     by = group_labels(selectors.values())
     points: dict[datetime, Observation] = {}
@@ -409,7 +415,7 @@ def read_history(
             step_s,
             problems,
         )
-        chunk = _points(preset, answers, [target], selectors)[target.key]
+        chunk = _points(preset, answers, [servers], selectors)[target.key]
         if router is not None:
             chunk = _with_router_queue(
                 reader, target, router, chunk, (chunk_start, chunk_end, step_s), problems
