@@ -234,13 +234,18 @@ def test_a_plain_keda_object_is_replayed_against_its_conversion(
     )
     out, err = capsys.readouterr()
     lines = out.splitlines()
-    # Before any what-if, the fleet as it ran, replayed: the replica's physics is the default here (the
-    # six hours do not show it) and the model replays the fleet more than a point below what the
-    # history measured, so that comes first and every row is marked as the model's.
+    # Before any what-if, the fleet as it ran, replayed: a figure of the replica is the default here
+    # (the six hours do not show it) and the model replays the fleet more than a point off what the
+    # history measured, so that comes first, naming the default, and every row is marked as the model's.
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    own = summary["own_fleet"]
+    assert own["off"] is True
+    assert own["defaults"], "a latency figure of the replica is the default in these six hours"
     assert lines[0].startswith(
         "WARNING: the replica model does not reproduce your fleet: replayed as it ran,"
     )
-    assert "the replica's physics is the cluster model's default, not measured from your fleet" in lines[0]
+    assert f"the replica's {', '.join(own['defaults'])} " in lines[0]
+    assert "the cluster model's default, not measured from your fleet" in lines[0]
     assert lines[1].startswith("own fleet: the replicas the history holds replayed through the replica model")
     assert [line.split()[0] for line in lines[3:7]] == ["within", "TTFT", "TTFT", "served"]
     rows = [line.split("  ")[0] for line in lines if line.endswith(tuple("0123456789")) and "%  " in line]
@@ -256,14 +261,13 @@ def test_a_plain_keda_object_is_replayed_against_its_conversion(
     # No --kubeconfig: the pods kube-state-metrics recorded in the history give the cold start.
     assert f"  cold start {STARTUP_S:g}s: measured from the history, the median of" in "\n".join(lines)
     assert f"scaler replay: limit: every replayed pod starts in {STARTUP_S:g}s" in err
-    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["cold_start"]["source"] == "history"
     assert summary["baseline"].endswith("(as written)")
     assert summary["prometheus"]["windows"] == 180
     assert summary["start"] == (BURST[0] - timedelta(hours=3)).isoformat()
-    own = summary["own_fleet"]
-    assert own["off"] is True
-    assert own["defaults"] == ["physics"]
+    labels = {"prefill": "prefill_tokens_per_s", "batch slots": "decode_slots"}
+    labels |= {"decode": "decode_tokens_per_s_per_seq", "physics": "physics"}
+    assert all(summary["replica"][labels[name]]["source"] == "default" for name in own["defaults"])
     assert own["measured"]["within_objective"] == summary["prometheus"]["within_objective"]
     assert own["measured"]["served"] == summary["prometheus"]["served"]
 
@@ -280,7 +284,8 @@ def test_the_replay_checks_the_replica_against_the_fleet_as_it_ran(
     for name, model in (
         ("true", f"prefill_tokens_per_s: {PREFILL_TOKENS_S:g}\ndecode_slots: {SLOTS}\n"
          f"decode_tokens_per_s_per_seq: {DECODE_TOKENS_S:g}\nphysics: separate\n"),
-        ("wrong", f"decode_tokens_per_s_per_seq: {DECODE_TOKENS_S / 3:g}\nphysics: separate\n"),
+        ("wrong", f"prefill_tokens_per_s: {PREFILL_TOKENS_S:g}\ndecode_slots: {SLOTS}\n"
+         f"decode_tokens_per_s_per_seq: {DECODE_TOKENS_S / 3:g}\nphysics: separate\n"),
     ):  # fmt: skip
         (tmp_path / f"{name}.yaml").write_text(model)
         out_dir = tmp_path / name
