@@ -911,8 +911,9 @@ def test_kept_fields_say_what_they_do_here() -> None:
         scaledobject(QUEUE, "cooldownPeriod: 300\npollingInterval: 30\nmaxReplicaCount: 8\n")
     )
     assert conversion.kept == [
-        "spec.pollingInterval: 30: KEDA asks this scaler for its target every 30 s; the scaler decides on"
-        " its own grid (scaler serve --refresh-interval) and answers with its latest decision",
+        "spec.pollingInterval: 30: KEDA's scale loop polls this scaler every 30 s for activity and status"
+        " only (KEDA 2.21: not at all while the HPA is active); the HPA reads the target at each of its"
+        " syncs (15 s), from the latest decision of the scaler's own grid (scaler serve --refresh-interval)",
         "spec.cooldownPeriod: 300: KEDA uses it only to scale to zero, which this scaler never does (its"
         " floor is minReplicas): it has no effect here",
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -216,3 +216,61 @@ def test_a_tick_builds_its_series_once_only_for_a_policy_that_reads_them_and_nev
     with pytest.raises(RuntimeError, match="after its tick"):
         _ = late.readings
     assert built == [1]
+
+
+def slow_poll(trigger: dict[str, Any]) -> Any:
+    """The ScaledObject model for ``trigger`` with a pollingInterval of 300 s, 20 HPA syncs."""
+    return scaledobject_model(
+        {
+            "kind": "ScaledObject",
+            "spec": {
+                "minReplicaCount": 2,
+                "maxReplicaCount": 16,
+                "pollingInterval": 300,
+                "triggers": [trigger],
+            },
+        }
+    )
+
+
+QUEUE_TRIGGER = {
+    "type": "prometheus",
+    "metadata": {"query": "sum(vllm:num_requests_waiting)", "threshold": "10"},
+}
+
+
+def test_the_hpa_reads_each_trigger_at_its_sync_whatever_the_polling_interval() -> None:
+    """KEDA's metrics server calls the source at every HPA sync (every KEDA version): with a
+    pollingInterval of 300 s the queue of 40 that arrives at 15 s is read at the 15 s sync."""
+    now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    busy = PodSeries([25, 15], [5, 5], 0.5, 2, 1, 60)
+    policy = KedaPolicy("k", slow_poll(QUEUE_TRIGGER))
+    assert policy.tick(tick(now, now_s=0.0)) == 2
+    assert policy.tick(tick(now, now_s=15.0, pods=busy)) == 4  # ceil(40 / 10), one sync later
+
+
+def test_a_trigger_with_use_cached_metrics_is_read_from_the_last_poll() -> None:
+    """useCachedMetrics: the HPA gets the scale loop's last poll, so the queue of 40 waits for the
+    poll at 300 s."""
+    now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    busy = PodSeries([25, 15], [5, 5], 0.5, 2, 1, 60)
+    policy = KedaPolicy("k", slow_poll({**QUEUE_TRIGGER, "useCachedMetrics": True}))
+    assert policy.tick(tick(now, now_s=0.0)) == 2
+    assert policy.tick(tick(now, now_s=15.0, pods=busy)) == 2  # the poll at 0 s: an empty queue
+    assert policy.tick(tick(now, now_s=300.0, pods=busy)) == 4
+
+
+def test_this_scalers_latest_decision_reaches_the_hpa_at_the_next_sync() -> None:
+    """This scaler's trigger, pollingInterval 300 s: the decision of 5 replicas made at the 30 s
+    refresh (50 waiting for two refreshes) is what the HPA reads at the 30 s sync."""
+    external = {
+        "type": "external",
+        "metadata": {"minReplicas": "2", "maxReplicas": "16", "targetQueuePerReplica": "10"},
+    }
+    now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    policy = KedaPolicy("s", slow_poll(external))
+    assert policy.tick(tick(now, now_s=0.0)) == 2
+    assert policy.tick(tick(now + timedelta(seconds=15), now_s=15.0, waiting=50)) == 2  # one refresh: held
+    assert policy.tick(tick(now + timedelta(seconds=30), now_s=30.0, waiting=50)) == 5
+    assert policy.latest is not None
+    assert policy.latest.replicas == 5

@@ -22,7 +22,7 @@ can read from the API, the first of these that applies:
 ``tolerance``           within the HPA's tolerance of the current replicas (``scaler.hpa``)
 ``stabilization``       the HPA reports a stabilization window holding the change
 ``rate_limit``          the HPA reports a scale-up or scale-down limit (its ``behavior`` policies)
-``in_flight``           younger than ``IN_FLIGHT_S`` (a KEDA poll and an HPA sync)
+``in_flight``           younger than ``IN_FLIGHT_S`` (a refresh and an HPA sync)
 ``unexplained``         none of the above
 ======================  ========================================================================
 
@@ -38,7 +38,9 @@ import math
 from scaler.hpa import tolerances, within_hpa_tolerance
 from scaler.model import Landing, Observation
 
-IN_FLIGHT_S = 45.0  # a KEDA poll (15 s), an HPA sync (15 s), and a refresh of margin
+# A refresh (15 s), an HPA sync (15 s: the HPA's query reaches GetMetrics through KEDA's metrics
+# server whatever pollingInterval is, under every KEDA version, docs/keda.md), and a margin.
+IN_FLIGHT_S = 45.0
 # Reasons the HPA's own rules do not explain: a gap with one of these that lasts longer than
 # one cold start is the LLMScalerDecisionNotLanded alert (manifests/monitoring/), and leaves the
 # target inert (``inert``, scaler.inert's not_landed).
@@ -92,7 +94,7 @@ WHY = {
     "tolerance": "within the HPA's tolerance of the current replicas",
     "stabilization": "the HPA's stabilization window holds it",
     "rate_limit": "the HPA's scaling policy limits the step",
-    "in_flight": "on its way (one KEDA poll and HPA sync)",
+    "in_flight": "on its way (one refresh and HPA sync)",
     "unexplained": "none of the HPA's rules the scaler can read explains it",
 }
 

@@ -96,6 +96,8 @@ class Trigger:
     name: str = ""
     metric_type: str = KEDA_TRIGGER_METRIC_TYPE
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # useCachedMetrics: KEDA answers the HPA from the scale loop's last poll, not a call then
+    use_cached_metrics: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", frozen(self.metadata))
@@ -275,6 +277,7 @@ class _Reader:
                     as_str(trigger.get("name")),
                     as_str(trigger.get("metricType")) or KEDA_TRIGGER_METRIC_TYPE,
                     {str(k): v for k, v in as_mapping(metadata).items()},
+                    trigger.get("useCachedMetrics") is True,
                 )
             )
         return tuple(out)

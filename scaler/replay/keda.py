@@ -12,7 +12,10 @@ Supported triggers:
 
 KEDA's ``cooldownPeriod`` only governs scaling to and from zero, and ``fallback`` only
 applies when a trigger's source fails; the simulated sources never fail, so neither
-changes a replay (both are read and reported).
+changes a replay (both are read and reported). ``pollingInterval`` paces KEDA's scale loop,
+which the HPA's reads do not wait for: only a trigger's ``useCachedMetrics`` makes the HPA read
+the loop's last poll (``scaler.replay.policies.KedaPolicy``). KEDA 2.21 stops that loop's calls
+while the HPA is active (kedacore/keda PR #8031): nothing a replay shows changes with it.
 """
 
 from __future__ import annotations

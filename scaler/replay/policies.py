@@ -2,10 +2,11 @@
 
 * ``KedaPolicy``: a ScaledObject as KEDA and the HPA run it. An ``external`` trigger is
   this scaler, driven through ``Engine.decide`` with an ``Observation`` built from the
-  simulated series every ``refresh_s``, as the server's refresh loop does; KEDA reads
-  every trigger each ``pollingInterval`` and the HPA model (``scaler.kubesim.hpa.Hpa``) turns the
-  metrics into replicas every ``hpa_sync_s``. It keeps the capacity each decision used
-  (``Decision.capacity``), so a replay can hold the scaler's estimates against the
+  simulated series every ``refresh_s``, as the server's refresh loop does; at every
+  ``hpa_sync_s`` the HPA model (``scaler.kubesim.hpa.Hpa``) reads each trigger, as KEDA's metrics
+  server calls its source on each HPA request (a ``useCachedMetrics`` trigger: the value of KEDA's
+  last poll, every ``pollingInterval``), and turns the metrics into replicas. It keeps the
+  capacity each decision used (``Decision.capacity``), so a replay can hold the scaler's estimates against the
   cluster model's truth (``capacity_at``).
 * ``ClairvoyantPolicy``: knows the future demand as a per-minute schedule of replicas
   and orders each replica exactly one cold start before its minute, without an HPA.
@@ -39,6 +40,8 @@ from scaler.replay.keda import (
     ScaledObjectModel,
     aggregate,
 )
+
+ModelledTrigger = ExternalTrigger | PrometheusTrigger | CronTrigger
 
 # What a router is read as; a ScaledObject that names no router reads none of it.
 ROUTER_READS = frozenset(
@@ -155,9 +158,15 @@ class KedaPolicy:
         self._next_refresh = -math.inf
         self._next_poll = -math.inf
         self._next_sync = -math.inf
+        # What the HPA read at its last sync, with the triggers it came from, and the decision
+        # this scaler's metric was then; the scale loop's last poll, for useCachedMetrics triggers.
         self._cached: list[Metric] = []
-        self._cached_from: list[ExternalTrigger | PrometheusTrigger | CronTrigger] = []
-        self._polled: Decision | None = None  # the decision the cached external metric is
+        self._cached_from: list[ModelledTrigger] = []
+        self._polled: Decision | None = None
+        self._poll: dict[int, tuple[Metric, ModelledTrigger, Decision | None]] = {}
+        self._from_poll = {
+            i for i, t in enumerate(scaledobject.scaledobject.triggers) if t.use_cached_metrics
+        }
         self.held_log = HeldLog()
         self._asked: tuple[int, int, int] | None = None
         self.latest: Decision | None = None
@@ -210,25 +219,36 @@ class KedaPolicy:
             self._closed_until[index] = state.next_start
         return state.active
 
-    def _metrics(self, tick: TickInputs) -> list[Metric]:
-        metrics: list[Metric] = []
-        self._cached_from = []
-        self._polled = self.latest
+    def _metrics(self, tick: TickInputs) -> dict[int, tuple[Metric, ModelledTrigger, Decision | None]]:
+        """Each trigger's metric now, by its index: what a call to its source returns (this scaler's
+        latest decision, a query's value, a cron window's replicas), with the decision it came from."""
+        metrics: dict[int, tuple[Metric, ModelledTrigger, Decision | None]] = {}
         for index, trigger in enumerate(self.so.triggers):
             if isinstance(trigger, ExternalTrigger):
                 if self.latest is None:
                     continue
-                metrics.append((float(self.latest.replicas), 1.0, "AverageValue"))
+                metric: Metric = (float(self.latest.replicas), 1.0, "AverageValue")
             elif isinstance(trigger, PrometheusTrigger):
                 value = aggregate(tick.pods.values(trigger.series, trigger.per_pod), trigger.aggregation)
-                metrics.append((value, trigger.threshold, trigger.metric_type))
+                metric = (value, trigger.threshold, trigger.metric_type)
             elif isinstance(trigger, CronTrigger):
                 active = self._cron_active(index, trigger, tick.now)
-                metrics.append((float(trigger.window.replicas if active else 1), 1.0, "AverageValue"))
+                metric = (float(trigger.window.replicas if active else 1), 1.0, "AverageValue")
             else:
                 continue
-            self._cached_from.append(trigger)
+            metrics[index] = (metric, trigger, self.latest)
         return metrics
+
+    def _read_at_sync(self, tick: TickInputs) -> None:
+        """What the HPA reads at a sync: KEDA's metrics server calls each trigger's source then
+        (``GetScaledObjectMetrics``, every KEDA version), except a trigger with
+        ``useCachedMetrics``, answered from the scale loop's last poll."""
+        fresh = self._metrics(tick) if len(self._from_poll) < len(self.so.triggers) else {}
+        read = ((self._poll if i in self._from_poll else fresh).get(i) for i in range(len(self.so.triggers)))
+        got = [r for r in read if r is not None]
+        self._cached = [metric for metric, _, _ in got]
+        self._cached_from = [trigger for _, trigger, _ in got]
+        self._polled = next((d for _, t, d in got if isinstance(t, ExternalTrigger)), None)
 
     def capacity_at(self, t: float) -> Capacity | None:
         """The capacity the last decision at or before ``t`` (seconds of the trace) used: what one
@@ -268,11 +288,13 @@ class KedaPolicy:
             self.decided_at.append(t)
             self.capacities.append(self.latest.capacity)
             self._next_refresh = t + self.refresh_s
-        if t >= self._next_poll:
-            self._cached = self._metrics(tick)
+        if t >= self._next_poll:  # KEDA's scale loop: only useCachedMetrics triggers read what it polled
+            if self._from_poll:
+                self._poll = self._metrics(tick)
             self._next_poll = t + self.so.polling_interval_s
         if t >= self._next_sync:
             self._next_sync = t + self.hpa_sync_s
+            self._read_at_sync(tick)
             step = self.hpa.step(t, tick.spec_replicas, tick.status_replicas, self._cached)
             asked = self.asks(tick.status_replicas)
             if asked != self._asked:

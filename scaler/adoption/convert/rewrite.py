@@ -180,8 +180,9 @@ def _take_over_hpa(
 # The ScaledObject's fields kept as written that do something else, or nothing, under this
 # scaler: what each does here. KEDA's ScaledObject spec (keda.sh/docs/2.17/reference/scaledobject-spec).
 KEPT_FIELDS = {
-    "pollingInterval": "KEDA asks this scaler for its target every {value} s; the scaler decides on"
-    " its own grid (scaler serve --refresh-interval) and answers with its latest decision",
+    "pollingInterval": "KEDA's scale loop polls this scaler every {value} s for activity and status only"
+    " (KEDA 2.21: not at all while the HPA is active); the HPA reads the target at each of its syncs"
+    " (15 s), from the latest decision of the scaler's own grid (scaler serve --refresh-interval)",
     "cooldownPeriod": "KEDA uses it only to scale to zero, which this scaler never does (its floor is"
     " minReplicas): it has no effect here",
     "initialCooldownPeriod": "KEDA uses it only before a first scale to zero, which this scaler never"

@@ -26,8 +26,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser(
         "doctor",
         help="check a cluster, read-only, for what makes LLM latency bad",
-        description="Read Nodes, Deployments, ScaledObjects, HPAs, Ingresses and, where served, DRA's and"
-        " Kueue's objects (read-only) and print"
+        description="Read Nodes, Deployments, ScaledObjects, HPAs, Ingresses and, where allowed, Services and"
+        " PodDisruptionBudgets and, where served, DRA's and Kueue's objects (read-only) and print"
         " one row per pitfall found: severity, object, what is wrong, the fix. Exit 1 on an error.",
     )
     cliargs.add_file(
