@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaler.pods import Pod, PodLifecycle, PodState
+from scaler.kubesim.pods import Pod, PodLifecycle, PodState
 from scaler.sim.cluster import SimulatedCluster
 from tests.helpers import SecondsClock
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scaler.kubesim.pods import PodState
 from scaler.model import Observation
-from scaler.pods import PodState
 from scaler.replay.cluster import Cluster, ClusterConfig, ClusterError
 from scaler.replay.keda import scaledobject_model
 from scaler.replay.policies import KedaPolicy, TickInputs

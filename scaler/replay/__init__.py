@@ -3,7 +3,7 @@
 trace.py     request traces and rate-only traces (expanded with a seeded Poisson process)
 history.py   a rate trace from Prometheus history (the reader is passed in: sources.prometheus)
 span.py      the span of history read: --since, --until, --step
-cluster.py   the fleet: the pod lifecycle (scaler.pods), routing, prefill and decode
+cluster.py   the fleet: the pod lifecycle (scaler.kubesim.pods), routing, prefill and decode
 kernel.py    the fluid fleet's requests served between two ticks in one compiled loop (numba, optional)
 keda.py      ScaledObjects as KEDA reads them: external, prometheus and cron triggers
 policies.py  this scaler (through its engine), a KEDA baseline, and a clairvoyant reference,

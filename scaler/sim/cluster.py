@@ -1,6 +1,6 @@
 """A simulated Deployment on a GPU pool, standing in for Kubernetes in the demo.
 
-The pods move as ``scaler.pods`` models them, the same lifecycle the replay's fleet uses:
+The pods move as ``scaler.kubesim.pods`` models them, the same lifecycle the replay's fleet uses:
 replicas follow the last target set, a new pod starts when a GPU is free and stays Pending
 otherwise, and is Ready after the cold start. The HPA KEDA creates for the ScaledObject
 (``create_hpa``) is ``scaler.kubesim.hpa.Hpa``: ``sync_hpa`` runs it on the metrics KEDA serves and
@@ -19,7 +19,7 @@ from scaler.decider.coldstart import measure
 from scaler.hpa import Metric
 from scaler.inventory import WorkloadState
 from scaler.kubesim.hpa import Hpa, HpaStep
-from scaler.pods import Pod, PodLifecycle, PodState
+from scaler.kubesim.pods import Pod, PodLifecycle, PodState
 
 
 class SimulatedCluster:
