@@ -24,9 +24,10 @@ prefill time, ``busy = served x prefill time / ready``): with chunked prefill a 
 chunks of several prompts beside the decodes, so the share is above 1 on a replica that is short
 of slots as readily as on one short of prefill, and a mean over a rate window does not say what
 each step was short of. Classified by it, the decider read full batches as a prefill backlog and
-learned neither figure from them; without it, it was never worse and up to 27 points better
-(``BENCHMARKS.md``, the ablation of issue 35: long prompts on a fleet whose ``max_num_seqs``
-binds first, capacities not configured, 73.0 % within the objective with it, 99.3 % without).
+learned neither figure from them; without it, it was never worse by more than 0.06 points and
+up to 26 points better (``BENCHMARKS.md``, the ablation of issue 35: long prompts on a fleet whose
+``max_num_seqs`` binds first, capacities not configured, 73.0 % within the objective with it,
+99.3 % without).
 The busy share is still read (``Saturation.prefill_busy``): it is how many prompts share a
 replica's prefill at once (``scaler.decider.capacity.prefill``), and the busiest replica's keeps
 a cap reading from a replica busy with prefill (``scaler.decider.capacity.slots``).
