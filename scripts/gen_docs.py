@@ -210,8 +210,8 @@ def cli_doc(text: str = "") -> str:
     ``text`` (the file as it is), from ``HAND_WRITTEN`` on, kept as it is."""
     intro = (cliargs.__doc__ or "").split("\n\n", 1)[1].strip().replace("``", "`")
     lines = [
-        "<!-- generated from the parsers (scaler/cli.py and each command's add_parser) by ./dev docs,"
-        " down to the hand-written part: edit them, not this part -->",
+        "<!-- generated from the parsers (scaler/cli/dispatch.py and each command's add_parser)"
+        " by ./dev docs, down to the hand-written part: edit them, not this part -->",
         "# The command line",
         "",
         "Every command of `scaler`, each flag with how its value is written, its default and what it"

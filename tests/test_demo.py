@@ -6,10 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaler.config import engine_for, parse_metadata
-from scaler.decider.combine import combine
-from scaler.decider.engine import Observation
-from scaler.demo import (
+from scaler.cli.demo import (
     BURST,
     LOW,
     PEAK,
@@ -20,6 +17,9 @@ from scaler.demo import (
     served_metric,
     window_opening,
 )
+from scaler.config import engine_for, parse_metadata
+from scaler.decider.combine import combine
+from scaler.decider.engine import Observation
 from scaler.hpa import tolerances
 from scaler.model import Proposal, Signal
 from scaler.sim.cluster import SimulatedCluster

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cli, demo
+from scaler import cli
 from scaler.adoption import convert, doctor
 from scaler.adoption import timeline as picture
-from scaler.cli import build_parser
+from scaler.cli import build_parser, demo
 from scaler.model import Signal
 from scaler.replay import cli as replay_cli
 from scaler.service import settings

@@ -10,7 +10,7 @@ import requests
 import urllib3
 from pydantic import ValidationError
 
-from scaler.cli import _ended
+from scaler.cli.dispatch import _ended
 from scaler.config import PrewarmWindow
 from scaler.errors import rule_of, validation_problems
 from scaler.sources.reflector import describe

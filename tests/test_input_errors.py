@@ -1,6 +1,6 @@
 """Errors that point at the place: the file line, the row, the missing file, the field meant.
 
-Each bad input goes through the command a user runs (``scaler.cli.main``) and must give
+Each bad input goes through the command a user runs (``scaler.cli.dispatch``) and must give
 exit status 2 and one line on stderr naming the place, never a traceback.
 """
 
@@ -304,7 +304,7 @@ def test_a_bug_exits_1_with_its_traceback_only_behind_debug(
 ) -> None:
     """A bug of ours is not called the user's mistake: exit status 1, one line saying it is a bug;
     --debug adds the traceback."""
-    from scaler import cli
+    from scaler.cli import dispatch as cli
 
     def broken(args: object) -> int:
         raise ZeroDivisionError("division by zero")

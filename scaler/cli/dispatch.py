@@ -275,7 +275,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     if not args.offline:
-        from scaler.demo import main as demo_main
+        from scaler.cli.demo import main as demo_main
 
         return demo_main(args.duration, args.interval, args.output)
     examples = resources.files("scaler") / "examples"
