@@ -25,6 +25,8 @@ from scaler.model import Decision, Observation
 from scaler.outputs.grpc_server import ExternalScalerService, GrpcServer, ServerOptions, TlsFiles
 from scaler.proto import externalscaler_pb2 as pb
 from scaler.proto import externalscaler_pb2_grpc as pb_grpc
+from scaler.sim.fleet import SimulatedFleet
+from scaler.sim.prometheus import LocalPrometheus
 from scaler.targets.registry import ObservationSource, Target, TargetKey, TargetRegistry
 from scaler.targets.runtime import OfflineSource, Runtime
 from tests.conftest import require_prometheus
@@ -255,6 +257,24 @@ class Closeable(Protocol):
 
 
 C = TypeVar("C", bound=Closeable)
+
+
+class ScrapedFleets:
+    """A real Prometheus scraping simulated fleets every half second: each fleet started, then
+    Prometheus on their addresses; ``close`` stops them all."""
+
+    def __init__(self, fleets: Sequence[SimulatedFleet]) -> None:
+        self.fleets = list(fleets)
+        for fleet in self.fleets:
+            fleet.start()
+        self.prometheus = LocalPrometheus(scrape_interval_s=0.5)
+        self.prometheus.start([f.address for f in self.fleets])
+
+    def close(self) -> None:
+        """Stop Prometheus and the fleets."""
+        self.prometheus.close()
+        for fleet in self.fleets:
+            fleet.stop()
 
 
 def started(factory: Callable[[], C]) -> Iterator[C]:

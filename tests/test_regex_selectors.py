@@ -15,9 +15,8 @@ from scaler.matchers import MATCH_CALL_STEPS
 from scaler.outputs.dryrun import missing_inputs
 from scaler.readings import Readings
 from scaler.sim.fleet import PodLoad, SimulatedFleet
-from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
-from tests.helpers import ServerThread, eventually, ref, started
+from tests.helpers import ScrapedFleets, ServerThread, eventually, ref, started
 
 pytestmark = pytest.mark.prometheus
 
@@ -25,25 +24,17 @@ LONG = "a" * 40  # the model name (a|aa)+b backtracks on: 12 s a series in Pytho
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 
 
-class Stack:
+class Stack(ScrapedFleets):
     """A real Prometheus scraping two vLLM fleets: one serving a model named 40 a's, one llama."""
 
     def __init__(self) -> None:
-        self.fleets = []
+        fleets = []
         for model, pods, waiting in ((LONG, ["long-0", "long-1"], 7), ("llama", ["llama-0"], 3)):
             fleet = SimulatedFleet(namespace="inference", model=model)
             fleet.set_pods(pods)
             fleet.set_fleet_load(PodLoad(waiting=waiting, running=4, prompt_tokens_per_s=900))
-            fleet.start()
-            self.fleets.append(fleet)
-        self.prometheus = LocalPrometheus(scrape_interval_s=0.5)
-        self.prometheus.start([f.address for f in self.fleets])
-
-    def close(self) -> None:
-        """Stop Prometheus and the fleets."""
-        self.prometheus.close()
-        for fleet in self.fleets:
-            fleet.stop()
+            fleets.append(fleet)
+        super().__init__(fleets)
 
 
 @pytest.fixture(scope="module")

@@ -11,21 +11,20 @@ from scaler.config import parse_metadata
 from scaler.inputs import Input
 from scaler.readings import Readings
 from scaler.sim.fleet import PodLoad, SimulatedFleet
-from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
-from tests.helpers import eventually, started
+from tests.helpers import ScrapedFleets, eventually, started
 
 pytestmark = pytest.mark.prometheus
 
 
-class Stack:
+class Stack(ScrapedFleets):
     """A real Prometheus scraping three SGLang fleets of one model each: ``counts`` writes the KV token
     counts (PR #22726), ``older`` only sglang:token_usage, and ``both`` writes the counts at 0.3 and,
     as another scrape target of the same pods (a hybrid model's token_usage reading its Mamba pool),
     token_usage at 0.9."""
 
     def __init__(self) -> None:
-        self.fleets: list[SimulatedFleet] = []
+        fleets: list[SimulatedFleet] = []
         for model, generations, usage in (
             ("counts", ("current",), 0.3),
             ("older", ("legacy",), 0.6),
@@ -35,16 +34,8 @@ class Stack:
             fleet = SimulatedFleet(model=model, engine="sglang", generations=generations)
             fleet.set_pods([f"{model}-0", f"{model}-1"])
             fleet.set_fleet_load(PodLoad(waiting=2, running=8, kv_cache_usage=usage))
-            fleet.start()
-            self.fleets.append(fleet)
-        self.prometheus = LocalPrometheus(scrape_interval_s=0.5)
-        self.prometheus.start([f.address for f in self.fleets])
-
-    def close(self) -> None:
-        """Stop Prometheus and the fleets."""
-        self.prometheus.close()
-        for fleet in self.fleets:
-            fleet.stop()
+            fleets.append(fleet)
+        super().__init__(fleets)
 
 
 @pytest.fixture(scope="module")

@@ -11,35 +11,26 @@ from scaler.config import parse_metadata
 from scaler.inputs import Input
 from scaler.readings import Readings
 from scaler.sim.fleet import PodLoad, SimulatedFleet
-from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.prometheus import PrometheusReader, TargetQuery
-from tests.helpers import eventually, started
+from tests.helpers import ScrapedFleets, eventually, started
 
 pytestmark = pytest.mark.prometheus
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 
 
-class Stack:
+class Stack(ScrapedFleets):
     """A real Prometheus scraping two vLLM fleets: one that says why requests wait, one older."""
 
     def __init__(self) -> None:
-        self.fleets = []
+        fleets = []
         for model, by_reason in (("new", True), ("old", False)):
             fleet = SimulatedFleet(namespace="inference", model=model)
             fleet.set_pods([f"{model}-0", f"{model}-1"])
             load = PodLoad(waiting=10, waiting_deferred=4, waiting_by_reason=by_reason, running=6)
             fleet.set_fleet_load(load)
-            fleet.start()
-            self.fleets.append(fleet)
-        self.prometheus = LocalPrometheus(scrape_interval_s=0.5)
-        self.prometheus.start([f.address for f in self.fleets])
-
-    def close(self) -> None:
-        """Stop Prometheus and the fleets."""
-        self.prometheus.close()
-        for fleet in self.fleets:
-            fleet.stop()
+            fleets.append(fleet)
+        super().__init__(fleets)
 
 
 @pytest.fixture(scope="module")
