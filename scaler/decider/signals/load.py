@@ -176,22 +176,6 @@ class Resource:
             return 0.0
         return self.hold_s / (c - load) * math.log(waits / tail)
 
-    def waiting(self, replicas: int) -> float:
-        """The requests the model expects waiting for this resource with ``replicas`` at the demand's
-        level now (Erlang's mean queue, ``C(c, a) x a / (c - a)``; every replica alike where each is
-        its own queue); infinite at or beyond the servers."""
-        if replicas < 1:
-            return math.inf if self.load_now > 0 else 0.0
-        servers = replicas * self.per_replica if self.pooled else self.per_replica
-        load = self.load_now if self.pooled else self.load_now / replicas
-        c = math.floor(servers)
-        if load <= 0:
-            return 0.0
-        if load >= c:
-            return math.inf
-        queue = erlang_c(c, load) * load / (c - load)
-        return queue if self.pooled else queue * replicas
-
     def stable(self) -> int:
         """The fewest replicas with more servers than the forecast's load."""
         return max(1, math.floor(self.load / self.per_replica + FLOAT_SLACK) + 1) if self.load > 0 else 0
@@ -423,6 +407,23 @@ def need(
     )
 
 
+def _sized_now(
+    spec: DeciderSpec,
+    capacity: Capacity,
+    demand: Demand,
+    prompt: Forecast | None,
+    concurrency: Forecast | None,
+    now: Observation | None,
+    stages: Stages,
+) -> list[tuple[Resource, Forecast]]:
+    """The resources the demand is sized on (``resources``), none without a forecast: what the
+    model's figures at the demand's level now are read from."""
+    if prompt is None and concurrency is None:
+        return []
+    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
+    return found
+
+
 def late_now(
     spec: DeciderSpec,
     capacity: Capacity,
@@ -436,34 +437,11 @@ def late_now(
 ) -> float | None:
     """The share of first tokens the model expects late with ``replicas`` at the demand's level now
     (no forecast error): what the measured share over the objective is compared with."""
-    if prompt is None and concurrency is None:
-        return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
+    found = _sized_now(spec, capacity, demand, prompt, concurrency, now, stages)
     if not found:
         return None
     current = [replace(r, load=r.load_now) for r, _ in found]
     return min(1.0, sum(r.late(replicas, ((0.0, 1),), 1.0, 0.0, params.exact_servers) for r in current))
-
-
-def waiting_now(
-    spec: DeciderSpec,
-    capacity: Capacity,
-    demand: Demand,
-    prompt: Forecast | None,
-    concurrency: Forecast | None,
-    replicas: int,
-    now: Observation | None = None,
-    params: DeciderParams = DEFAULT,
-    stages: Stages = ALL,
-) -> float | None:
-    """The requests the model expects waiting with ``replicas`` at the demand's level now: what the
-    servers' queue is compared with (``scaler.decider.calibration``)."""
-    if prompt is None and concurrency is None:
-        return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
-    if not found:
-        return None
-    return sum(r.waiting(replicas) for r, _ in found)
 
 
 def ttft_quantile_now(
@@ -481,9 +459,7 @@ def ttft_quantile_now(
     """The TTFT the model gives the ``quantile`` of first tokens with ``replicas`` at the demand's level
     now: the prompt's prefill and the longest of the resources' waits at that quantile. What the
     measured TTFT tail is compared with (``scaler.decider.calibration``)."""
-    if prompt is None and concurrency is None:
-        return None
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
+    found = _sized_now(spec, capacity, demand, prompt, concurrency, now, stages)
     if not found:
         return None
     p, per_request = capacity.prefill_tokens_per_s, demand.prompt_tokens_per_request
