@@ -338,6 +338,25 @@ class FleetView:
         return self.pending + self.starting + self.ready
 
 
+def fleet_view(
+    cluster: PodLifecycle[Any], gpus_free: int, now: float, waiting: int, running: int
+) -> FleetView:
+    """What Kubernetes and Prometheus show of ``cluster`` (on a pool of ``gpus_free`` GPUs) at ``now``,
+    with the requests its Ready and draining pods hold waiting and running."""
+    pending, starting, ready = cluster.counts()
+    return FleetView(
+        now=now,
+        pending=pending,
+        starting=starting,
+        ready=ready,
+        draining=len(cluster.draining),
+        gpus_bound=cluster.gpus_bound,
+        gpus_free=gpus_free - cluster.gpus_bound,
+        waiting=waiting,
+        running=running,
+    )
+
+
 class Cluster(PodLifecycle[ServingPod]):
     """The fleet under one policy: the pod lifecycle plus serving. Requests must come in arrival order."""
 
@@ -422,24 +441,13 @@ class Cluster(PodLifecycle[ServingPod]):
     def view(self, now: float) -> FleetView:
         """Advance to ``now`` and return what Kubernetes and Prometheus would show of the fleet."""
         self.advance(now)
-        pending, starting, ready = self.counts()
         waiting = running = 0
         for pod in self.ready + self.draining:
             out = pod.outstanding(now)
             w = pod.waiting(now)
             waiting += w
             running += out - w
-        return FleetView(
-            now=now,
-            pending=pending,
-            starting=starting,
-            ready=ready,
-            draining=len(self.draining),
-            gpus_bound=self.gpus_bound,
-            gpus_free=self.config.gpus_free - self.gpus_bound,
-            waiting=waiting,
-            running=running,
-        )
+        return fleet_view(self, self.config.gpus_free, now, waiting, running)
 
     def endpoints(self, now: float) -> list[tuple[int, float]]:
         """Each Ready pod's (waiting, KV cache usage) at ``now``: what a router's picker reads."""
@@ -529,22 +537,11 @@ class StepCluster(PodLifecycle[StepPod]):
         """Advance to ``now`` and return what Kubernetes and Prometheus would show of the fleet."""
         self.advance(now)
         self.run_engines(now)
-        pending, starting, ready = self.counts()
         waiting = running = 0
         for pod in self.ready + self.draining:
             waiting += pod.waiting(now)
             running += pod.running(now)
-        return FleetView(
-            now=now,
-            pending=pending,
-            starting=starting,
-            ready=ready,
-            draining=len(self.draining),
-            gpus_bound=self.gpus_bound,
-            gpus_free=self.config.gpus_free - self.gpus_bound,
-            waiting=waiting,
-            running=running,
-        )
+        return fleet_view(self, self.config.gpus_free, now, waiting, running)
 
     def endpoints(self, now: float) -> list[tuple[int, float]]:
         """Each Ready pod's (waiting, KV cache usage) at ``now``: what a router's picker reads."""

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scaler.kubesim.pods import Pod, PodLifecycle, PodState
-from scaler.replay.cluster import FLUID, ClusterConfig, ClusterError, FleetView
+from scaler.replay.cluster import FLUID, ClusterConfig, ClusterError, FleetView, fleet_view
 from scaler.replay.series import HIST_BIN_S, Histogram, PhaseTimes, TokenCounters
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -498,21 +498,10 @@ class FastCluster(PodLifecycle[FastPod]):
         """Advance to ``now`` and return what Kubernetes and Prometheus would show of the fleet."""
         self.advance(now)
         self.fluid.expire(now)
-        pending, starting, ready = self.counts()
         counts = self.fluid.pods_i[self._indices()[1]]
         waiting = int(counts[:, I_WAITING].sum())
         running = int(counts[:, I_OUTSTANDING].sum()) - waiting
-        return FleetView(
-            now=now,
-            pending=pending,
-            starting=starting,
-            ready=ready,
-            draining=len(self.draining),
-            gpus_bound=self.gpus_bound,
-            gpus_free=self.config.gpus_free - self.gpus_bound,
-            waiting=waiting,
-            running=running,
-        )
+        return fleet_view(self, self.config.gpus_free, now, waiting, running)
 
     def ready_loads(self, now: float) -> list[int]:
         """Outstanding requests per Ready pod (for tests and max/avg queries)."""
