@@ -394,6 +394,23 @@ class Input(StrEnum):
             ),
         ),
     )
+    KV_CACHE_TOKENS = (
+        "kv_cache_tokens",
+        InputSpec(
+            "llm_scaler_input_kv_cache_tokens",
+            "Tokens the servers' KV caches hold in all (their size, not their use), where the engine"
+            " exports it.",
+            _P,
+            doc=(
+                "The `kv_cache_size_tokens` label of vLLM's `vllm:cache_config_info` (an info gauge of "
+                "value 1; vLLM PR #42206, merged 2026-05: the group-aware size of each engine's cache, the "
+                'figure the boot log prints as "GPU KV cache size: N tokens"), summed over the engines '
+                "that export it. Unknown on a vLLM before it, whose `cache_config_info` carries no such "
+                "label. A Ready replica's share, over the tokens a running sequence holds, starts the batch "
+                "slots before the cache's use is first read (`scaler/decider/capacity/slots.py`)."
+            ),
+        ),
+    )
     COLD_START_SECONDS = (
         "cold_start_seconds",
         InputSpec(

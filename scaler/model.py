@@ -114,7 +114,9 @@ class Inert:
             raise ValueError(f"inert: {row!r} is not a reason ({kinds}) with a text") from None
 
 
-CapacitySource = Literal["configured", "measured", "unknown"]
+# Where a capacity figure came from: the metadata's number, the refreshes, the engine's own figure
+# before any refresh measured it (the slots from its KV cache's size), or nowhere.
+CapacitySource = Literal["configured", "measured", "exported", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +311,7 @@ class Observation:
     slots_per_replica: float | None = _input(Input.SLOTS_PER_REPLICA)
     queue_waiting_capacity: float | None = _input(Input.QUEUE_WAITING_CAPACITY)
     queue_waiting_deferred: float | None = _input(Input.QUEUE_WAITING_DEFERRED)
+    kv_cache_tokens: float | None = _input(Input.KV_CACHE_TOKENS)
     cold_start_seconds: float | None = _input(Input.COLD_START_SECONDS)
     cold_start_pending_seconds: float | None = _input(Input.COLD_START_PENDING_SECONDS)
     cold_start_samples: int = _input(Input.COLD_START_SAMPLES)

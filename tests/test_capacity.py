@@ -284,6 +284,30 @@ def test_configured_generation_rate_gives_the_slots_until_measured() -> None:
     assert model.capacity().slots_source == "configured"
 
 
+def test_the_engines_kv_cache_size_starts_the_slots_over_the_tokens_a_sequence_holds() -> None:
+    """vLLM's cache_config_info kv_cache_size_tokens, summed over 4 engines (1,163,700 tokens), on 4
+    Ready replicas with 1,200-token prompts and 200-token outputs (4,800 and 800 tokens/s at 4
+    requests/s): a sequence holds 1,300 tokens on average, so 224 slots a replica, before the cache's
+    use is read, and ahead of a configured decode rate. Once the use is read (half full at 12 a
+    replica: 24 slots) the measurement moves it, and the start no longer names it."""
+    spec = parse_metadata({"generationTokensPerSecondPerReplica": "432"}).spec
+    model = CapacityModel(spec)
+    run(model, [steady(i, kv=None, kv_cache_tokens=1_163_700.0) for i in range(2)])
+    capacity = model.capacity()
+    assert capacity.slots == pytest.approx(1_163_700 / 4 / (1200 + 200 / 2))
+    assert (capacity.slots_source, capacity.slots_method) == (
+        "exported",
+        "the engines' KV cache size over the tokens a sequence holds",
+    )
+    run(model, [steady(i, kv_cache_tokens=1_163_700.0) for i in range(2, 60)])
+    read = model.capacity()
+    assert (read.slots_source, read.slots_method) == ("measured", "KV cache usage")
+    assert read.slots == pytest.approx(24.0, rel=0.05)
+    older = CapacityModel(spec)  # a vLLM before the label: the configured decode rate starts it
+    run(older, [steady(i, kv=None) for i in range(2)])
+    assert older.capacity().slots == pytest.approx(432 / (800 / 48))
+
+
 @pytest.mark.parametrize(("shared", "expected"), [(True, 1.0), (False, 0.0)])
 def test_decode_slowdown_is_learned_from_the_refreshes(shared: bool, expected: float) -> None:
     """Decode speed falling with prefill's busy share reads as 1; speed that ignores it, as 0."""

@@ -317,8 +317,9 @@ def test_eight_minutes_after_the_last_sample_every_input_is_named_stale_and_last
         "requests_per_s",
         "ttft_mean_seconds",
     }
-    # The waiting reasons this history's vLLM does not export (before PR #38435): unknown, never 0.
-    unexported = {"queue_waiting_capacity", "queue_waiting_deferred"}
+    # The waiting reasons and the KV cache's size this history's vLLM does not export (before PRs
+    # #38435 and #42206): unknown, never 0.
+    unexported = {"queue_waiting_capacity", "queue_waiting_deferred", "kv_cache_tokens"}
     assert set(missing) == stale | unexported | {
         "gpu_schedulable_replicas",
         "current_replicas",

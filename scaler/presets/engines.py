@@ -83,6 +83,14 @@ VLLM = register(
                 "sum by ({by}) (rate(vllm:inter_token_latency_seconds_sum[{window}]))"
                 " or sum by ({by}) (rate(vllm:time_per_output_token_seconds_sum[{window}]))",
             ),
+            # vllm/v1/metrics/loggers.py: info gauge vllm:cache_config_info (log_metrics_info: every
+            # CacheConfig field a label); its kv_cache_size_tokens label, each engine's KV cache in tokens
+            # (vLLM PR #42206, merged 2026-05), summed over the engines (data-parallel ranks included)
+            Family(
+                Input.KV_CACHE_TOKENS,
+                "sum by ({by}) (vllm:cache_config_info)",
+                value_label="kv_cache_size_tokens",
+            ),
             # vllm/v1/metrics/loggers.py: gauge vllm:num_requests_running, the busiest pod's
             Family(Input.REQUESTS_RUNNING_MAX, "max by ({by}) (vllm:num_requests_running)", Combine.MAX),
             # vllm/v1/metrics/loggers.py: gauge vllm:kv_cache_usage_perc (older

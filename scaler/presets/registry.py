@@ -12,6 +12,7 @@ per family serves every ScaledObject, and no user-written text reaches PromQL.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import string
 from collections.abc import Iterator, Mapping
@@ -162,6 +163,9 @@ class Family:
     # (``used / (used + available + evictable)``): the simulated exporters write the first as the
     # share of a pool and the others as the rest (``scaler.sim.exposition.share_parts``).
     share: bool = False
+    # An info gauge (1 a series) that carries its figure as a label: each series counts as the label's
+    # figure (``value_of``; vLLM's ``cache_config_info``, whose ``kv_cache_size_tokens`` PromQL cannot sum).
+    value_label: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "field", key_of(self.field))
@@ -172,8 +176,25 @@ class Family:
             if not LABEL_NAME.fullmatch(label):
                 raise ValueError(f"invalid label name {label!r}")
         labels = ("le", *by) if self.combine is Combine.HISTOGRAM else by
-        labels = (*labels, *(k for k in self.keep if k not in labels))
+        kept = (*self.keep, self.value_label) if self.value_label else self.keep
+        labels = (*labels, *(k for k in kept if k not in labels))
         return self.template.format(by=", ".join(labels), window=window)
+
+    def value_of(self, labels: Mapping[str, str], value: float) -> float:
+        """A series' value as this family reads it: the sample's, or for an info gauge the number in
+        its ``value_label`` times the sample (an info gauge is 1 a series, so a sum of them grouped by
+        the label counts the series that carry each figure), NaN where the label is absent or not a
+        number (an older server).
+
+        *Example*: ``sum by (kv_cache_size_tokens) (vllm:cache_config_info)`` answering
+        ``{kv_cache_size_tokens="290925"} 4`` (four engines of that size) reads 1,163,700 under
+        ``value_label="kv_cache_size_tokens"``; without the label, NaN."""
+        if self.value_label is None:
+            return value
+        try:
+            return float(labels.get(self.value_label, "nan")) * value
+        except ValueError:
+            return math.nan
 
     def selectors(self) -> tuple[Selector, ...]:
         """The series the template reads, the current name first, then the older ones (``or``).
@@ -216,6 +237,10 @@ class Family:
             )
         if self.share and len(self.generations()[0]) < 2:
             out.append(f"{self.field}: a share reads its pool's parts: used first, then the rest")
+        if self.value_label is not None and not LABEL_NAME.fullmatch(self.value_label):
+            out.append(f"{self.field}: value_label {self.value_label!r} is not a label name")
+        if self.value_label is not None and self.combine not in (Combine.SUM, Combine.MEAN, Combine.MAX):
+            out.append(f"{self.field}: a label's figure combines as a sum, a mean or a maximum")
         return out
 
 

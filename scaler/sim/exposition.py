@@ -138,6 +138,11 @@ def write_preset(
                 scale = 1.0 / family.le_scale  # back to the unit the server writes (ms for Triton)
                 buckets = [(bound * scale, count) for bound, count in value.buckets]
                 out.histogram(selector.base, series, buckets, value.value * scale, value.count, preset.source)
+            elif family.value_label is not None:  # an info gauge: 1, its figure a label (Family.value_of)
+                figure = value.value
+                series[family.value_label] = f"{figure:.0f}" if figure.is_integer() else repr(figure)
+                out.family(selector.metric, "gauge", f"{selector.metric} ({preset.source})")
+                out.sample(selector.metric, series, 1.0)
             else:
                 out.family(selector.metric, selector.type, f"{selector.metric} ({preset.source})")
                 out.sample(selector.metric, series, parts.get(selector.metric, value.value))

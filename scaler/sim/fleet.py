@@ -21,6 +21,11 @@ from scaler.presets import DEFAULT_ENGINE, PRESETS, Combine
 from scaler.presets.engines import VLLM_ITL_BUCKETS, VLLM_TTFT_BUCKETS
 from scaler.sim.exposition import Exporter, Exposition, Observed, Simulated, write_preset
 
+# One pod's KV cache, in tokens: Llama-3.1-8B in bf16 holds 128 KiB a token (2 x 32 layers x 8 KV
+# heads x 128 x 2 bytes); an 80 GB GPU at vLLM's gpu_memory_utilization 0.9 leaves about 52 GB of
+# its 72 GB after 16 GB of weights and the activations' peak: 400,000 tokens.
+SIMULATED_KV_CACHE_TOKENS = 400_000.0
+
 
 @dataclass
 class PodLoad:
@@ -83,6 +88,9 @@ class SimulatedFleet(Exporter):
         self.pod_labels: dict[str, dict[str, str]] = {}
         self.scrapes = 0
         self.max_num_seqs = 256  # what Dynamo's frontend exports per replica
+        # vLLM's cache_config_info kv_cache_size_tokens (PR #42206), each pod's one engine; None: the
+        # label not written (a vLLM before it).
+        self.kv_cache_tokens: float | None = SIMULATED_KV_CACHE_TOKENS
 
     # ---- load control -------------------------------------------------------------------
 
@@ -170,8 +178,12 @@ class SimulatedFleet(Exporter):
             Input.QUEUE_WAITING_CAPACITY: Simulated(max(0.0, load.waiting - load.waiting_deferred)),
             Input.QUEUE_WAITING_DEFERRED: Simulated(load.waiting_deferred),
         }
+        cache: dict[str, Simulated] = {}
+        if self.kv_cache_tokens is not None:
+            cache[Input.KV_CACHE_TOKENS] = Simulated(self.kv_cache_tokens)
         return {
             **(reasons if load.waiting_by_reason else {}),
+            **cache,
             Input.QUEUE_WAITING: Simulated(load.waiting),
             Input.REQUESTS_RUNNING: Simulated(load.running),
             Input.REQUESTS_RUNNING_MAX: Simulated(load.running),  # the same series, read as a max

@@ -267,7 +267,8 @@ def _values(
         for t in members:
             if matches_all(tuple(selectors[t.key]), labels):
                 acc = out[t.key]
-                for ts, v in points.items():
+                for ts, raw in points.items():
+                    v = family.value_of(labels, raw)
                     if math.isfinite(v):
                         if family.combine is Combine.MAX:
                             acc[ts] = max(acc.get(ts, v), v)

@@ -482,6 +482,8 @@ def _apply(
     if not selected:
         into.missing[family.field] = "no series match labelSelector"
         return
+    if family.value_label is not None:  # an info gauge: its figure is a label's (Family.value_of)
+        selected = [Sample(s.labels, family.value_of(s.labels, s.value)) for s in selected]
     finite = [s for s in selected if math.isfinite(s.value)]
     if family.combine is Combine.HISTOGRAM:
         buckets: dict[float, float] = defaultdict(float)
@@ -494,7 +496,11 @@ def _apply(
         into.histograms[family.field] = dict(buckets)
         return
     if not finite:
-        into.missing[family.field] = "only NaN samples"
+        into.missing[family.field] = (
+            f"the series carry no {family.value_label} label (an older version)"
+            if family.value_label is not None
+            else "only NaN samples"
+        )
         return
     values = [max(0.0, s.value) for s in finite]
     if family.combine is Combine.MEAN:

@@ -21,7 +21,7 @@ from scaler.decider.capacity.dispatch import Dispatch
 from scaler.decider.capacity.itl import ItlSlots
 from scaler.decider.capacity.prefill import PrefillRate
 from scaler.decider.capacity.saturation import Bound, Saturation, SaturationReader
-from scaler.decider.capacity.slots import EXPORTED, BatchSlots
+from scaler.decider.capacity.slots import EXPORTED, FROM_KV_SIZE, BatchSlots
 from scaler.decider.capacity.slowdown import DecodeSlowdown
 from scaler.decider.demand import Demand
 from scaler.decider.params import DEFAULT, DeciderParams
@@ -78,7 +78,13 @@ class CapacityModel:
         )
         measured = slots.samples > 0 or slot_method == EXPORTED
         slots_source: CapacitySource = (
-            "measured" if measured else "configured" if slot_value is not None else "unknown"
+            "measured"
+            if measured
+            else "exported"
+            if slot_method == FROM_KV_SIZE
+            else "configured"
+            if slot_value is not None
+            else "unknown"
         )
         return Capacity(
             prefill.value,
@@ -114,7 +120,7 @@ class CapacityModel:
         )
         saturation = self._last = self._saturation.read(obs, demand)
         self.prefill.observe(obs, demand, saturation, fast, slow)
-        self.slots.observe(obs, saturation, fast)
+        self.slots.observe(obs, demand, saturation, fast)
         self._dispatch.observe(obs, saturation, fast)
         self._slowdown.observe(obs, demand, saturation, self.prefill.value, slow)
         self._itl.observe(obs, self.slots.figure()[0], saturation.steady, slow)

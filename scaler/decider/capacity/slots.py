@@ -43,11 +43,23 @@ Two things bound a replica's batch, and each is read where it shows:
 
     S = min(S_cache, S_cap, exported)
 
-Without a measurement, a configured ``generationTokensPerSecondPerReplica`` (``G``, tokens/s of a
-full batch) over what one sequence decodes now starts ``S_cache``: ``G x running / generated
-tokens/s``, read again each refresh until the first reading.
+Without a measurement, ``S_cache`` starts from what is known of the cache, read again each refresh
+until the first reading: where the engines export their caches' size in tokens (vLLM's
+``cache_config_info`` label ``kv_cache_size_tokens``, summed over the engines: ``K``), a Ready
+replica's share over the tokens a running sequence holds on average, its prompt and half its output
+(each output token joins the cache as it is decoded; ``p`` prompt and ``c`` output tokens per
+request over the rate window):
 
-*Example*: 12 sequences a replica with the cache half used: 24 slots. Where the busiest of the
+    S_cache = K / ready / (p + c / 2) x gate
+
+else a configured ``generationTokensPerSecondPerReplica`` (``G``, tokens/s of a full batch) over
+what one sequence decodes now: ``G x running / generated tokens/s``. The exported size is the
+engine's own figure, so it comes first; the cache's use, once read, replaces both (it holds the
+traffic's real lengths, prefix sharing included).
+
+*Example*: 12 sequences a replica with the cache half used: 24 slots. Before the use is read, 4
+engines of 290,925 tokens on 4 Ready replicas, with 1,155-token prompts and 250-token outputs:
+290,925 / 1,280 = 227 slots. Where the busiest of the
 replicas ran 24 while requests waited, the fullest cache 60% used and no prefill busy, the cap is
 24: 12 a replica at 30% later read 40 from the cache, and ``S`` stays 24. A random dispatch that
 left one replica's cache full with a queue, and the rest half empty, teaches the cap nothing.
@@ -57,16 +69,22 @@ from __future__ import annotations
 
 from scaler.decider.capacity.estimate import Ceiling, Estimate
 from scaler.decider.capacity.saturation import Bound, Saturation
+from scaler.decider.demand import Demand
 from scaler.decider.flowcontrol import KV_CACHE_UTIL_THRESHOLD
 from scaler.decider.params import DeciderParams
 from scaler.decider.stages import Stages
 from scaler.model import Observation
+
+# The share of its output a running sequence holds in the cache on average: each output token joins
+# it as it is decoded, at an even pace over the sequence's decode, so half by its middle.
+OUTPUT_HELD = 0.5
 
 KV_CACHE = "KV cache usage"
 FULL_BATCH = "running while every slot was busy"
 ROUTER_GATED = "running while the router held requests"
 EXPORTED = "exported max_num_seqs"
 FROM_DECODE_RATE = "generationTokensPerSecondPerReplica over what a sequence decodes now"
+FROM_KV_SIZE = "the engines' KV cache size over the tokens a sequence holds"
 
 
 class BatchSlots:
@@ -83,6 +101,7 @@ class BatchSlots:
         self.cap = Ceiling()
         self.exported: float | None = None
         self.cap_method = FULL_BATCH
+        self.start_method = FROM_DECODE_RATE  # where S_cache started, until it is measured
         self._previous: tuple[int, float] | None = None  # (Ready, running) at the previous refresh
         self._busiest: float | None = None  # the busiest replica's running at the previous refresh
 
@@ -106,8 +125,20 @@ class BatchSlots:
             return None, ""
         value, method = min(found)
         if method == KV_CACHE and not self.cache.measured:
-            method = FROM_DECODE_RATE
+            method = self.start_method
         return value, method
+
+    def start(self, obs: Observation, demand: Demand) -> tuple[float, str] | None:
+        """Where ``S_cache`` starts before the cache's use is read (module docstring), or None."""
+        ready, size, generated = obs.ready_replicas, obs.kv_cache_tokens, obs.generation_tokens_per_s
+        prompt, served = demand.prompt_tokens_per_request, demand.served_per_s
+        if ready and size and prompt and served and generated is not None:
+            held = prompt + OUTPUT_HELD * generated / served
+            return size / ready / held * self.gate, FROM_KV_SIZE
+        running = obs.requests_running
+        if self.generation and running and generated:
+            return self.generation * running / generated, FROM_DECODE_RATE
+        return None
 
     def cap_reading(self, obs: Observation, saturation: Saturation) -> float | None:
         """This refresh's reading of the engine's cap (module docstring), or None."""
@@ -131,7 +162,7 @@ class BatchSlots:
         plateau = previous is not None and previous[0] == ready and abs(running - previous[1]) <= 1
         return running / ready if slot_bound and (kv is None or kv < full) and plateau else None
 
-    def observe(self, obs: Observation, saturation: Saturation, weight: float) -> None:
+    def observe(self, obs: Observation, demand: Demand, saturation: Saturation, weight: float) -> None:
         """Learn from one refresh (in time order); ``weight`` is its share of the capacity's time
         constant (``scaler.decider.capacity.estimate``)."""
         if obs.slots_per_replica:
@@ -156,5 +187,7 @@ class BatchSlots:
         seen = obs.requests_running_max if obs.requests_running_max is not None else per_replica
         if measure and self.cap.value is not None and seen > self.cap.value:
             self.cap.measure(seen, weight)  # a replica ran more: the cap is at least that (Ceiling)
-        if not self.cache.measured and self.generation and obs.generation_tokens_per_s:
-            self.cache.begin(self.generation * running / obs.generation_tokens_per_s)
+        started = None if self.cache.measured else self.start(obs, demand)
+        if started is not None:
+            self.cache.begin(started[0])
+            self.start_method = started[1]
