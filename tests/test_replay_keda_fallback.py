@@ -4,13 +4,16 @@ the replay's clock (``KedaPolicy.tick``) through a scrape outage longer than max
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from scaler.inventory.scaledobject import Fallback
+from scaler.replay import cli
 from scaler.replay.keda import (
     HPA_PATH,
+    KEDA_VERSION,
     KEDA_VERSIONS,
     LOOP_PATH,
     KedaCalls,
@@ -19,6 +22,7 @@ from scaler.replay.keda import (
     scaledobject_model,
 )
 from scaler.replay.policies import KedaPolicy, in_outage
+from scaler.replay.report import keda_lines
 from tests.test_replay_policies import tick
 
 START = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
@@ -214,4 +218,27 @@ def test_in_outage() -> None:
         False,
         True,
         False,
+    ]
+
+
+def test_the_command_offers_the_versions_the_model_knows() -> None:
+    """scaler replay's --keda-version choices and default (kept in the CLI so `scaler --help` loads no
+    numpy) are the model's."""
+    assert cli.KEDA_VERSIONS == KEDA_VERSIONS
+    assert cli.KEDA_VERSION == KEDA_VERSION
+
+
+def test_the_report_says_each_paths_calls_and_the_fallbacks_time() -> None:
+    """One line per run with this scaler's trigger: the calls from each path, the failed ones and how long
+    the fallback was active, with its threshold; a run without one says nothing."""
+    policy = KedaPolicy(
+        "this scaler", keda_so(fallback={"failureThreshold": 3, "replicas": 8}), outages=[OUTAGE]
+    )
+    replay(policy, 415)
+    ours = SimpleNamespace(name="this scaler", extra=policy.keda_figures())
+    plain = SimpleNamespace(name="keda baseline", extra={})
+    fallbacks = {"this scaler": Fallback(3, 8), "keda baseline": None}
+    assert keda_lines("2.21", [ours, plain], fallbacks) == [  # type: ignore[list-item]
+        "KEDA 2.21: this scaler: 28 GetMetrics calls from HPA syncs, 3 from the scale loop, 19 failed;"
+        " fallback active 4 min (failureThreshold 3)"
     ]

@@ -64,6 +64,12 @@ ROUTER_READS = frozenset(
 # The signals of this scaler that read demand; the floor and the pre-warm windows are the user's.
 DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN)
 HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default
+# RunResult.extra: this scaler's GetMetrics calls from the HPA's syncs and from KEDA's scale loop,
+# those that failed, and the seconds KEDA's fallback was active (KedaPolicy.keda_figures).
+HPA_CALLS_KEY = "keda_hpa_calls"
+LOOP_CALLS_KEY = "keda_loop_calls"
+FAILED_CALLS_KEY = "keda_failed_calls"
+FALLBACK_KEY = "keda_fallback_s"
 # Why this scaler's Prometheus inputs are missing inside an outage (``KedaPolicy``'s ``outages``).
 OUTAGE = "no sample in the history here (a scrape outage): Prometheus returned nothing"
 KUBERNETES_INPUTS = frozenset(i for i in Input if i.spec.source is InputSource.KUBERNETES)
@@ -327,6 +333,19 @@ class KedaPolicy:
             return True
         self.keda.scaling_active = False
         return False
+
+    def keda_figures(self) -> dict[str, float]:
+        """KEDA's calls of this scaler and its fallback, for ``RunResult.extra`` (``KEDA_KEYS``);
+        none for a ScaledObject without this scaler's trigger."""
+        if self.engine is None:
+            return {}
+        calls, failed = self.keda.calls, self.keda.failed
+        return {
+            HPA_CALLS_KEY: float(calls[HPA_PATH]),
+            LOOP_CALLS_KEY: float(calls[LOOP_PATH]),
+            FAILED_CALLS_KEY: float(failed[HPA_PATH] + failed[LOOP_PATH]),
+            FALLBACK_KEY: self.keda.fallback_active_s(),
+        }
 
     def capacity_at(self, t: float) -> Capacity | None:
         """The capacity the last decision at or before ``t`` (seconds of the trace) used: what one
