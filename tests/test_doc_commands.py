@@ -173,10 +173,12 @@ HOW: dict[str, Run | By | NotRun] = {
     "scaler replay --trace TRACE.csv --scaledobject SO.yaml [--baseline BASELINE.yaml]"
     " [--cluster CLUSTER.yaml] [--kubeconfig FILE] [--out DIR] [--seed N] [--sizes-from REQUESTS.csv]"
     " [--rate-scale F] [--hours A:B]"
-    " [--start ISO] [--objective S] [--no-plot]": NotRun(SYNOPSIS),
+    " [--start ISO] [--objective S] [--keda-version 2.21] [--no-plot]": NotRun(SYNOPSIS),
     "scaler replay --prometheus URL --scaledobject SO.yaml [--since 7d] [--until ISO] [--step 1m]"
     " [--export TRACE.csv] [--baseline BASELINE.yaml] [--cluster CLUSTER.yaml] [--kubeconfig FILE]"
-    " [--out DIR] [--seed N] [--rate-scale F] [--objective S] [--no-plot]": NotRun(SYNOPSIS),
+    " [--out DIR] [--seed N] [--rate-scale F] [--objective S] [--keda-version 2.21] [--no-plot]": NotRun(
+        SYNOPSIS
+    ),
     "scaler replay --trace benchmarks/traces/azure2023_conv.csv --scaledobject"
     " scaler/examples/scaledobject.yaml": Run("keda baseline", writes="replay-out/summary.json"),
     "scaler replay --prometheus http://prometheus.example:9090 --scaledobject my-scaledobject.yaml"

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 # The simulation's modules (numpy, the engine) load in run(), so `scaler --help` stays fast.
 
+# The KEDA versions whose scale loop is replayed, without loading the replay's modules (numpy):
+# scaler.replay.keda's KEDA_VERSIONS and KEDA_VERSION, which a test holds equal.
+KEDA_VERSIONS = ("2.20", "2.21")
+KEDA_VERSION = "2.21"
 DEFAULT_START = "2026-12-07T00:00:00+08:00"  # a Monday, midnight in Asia/Shanghai
 SCALER = "this scaler"
 BASELINE = "keda baseline"
@@ -232,6 +236,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--objective",
         "TTFT objective (2s; bare seconds too; default: ttftObjectiveSeconds)",
         kind=cliargs.duration(bare_seconds=True),
+    )
+    p.add_argument(
+        "--keda-version",
+        choices=KEDA_VERSIONS,
+        default=KEDA_VERSION,
+        help="the KEDA whose calls are replayed: 2.20 (up to 2.20: its scale loop calls this scaler every"
+        " pollingInterval, and those failures count towards fallback.failureThreshold too) or 2.21 (the"
+        f" loop rests while the HPA's ScalingActive is True; default {KEDA_VERSION})",
     )
     p.add_argument("--no-plot", action="store_true", help="skip replay.png")
 
@@ -481,7 +493,16 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     from scaler.config import parse_metadata
     from scaler.replay import ownfleet
     from scaler.replay.compare import compare, workers_for
-    from scaler.replay.report import all_figures, own_lines, scale_lines, static_line, table, write_summary
+    from scaler.replay.report import (
+        all_figures,
+        keda_calls,
+        keda_lines,
+        own_lines,
+        scale_lines,
+        static_line,
+        table,
+        write_summary,
+    )
     from scaler.replay.trace import TraceError, load_trace
 
     started = time.perf_counter()
@@ -539,6 +560,8 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
         (scaler_so.min_replicas, scaler_so.max_replicas),
         progress=progress,
         workers=workers_for(len(trace), 2),
+        keda_version=args.keda_version,
+        outages=() if measured is None else measured.gaps,
     )
     rows = all_figures(comparison.runs, objective)
     # Where the model does not reproduce the fleet as it ran, every row is marked as the model's.
@@ -583,6 +606,9 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
     print(static_line(search.peak, cluster.gpus_per_replica))
     for line in (*own_lines(rows), *scale_lines(rows, cluster.cold_start_s)):
         print(line)
+    fallbacks = {SCALER: scaler_so.fallback, BASELINE: baseline_so.fallback}
+    for line in keda_lines(args.keda_version, comparison.results, fallbacks):
+        print(line)
     print(f"{BASELINE}: {baseline_name}")
     for so in (scaler_so, baseline_so):
         for note in so.notes:
@@ -610,6 +636,7 @@ def _replay(args: argparse.Namespace, upstream: Upstream | None, progress: Progr
             "peak_replicas": search.peak,
         },
     }
+    context["keda"] = {"version": args.keda_version, "calls": keda_calls(comparison.results)}
     if measured is not None:
         context["prometheus"] = {"source": trace.source, **measured.to_json()}
     if own is not None:

@@ -34,8 +34,8 @@ import numpy as np
 
 from scaler.replay.cluster import ClusterConfig
 from scaler.replay.held import held_gpu_seconds
-from scaler.replay.keda import ScaledObjectModel
-from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy
+from scaler.replay.keda import KEDA_VERSION, KedaVersion, ScaledObjectModel
+from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, Outage
 from scaler.replay.progress import Progress
 from scaler.replay.replay import WARMUP_S, RunResult, run
 from scaler.replay.stepped import PROFILES, request_seconds
@@ -174,6 +174,7 @@ def run_policy(
     (``scaler.replay.held``; ``reference_floor``: the clairvoyant's minReplicas; None, the policy's own)."""
     result = run(trace, cfg, policy, start, initial, progress=progress)
     result.extra.update(held_gpu_seconds(policy.held_log, result, cfg.gpus_per_replica, reference_floor))
+    result.extra.update(policy.keda_figures())
     return result
 
 
@@ -229,11 +230,14 @@ def compare(
     progress: Progress | None = None,
     workers: int = 1,
     static: bool = True,
+    keda_version: KedaVersion = KEDA_VERSION,
+    outages: Sequence[Outage] = (),
 ) -> Comparison:
     """Replay each ScaledObject, the clairvoyant reference and (``static``) the static pool at its
     peak from the same Ready replicas; with ``workers`` > 1, the ScaledObjects in that many
     processes while this one replays the static pool (progress then moves per policy). Each pass
-    is a stage of ``progress``."""
+    is a stage of ``progress``. Each ScaledObject runs under KEDA ``keda_version``, this scaler's
+    Prometheus holding nothing in ``outages`` (``KedaPolicy``)."""
     reference, search = clairvoyant(
         trace, cfg, start, objective_s, reference_bounds[0], reference_bounds[1], progress=progress
     )
@@ -245,9 +249,13 @@ def compare(
         return None if progress is None else progress.stage(what, total)
 
     names = " and ".join(name for name, _ in policies)
+
+    def keda(name: str, so: ScaledObjectModel) -> KedaPolicy:
+        return KedaPolicy(name, so, keda_version=keda_version, outages=outages)
+
     if workers <= 1 or len(policies) <= 1:
         results = [
-            run_policy(KedaPolicy(name, so), trace, cfg, start, initial, stage(name), floor)
+            run_policy(keda(name, so), trace, cfg, start, initial, stage(name), floor)
             for name, so in policies
         ]
         fixed = None
@@ -259,7 +267,7 @@ def compare(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(workers, len(policies)), mp_context=context) as pool:
         futures = [
-            pool.submit(run_policy, KedaPolicy(name, so), trace, cfg, start, initial, None, floor)
+            pool.submit(run_policy, keda(name, so), trace, cfg, start, initial, None, floor)
             for name, so in policies
         ]
         fixed = None

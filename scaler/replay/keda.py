@@ -10,12 +10,28 @@ Supported triggers:
 * ``cron``: ``timezone``, ``start``, ``end``, ``desiredReplicas``: inside the window the
   metric is ``desiredReplicas``, outside it 1, with a target of 1 (KEDA's cron scaler).
 
-KEDA's ``cooldownPeriod`` only governs scaling to and from zero, and ``fallback`` only
-applies when a trigger's source fails; the simulated sources never fail, so neither
-changes a replay (both are read and reported). ``pollingInterval`` paces KEDA's scale loop,
-which the HPA's reads do not wait for: only a trigger's ``useCachedMetrics`` makes the HPA read
-the loop's last poll (``scaler.replay.policies.KedaPolicy``). KEDA 2.21 stops that loop's calls
-while the HPA is active (kedacore/keda PR #8031): nothing a replay shows changes with it.
+KEDA's ``cooldownPeriod`` only governs scaling to and from zero (read and reported).
+``pollingInterval`` paces KEDA's scale loop, which the HPA's reads do not wait for: only a
+trigger's ``useCachedMetrics`` makes the HPA read the loop's last poll
+(``scaler.replay.policies.KedaPolicy``).
+
+``fallback`` applies when this scaler's ``GetMetrics`` fails: it answers UNAVAILABLE when its
+decision's inputs are older than ``maxStalenessSeconds`` (``Decision.stale``), which a replay of
+a history with a scrape outage longer than that reaches (``scaler replay --prometheus``: the
+history's gaps, in which this scaler's Prometheus held nothing). ``KedaCalls`` counts the calls
+each path makes and KEDA's failure count (``pkg/fallback/fallback.go``), per KEDA version
+(``KEDA_VERSIONS``):
+
+* up to 2.20: the HPA's path calls at every sync and the scale loop every ``pollingInterval``;
+  a failure on either counts;
+* 2.21 (kedacore/keda PR #8031): the scale loop stops calling while the HPA's ScalingActive
+  is True, for an object with minReplicaCount above 0, no idleReplicaCount, no
+  ``useCachedMetrics`` and no ``scalingModifiers``; it polls again while ScalingActive is False
+  (the HPA could not get this scaler's metric).
+
+Past ``fallback.failureThreshold`` failures the HPA reads the fallback's replicas as this scaler's
+metric (``fallback_replicas``, by ``fallback.behavior``); without ``fallback`` the metric errors and
+the HPA holds its replicas. A prometheus or cron trigger's source never fails in a replay.
 """
 
 from __future__ import annotations
@@ -24,13 +40,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from scaler.config import PrewarmWindow
 from scaler.decider.spec import Window
 from scaler.hpa import Behavior, MetricType
 from scaler.inputs import Input
-from scaler.inventory.scaledobject import ScaledObject, ScaledObjectError, scaledobject_from_json
+from scaler.inventory.scaledobject import Fallback, ScaledObject, ScaledObjectError, scaledobject_from_json
 from scaler.inventory.scaledobject import Trigger as ScaledObjectTrigger
 from scaler.manifest import ManifestError, first_scaledobject
 
@@ -39,6 +55,16 @@ Series = Literal[
     "router_queue", Input.QUEUE_WAITING, Input.REQUESTS_RUNNING, "gpu_utilization", Input.KV_CACHE_USAGE
 ]
 Aggregation = Literal["sum", "avg", "max", "min"]
+# The KEDA versions whose scale loop the replay models: "2.20" is every release up to 2.20 (the loop
+# calls the scaler every pollingInterval), "2.21" the release of kedacore/keda PR #8031 (the loop
+# stops calling it while the HPA's ScalingActive is True, for objects that allow it).
+KedaVersion = Literal["2.20", "2.21"]
+KEDA_VERSIONS: tuple[KedaVersion, ...] = get_args(KedaVersion)
+KEDA_VERSION: KedaVersion = "2.21"  # the default: KEDA's current release
+# The two paths that call this scaler's GetMetrics (pkg/scaling/scale_handler.go).
+CallPath = Literal["hpa", "loop"]
+HPA_PATH: CallPath = "hpa"  # the HPA's sync, through KEDA's metrics server (GetScaledObjectMetrics)
+LOOP_PATH: CallPath = "loop"  # KEDA's scale loop, every pollingInterval
 
 # Query text -> simulated series, by the first keyword found (case-insensitive).
 SERIES: tuple[tuple[Series, tuple[str, ...], str], ...] = (
@@ -150,6 +176,107 @@ class ScaledObjectModel:
     def external(self) -> ExternalTrigger | None:
         """This scaler's trigger, if the ScaledObject has one."""
         return next((t for t in self.triggers if isinstance(t, ExternalTrigger)), None)
+
+    @property
+    def fallback(self) -> Fallback | None:
+        """spec.fallback, None without one."""
+        return self.scaledobject.fallback
+
+    @property
+    def loop_may_rest(self) -> bool:
+        """Whether KEDA 2.21's scale loop stops calling the triggers while the HPA's ScalingActive is
+        True (kedacore/keda PR #8031): minReplicaCount above 0, no idleReplicaCount, no trigger with
+        useCachedMetrics and no scalingModifiers. The raw minReplicaCount, not the replay's floor."""
+        so = self.scaledobject
+        return (
+            so.min_replica_count > 0
+            and so.idle_replica_count is None
+            and not any(t.use_cached_metrics for t in so.triggers)
+            and not so.scaling_formula
+            and not so.sets("advanced.scalingModifiers")
+        )
+
+
+@dataclass
+class KedaCalls:
+    """KEDA's calls of this scaler's ``GetMetrics`` and its fallback (``pkg/fallback/fallback.go``),
+    as the replay's clock reaches them. Pure: each call is given its time and whether it failed.
+
+    * which calls are made: every HPA sync calls (every version); the scale loop calls every
+      ``pollingInterval`` under 2.20, and under 2.21 only where the object does not let it rest
+      (``ScaledObjectModel.loop_may_rest``) or while the HPA's ScalingActive is False (``polls``).
+      A failed call not served the fallback is an error to the HPA, which sets ScalingActive False
+      (``FailedGetExternalMetric``): under 2.21 the loop then polls again, and its failures count
+      towards the threshold too, until a fallback or an answer turns ScalingActive True;
+    * each failed call adds one to the failure count, each answered call sets it to 0 (KEDA's
+      ``NumberOfFailures``, one per metric, whichever path called);
+    * a failed call whose count is then above ``fallback.failureThreshold`` is served the fallback
+      (``serves``): the HPA reads ``fallback_replicas`` as the metric; without ``fallback`` the
+      metric errors.
+
+    *Example* (failureThreshold 3, HPA syncs every 15 s, no poll): failures at 0, 15, 30 and 45 s
+    count 1 to 4; the sync at 45 s is the first served the fallback. Under 2.20 with a poll every
+    5 s the polls at 0, 5 and 10 s count too (failures 1 to 4 by 10 s): the sync at 15 s is served it.
+    """
+
+    version: KedaVersion
+    fallback: Fallback | None
+    loop_may_rest: bool
+    calls: dict[str, int] = field(default_factory=lambda: {HPA_PATH: 0, LOOP_PATH: 0})
+    failed: dict[str, int] = field(default_factory=lambda: {HPA_PATH: 0, LOOP_PATH: 0})
+    failures: int = 0  # KEDA's NumberOfFailures: failed calls since the last answered one
+    scaling_active: bool = True  # the HPA's ScalingActive condition, as the replay's HPA sets it
+    fallback_s: float = 0.0  # seconds the fallback was active, up to ``_since``
+    _since: float | None = None  # when the fallback became active, None while it is not
+    _last: float | None = None  # the last call's time
+
+    @classmethod
+    def of(cls, so: ScaledObjectModel, version: KedaVersion) -> KedaCalls:
+        """The calls KEDA ``version`` makes for ``so``."""
+        return cls(version, so.fallback, so.loop_may_rest)
+
+    def polls(self) -> bool:
+        """Whether the scale loop calls the scaler at this ``pollingInterval``."""
+        return self.version == "2.20" or not self.loop_may_rest or not self.scaling_active
+
+    def call(self, now_s: float, path: CallPath, failed: bool) -> bool:
+        """One ``GetMetrics`` call at ``now_s`` (seconds of the replay) on ``path``: counted, and
+        whether KEDA serves the fallback for it (only a failed call past the threshold)."""
+        self.calls[path] += 1
+        self.failures = self.failures + 1 if failed else 0
+        self.failed[path] += failed
+        serves = failed and self.fallback is not None and self.failures > self.fallback.failure_threshold
+        if serves and self._since is None:
+            self._since = now_s
+        elif not serves and self._since is not None:  # KEDA's Fallback condition turns False
+            self.fallback_s += now_s - self._since
+            self._since = None
+        self._last = now_s
+        return serves
+
+    def fallback_active_s(self) -> float:
+        """Seconds the fallback was active, up to the last call."""
+        open_s = 0.0 if self._since is None or self._last is None else self._last - self._since
+        return self.fallback_s + open_s
+
+    @property
+    def failure_threshold(self) -> int | None:
+        """fallback.failureThreshold, None without fallback."""
+        return None if self.fallback is None else self.fallback.failure_threshold
+
+
+def fallback_replicas(fallback: Fallback, current: int) -> int:
+    """The replicas KEDA's fallback gives the HPA (``doFallback``), by ``fallback.behavior``, with
+    ``current`` the scale target's replicas: ``static`` (and ``scalingModifiers``, whose formula the
+    replay does not model) ``fallback.replicas``; ``currentReplicas`` the current count;
+    ``currentReplicasIfHigher`` / ``IfLower`` the current count where it is higher / lower."""
+    if fallback.behavior == "currentReplicas":
+        return current
+    if fallback.behavior == "currentReplicasIfHigher":
+        return max(current, fallback.replicas)
+    if fallback.behavior == "currentReplicasIfLower":
+        return min(current, fallback.replicas)
+    return fallback.replicas
 
 
 def map_query(query: str) -> tuple[Series, Aggregation]:

@@ -7,7 +7,10 @@
   server calls its source on each HPA request (a ``useCachedMetrics`` trigger: the value of KEDA's
   last poll, every ``pollingInterval``), and turns the metrics into replicas. It keeps the
   capacity each decision used (``Decision.capacity``), so a replay can hold the scaler's estimates against the
-  cluster model's truth (``capacity_at``).
+  cluster model's truth (``capacity_at``). This scaler's call fails when its latest decision is
+  stale past ``maxStalenessSeconds`` (in ``outages``, the spans of a history without samples, its
+  Prometheus inputs are missing): KEDA's calls, failure count and fallback are ``keda``
+  (``scaler.replay.keda.KedaCalls``), per ``keda_version``.
 * ``ClairvoyantPolicy``: knows the future demand as a per-minute schedule of replicas
   and orders each replica exactly one cold start before its minute, without an HPA.
 
@@ -27,18 +30,24 @@ from scaler.config import parse_metadata
 from scaler.decider.engine import Engine
 from scaler.decider.signals.prewarm import window_state
 from scaler.hpa import Metric
-from scaler.inputs import Input, Reading
-from scaler.kubesim.hpa import Hpa, metric_proposal
+from scaler.inputs import Input, InputSource, Reading
+from scaler.kubesim.hpa import Hpa, desired, metric_proposal
 from scaler.model import Capacity, Decision, HpaStatus, Observation, Signal
 from scaler.readings import Readings
 from scaler.replay.held import HeldLog
 from scaler.replay.keda import (
+    HPA_PATH,
+    KEDA_VERSION,
+    LOOP_PATH,
     CronTrigger,
     ExternalTrigger,
+    KedaCalls,
+    KedaVersion,
     PodSeries,
     PrometheusTrigger,
     ScaledObjectModel,
     aggregate,
+    fallback_replicas,
 )
 
 ModelledTrigger = ExternalTrigger | PrometheusTrigger | CronTrigger
@@ -55,6 +64,29 @@ ROUTER_READS = frozenset(
 # The signals of this scaler that read demand; the floor and the pre-warm windows are the user's.
 DEMAND_SIGNALS = (Signal.QUEUE, Signal.LOAD, Signal.LAST_KNOWN)
 HPA_SYNC_S = 15.0  # kube-controller-manager --horizontal-pod-autoscaler-sync-period default
+# RunResult.extra: this scaler's GetMetrics calls from the HPA's syncs and from KEDA's scale loop,
+# those that failed, and the seconds KEDA's fallback was active (KedaPolicy.keda_figures).
+HPA_CALLS_KEY = "keda_hpa_calls"
+LOOP_CALLS_KEY = "keda_loop_calls"
+FAILED_CALLS_KEY = "keda_failed_calls"
+FALLBACK_KEY = "keda_fallback_s"
+# Why this scaler's Prometheus inputs are missing inside an outage (``KedaPolicy``'s ``outages``).
+OUTAGE = "no sample in the history here (a scrape outage): Prometheus returned nothing"
+KUBERNETES_INPUTS = frozenset(i for i in Input if i.spec.source is InputSource.KUBERNETES)
+Outage = tuple[float, float]  # (start, length) in seconds of the trace, as Measured.gaps holds them
+
+
+def in_outage(outages: Sequence[Outage], t: float) -> bool:
+    """Whether ``t`` (seconds of the trace) falls inside one of ``outages``, sorted by start."""
+    index = bisect.bisect_right(outages, (t, math.inf)) - 1
+    return index >= 0 and t < outages[index][0] + outages[index][1]
+
+
+def scraped_nothing(readings: Readings) -> Readings:
+    """What the live source reads in a scrape outage: the Kubernetes inputs, none of Prometheus'
+    (each input of the engine's series missing, ``OUTAGE`` the reason)."""
+    kept = {k: v for k, v in readings.values.items() if k in KUBERNETES_INPUTS}
+    return Readings(kept, {}, {str(i): OUTAGE for i in Input if i not in KUBERNETES_INPUTS})
 
 
 class Decides(Protocol):
@@ -142,6 +174,8 @@ class KedaPolicy:
         scaledobject: ScaledObjectModel,
         refresh_s: float = 15.0,
         hpa_sync_s: float = HPA_SYNC_S,
+        keda_version: KedaVersion = KEDA_VERSION,
+        outages: Sequence[Outage] = (),
     ) -> None:
         self.name = name
         self.so = scaledobject
@@ -167,6 +201,12 @@ class KedaPolicy:
         self._from_poll = {
             i for i, t in enumerate(scaledobject.scaledobject.triggers) if t.use_cached_metrics
         }
+        # KEDA's calls of this scaler and its fallback; the spans in which this scaler's Prometheus
+        # held nothing (its inputs missing), sorted; when this scaler's target was first seen.
+        self.keda = KedaCalls.of(scaledobject, keda_version)
+        self.outages = sorted(outages)
+        self._watched_since: float | None = None
+        self._poll_failed = False
         self.held_log = HeldLog()
         self._asked: tuple[int, int, int] | None = None
         self.latest: Decision | None = None
@@ -180,7 +220,10 @@ class KedaPolicy:
     def observation(self, tick: TickInputs) -> Observation:
         """The Observation the live source would build from this tick's simulated series."""
         assert self.target_policy is not None  # only this scaler's trigger observes
-        return self._routed(tick.readings).observation(
+        readings = tick.readings
+        if self.outages and in_outage(self.outages, tick.now_s):
+            readings = scraped_nothing(readings)
+        return self._routed(readings).observation(
             tick.now, self.target_policy, hpa=self._hpa_status(tick), hpa_read=True
         )
 
@@ -239,6 +282,15 @@ class KedaPolicy:
             metrics[index] = (metric, trigger, self.latest)
         return metrics
 
+    def _failing(self, tick: TickInputs) -> bool:
+        """Whether this scaler's ``GetMetrics`` fails now: its latest decision's inputs older than
+        ``maxStalenessSeconds`` (``Decision.stale``, as ``scaler.outputs.keda_service`` answers
+        UNAVAILABLE), counted from the first refresh while they never were complete."""
+        if self.latest is None or self.target_policy is None or self._watched_since is None:
+            return False
+        limit = self.target_policy.max_staleness_seconds
+        return self.latest.stale(tick.now.timestamp(), self._watched_since, limit)
+
     def _read_at_sync(self, tick: TickInputs) -> None:
         """What the HPA reads at a sync: KEDA's metrics server calls each trigger's source then
         (``GetScaledObjectMetrics``, every KEDA version), except a trigger with
@@ -249,6 +301,51 @@ class KedaPolicy:
         self._cached = [metric for metric, _, _ in got]
         self._cached_from = [trigger for _, trigger, _ in got]
         self._polled = next((d for _, t, d in got if isinstance(t, ExternalTrigger)), None)
+
+    def _answered(self, tick: TickInputs) -> bool:
+        """This scaler's call on the HPA's path, its failure counted (``KedaCalls``): answered, its
+        metric kept; failed past ``failureThreshold``, the metric replaced by the fallback's replicas
+        (KEDA's ``doFallback``: the target times the replicas, so the HPA asks that many); failed
+        otherwise, the metric left out. The HPA then scales on the other triggers, unless none is left
+        or they would scale down (the HPA's rule for invalid metrics): False, it holds its replicas and
+        sets ScalingActive False. A ``useCachedMetrics`` trigger fails as the loop's last poll did."""
+        index = next((i for i, t in enumerate(self._cached_from) if isinstance(t, ExternalTrigger)), None)
+        if index is None:
+            return True
+        cached = any(isinstance(self.so.triggers[i], ExternalTrigger) for i in self._from_poll)
+        failed = self._poll_failed if cached else self._failing(tick)
+        serves = self.keda.call(tick.now_s, HPA_PATH, failed)
+        if not failed:
+            self.keda.scaling_active = True
+            return True
+        fallback = self.so.fallback
+        if serves and fallback is not None:
+            replicas = fallback_replicas(fallback, tick.spec_replicas)
+            self._cached[index] = (float(replicas), 1.0, "AverageValue")
+            self._polled = None  # the fallback's replicas are read as a metric, not this scaler's
+            self.keda.scaling_active = True
+            return True
+        del self._cached[index], self._cached_from[index]
+        self._polled = None
+        valid = bool(self._cached)
+        if valid and desired(self._cached, tick.status_replicas, self.so.behavior)[0] >= tick.spec_replicas:
+            self.keda.scaling_active = True
+            return True
+        self.keda.scaling_active = False
+        return False
+
+    def keda_figures(self) -> dict[str, float]:
+        """KEDA's calls of this scaler and its fallback, for ``RunResult.extra`` (``KEDA_KEYS``);
+        none for a ScaledObject without this scaler's trigger."""
+        if self.engine is None:
+            return {}
+        calls, failed = self.keda.calls, self.keda.failed
+        return {
+            HPA_CALLS_KEY: float(calls[HPA_PATH]),
+            LOOP_CALLS_KEY: float(calls[LOOP_PATH]),
+            FAILED_CALLS_KEY: float(failed[HPA_PATH] + failed[LOOP_PATH]),
+            FALLBACK_KEY: self.keda.fallback_active_s(),
+        }
 
     def capacity_at(self, t: float) -> Capacity | None:
         """The capacity the last decision at or before ``t`` (seconds of the trace) used: what one
@@ -283,6 +380,8 @@ class KedaPolicy:
         """The new spec.replicas, or None to leave it."""
         t = tick.now_s
         if self.engine is not None and t >= self._next_refresh:
+            if self._watched_since is None:
+                self._watched_since = tick.now.timestamp()
             self.latest = self.engine.decide(self.observation(tick))
             self.decisions += 1
             self.decided_at.append(t)
@@ -291,10 +390,15 @@ class KedaPolicy:
         if t >= self._next_poll:  # KEDA's scale loop: only useCachedMetrics triggers read what it polled
             if self._from_poll:
                 self._poll = self._metrics(tick)
+            if self.latest is not None and self.keda.polls():
+                self._poll_failed = self._failing(tick)
+                self.keda.call(t, LOOP_PATH, self._poll_failed)
             self._next_poll = t + self.so.polling_interval_s
         if t >= self._next_sync:
             self._next_sync = t + self.hpa_sync_s
             self._read_at_sync(tick)
+            if not self._answered(tick):
+                return None  # the metric errors, without fallback: the HPA holds its replicas
             step = self.hpa.step(t, tick.spec_replicas, tick.status_replicas, self._cached)
             asked = self.asks(tick.status_replicas)
             if asked != self._asked:

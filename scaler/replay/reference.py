@@ -71,6 +71,7 @@ class ReferenceDecider:
         self.t: float | None = None
         self._checks: deque[tuple[float, float]] = deque()  # (due, forecast)
         self._misses: deque[tuple[float, float]] = deque()  # (checked at, relative miss)
+        self.complete_at: float | None = None  # when its token rates were last read (Decision.stale)
 
     def _demand(self, obs: Observation) -> float | None:
         """Replicas of the binding resource the served token rates take."""
@@ -97,6 +98,7 @@ class ReferenceDecider:
         t, demand, lead = obs.timestamp, self._demand(obs), self._lead(obs)
         replicas = self.spec.min_replicas
         if demand is not None:
+            self.complete_at = t
             while self._checks and self._checks[0][0] <= t:
                 _, planned = self._checks.popleft()
                 if planned > 0:
@@ -136,4 +138,5 @@ class ReferenceDecider:
             notes=(),
             reason=f"{replicas} replicas: the reference policy",
             observation=obs,
+            inputs_complete_at=self.complete_at,
         )

@@ -171,6 +171,7 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
     if measured is not None and measured.pods is not None:
         progress.stage("replaying your fleet as it ran, through the replica model", unit="step")
         own = ownfleet.check(measured, trace, cluster, start, objective, chosen.defaults(), new.max_replicas)
+    outages = () if measured is None else measured.gaps  # this scaler's Prometheus held nothing then
     comparison = compare(
         trace,
         cluster,
@@ -179,6 +180,7 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
         objective,
         (new.min_replicas, new.max_replicas),
         progress=progress,
+        outages=outages,
     )
     results = comparison.results
     attained = {r.name: figures(r, objective, None).within_objective for r in results}
@@ -196,7 +198,12 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
             name = f"old, threshold {'/'.join(f'{t:g}' for t in thresholds)}"
             advance = progress.stage(f"the old object at equal attainment: {name}", replayed(trace))
             run = run_policy(
-                KedaPolicy(name, scaledobject_model(doc)), trace, cluster, start, initial, advance
+                KedaPolicy(name, scaledobject_model(doc), outages=outages),
+                trace,
+                cluster,
+                start,
+                initial,
+                advance,
             )
             return run, figures(run, objective, None).within_objective >= goal, min(thresholds)
 
