@@ -684,3 +684,40 @@ def test_a_missing_deployment_is_named_and_a_missing_kubeconfig_stops_the_replay
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == f"scaler replay: error: --kubeconfig {missing}: no such file"
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("version", "polls"), [("2.21", False), ("2.20", True)])
+def test_the_outage_fails_this_scalers_calls_and_keda_serves_its_fallback(
+    history: tuple[LocalPrometheus, Truth],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    version: str,
+    polls: bool,
+) -> None:
+    """Over the week's 20-minute outage the converted object's inputs go stale past
+    maxStalenessSeconds (300 s), so this scaler's GetMetrics fails at each HPA sync (and, up to
+    KEDA 2.20, at each poll of the scale loop), and KEDA serves its fallback (failureThreshold 4)
+    for most of the rest of the outage: the report says how many calls failed and for how long."""
+    prom, _ = history
+    until = (OUTAGE[0] + timedelta(hours=1)).isoformat()
+    args = ("--prometheus", prom.url, "--since", "2h", "--until", until, "--step", "2m")
+    out_dir = tmp_path / "o"
+    assert _replay(prom, tmp_path, *args, "--keda-version", version, "--out", str(out_dir)) == 0
+    out, _ = capsys.readouterr()
+    keda = json.loads((out_dir / "summary.json").read_text())["keda"]
+    assert keda["version"] == version
+    calls = keda["calls"]["this scaler"]
+    outage_s, stale_s, sync_s = OUTAGE[1].total_seconds(), 300.0, 15.0
+    hpa_failed = (outage_s - stale_s) / sync_s  # the HPA's syncs inside the outage once inputs are stale
+    if polls:  # up to 2.20 the scale loop polls all along, and its failed polls count too
+        assert calls["loop_calls"] > calls["hpa_calls"] / 3
+        assert calls["failed_calls"] > hpa_failed + 0.5 * hpa_failed * sync_s / 30.0
+    else:  # 2.21: only while ScalingActive is False, between the first failure and the fallback
+        assert 0 < calls["loop_calls"] <= 4
+        assert hpa_failed <= calls["failed_calls"] <= hpa_failed + 1 + calls["loop_calls"]
+    # Served from the fifth failed call to the outage's end: at most its stale part, at least that
+    # less the four calls the threshold lets fail first and a sync either side.
+    served = calls["fallback_active_s"]
+    assert outage_s - stale_s - 6 * sync_s <= served <= outage_s - stale_s
+    line = next(line for line in out.splitlines() if line.startswith(f"KEDA {version}: this scaler: "))
+    assert f"fallback active {served / 60:,.0f} min (failureThreshold 4)" in line
