@@ -18,7 +18,15 @@ in prefill at once on a replica (the prefill's busy share ``b`` above 1,
 step), each is computed at its share of the replica's rate, so 1 reads ``P = b x p / prefill
 time`` (``b`` at least 1): the replica is not slower, it is shared. *Example*: 1,155-token prompts
 taking 0.35 s each with two in prefill at once on average (``b`` 2.0): 6,600 tokens/s each, 13,200
-a replica. 3 needs no model at all: a request's first token comes after its own prefill, so its
+a replica. What that reading is, by Little's law (``b = served x prefill time / ready``): the prompt
+tokens a Ready replica served per second. It is the replica's rate where its steps were full of
+prefill, and below it otherwise (a step-level vLLM whose steps held room: 0.42-0.81 of its
+saturation run's rate, ``BENCHMARKS.md``, issue 35). Read instead as a bound (raised at once, lowered
+slowly) it changed nothing that paid over six cells (Azure's hour pooled and random in both worlds,
+ServeGen and decode-heavy 6 h in the step world, three capacity conditions: within 0.6 points and
+0.05x either way), so it stays a measurement, and the objective's measurement corrects what it
+reads low.
+3 needs no model at all: a request's first token comes after its own prefill, so its
 TTFT is never shorter. It is the fallback for an engine that exports no phase time, and it is read
 only while nobody waits (at this refresh and the previous) on a fleet steady for a rate window. No
 dispatch and no spread of service times is assumed: a model of the queue inverted from the mean
