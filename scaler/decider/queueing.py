@@ -33,12 +33,16 @@ Erlang's square-root rule says.
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
 from scaler.decider.params import DEFAULT
 
 _STANDARD_NORMAL = NormalDist()  # phi and Phi of Halfin-Whitt's formula
+# Erlang C answers kept (a float pair each, about 100 bytes): a few decisions' worth for every
+# target a process serves; what a decision asks again is within its own few dozen calls.
+ERLANG_C_KEPT = 4096
 
 
 def erlang_c(servers: float, load: float, exact: int = DEFAULT.exact_servers) -> float:
@@ -55,6 +59,14 @@ def erlang_c(servers: float, load: float, exact: int = DEFAULT.exact_servers) ->
         return 1.0
     if c > exact:
         return _halfin_whitt(c, load)
+    return _erlang_c(c, load)
+
+
+@functools.lru_cache(maxsize=ERLANG_C_KEPT)
+def _erlang_c(c: int, load: float) -> float:
+    """Erlang C for ``c`` servers (``1 <= c``, ``load < c``) by Erlang B's recurrence, kept: a decision
+    asks the same (servers, load) of several quantiles and resources (about half its calls repeat
+    one), and the loop is O(c)."""
     b = 1.0  # Erlang B, by the stable recurrence B(k) = a B(k-1) / (k + a B(k-1))
     for k in range(1, c + 1):
         b = load * b / (k + load * b)
