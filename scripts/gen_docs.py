@@ -22,7 +22,8 @@ import annotated_types
 from pydantic import AfterValidator, BeforeValidator
 from pydantic.fields import FieldInfo
 
-from scaler import cliargs, config
+from scaler import config
+from scaler.cli import args as cliargs
 from scaler.cli import build_parser
 from scaler.cli import commands as cli_commands
 from scaler.model import INPUTS
@@ -216,7 +217,7 @@ def cli_doc(text: str = "") -> str:
         "",
         "Every command of `scaler`, each flag with how its value is written, its default and what it"
         " means, as `scaler COMMAND --help` prints them. One grammar holds for all of them"
-        " (`scaler/cliargs.py`):",
+        " (`scaler/cli/args.py`):",
         "",
         intro,
         "",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scaler import cliargs
+from scaler.cli import args as cliargs
 from tests.helpers import script
 
 ROOT = Path(__file__).resolve().parent.parent

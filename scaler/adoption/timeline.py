@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from scaler import cliargs
+from scaler.cli import args as cliargs
 from scaler.errors import InputError
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.replay.span import duration_s

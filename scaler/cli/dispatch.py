@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, cast
 
 from pydantic import ValidationError
 
-from scaler import __version__, cliargs
+from scaler import __version__
 from scaler.adoption import convert as convert_cli
 from scaler.adoption import doctor as doctor_cli
 from scaler.adoption import timeline as timeline_cli
+from scaler.cli import args as cliargs
 from scaler.config import TargetPolicy, parse_metadata
 from scaler.errors import is_users, validation_problems
 from scaler.inventory import ScaledObject

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scaler import cliargs
+from scaler.cli import args as cliargs
 from scaler.replay import INSTALL_HINT, missing_extra
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from scaler.cliargs import seconds
+from scaler.cli.args import seconds
 from scaler.errors import InputError
 
 
@@ -27,7 +27,7 @@ class SpanError(InputError):
 
 
 def duration_s(text: str) -> float:
-    """Seconds in a duration such as ``90s``, ``30m``, ``6h`` or ``2d`` (``scaler.cliargs.seconds``,
+    """Seconds in a duration such as ``90s``, ``30m``, ``6h`` or ``2d`` (``scaler.cli.args.seconds``,
     the one reader of durations); SpanError otherwise."""
     try:
         return seconds(text)

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from scaler import cliargs
-from scaler.cliargs import seconds, url_problem
+from scaler.cli import args as cliargs
+from scaler.cli.args import seconds, url_problem
 from scaler.errors import InputError, rule_of
 
 ENV_PREFIX = "SCALER_"
@@ -30,7 +30,7 @@ ENV = {
     "grace_seconds": "SCALER_GRACE",
 }
 # Flags whose name is not -- + the field's name with dashes: a duration's flag has no unit in
-# its name, since its value carries one (--history 1h; bare seconds too: scaler.cliargs).
+# its name, since its value carries one (--history 1h; bare seconds too: scaler.cli.args).
 FLAGS = {
     "prometheus_address": "--prometheus",
     "refresh_interval_seconds": "--refresh-interval",
@@ -49,7 +49,7 @@ OLD_FLAGS = {
 }
 
 
-# Flags checked as every command checks the same kind of value (scaler.cliargs), with its metavar.
+# Flags checked as every command checks the same kind of value (scaler.cli.args), with its metavar.
 FLAG_TYPES: dict[str, tuple[Any, str]] = {
     "prometheus_address": (cliargs.url, "URL"),
     "rate_window": (cliargs.rate_window, "RATE_WINDOW"),
@@ -72,7 +72,7 @@ def _url(value: str | None) -> str | None:
     return None if value is None else value.rstrip("/")
 
 
-# Seconds, written as a duration (scaler.cliargs) in a flag or a variable.
+# Seconds, written as a duration (scaler.cli.args) in a flag or a variable.
 Seconds = Annotated[float, BeforeValidator(_seconds)]
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from scaler import cliargs
+from scaler.cli import args as cliargs
 from scaler.manifest import DEFAULT_SCALER_ADDRESS
 from scaler.replay import INSTALL_HINT, missing_extra
 from scaler.replay.cli import DEFAULT_START, add_history_options

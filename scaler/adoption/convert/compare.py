@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from scaler.cliargs import UsageError, prometheus_over
+from scaler.cli.args import UsageError, prometheus_over
 from scaler.config import parse_metadata
 from scaler.errors import InputError
 from scaler.manifest import first_scaledobject

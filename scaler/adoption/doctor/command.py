@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from scaler import cliargs
 from scaler.adoption.doctor.diagnose import diagnose
 from scaler.adoption.doctor.objects import DEFAULT_MAX_GENERATION_S, Finding, Options
 from scaler.adoption.doctor.read import (
@@ -19,6 +18,7 @@ from scaler.adoption.doctor.read import (
     router_queues,
     scraped_pods,
 )
+from scaler.cli import args as cliargs
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

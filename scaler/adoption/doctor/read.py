@@ -21,7 +21,7 @@ from typing import Any
 from scaler.adoption.doctor.availability import scaler_namespaces as scaler_namespaces_of
 from scaler.adoption.doctor.objects import Cluster, our_trigger, policy_of, so_key
 from scaler.adoption.doctor.stacks import engine_queue_only
-from scaler.cliargs import prometheus_over
+from scaler.cli.args import prometheus_over
 from scaler.inert import Pods, layout_reasons
 from scaler.inventory import ScaledObject, Unknown, deployment_from_json, pod_from_json, workload_state
 from scaler.model import Inert
@@ -137,7 +137,7 @@ def scraped_pods(cluster: Cluster, prometheus: str | None) -> dict[str, int | No
             continue
         matchers = policy.series_matchers  # the labelSelector's and, with a role, the role's
         by = tuple(sorted({m.name for m in matchers}))
-        # --prometheus wins over the trigger's prometheusAddress (scaler.cliargs, every command's rule).
+        # --prometheus wins over the trigger's prometheusAddress (scaler.cli.args, every command's rule).
         prometheus_over("scaler doctor", prometheus, policy.prometheus_address, so_key(so))
         samples = prom.instant(family.render(by, "1m"))
         out[so_key(so)] = int(sum(s.value for s in samples if all(m.matches(s.labels) for m in matchers)))
