@@ -289,7 +289,8 @@ def test_the_engines_kv_cache_size_starts_the_slots_over_the_tokens_a_sequence_h
     Ready replicas with 1,200-token prompts and 200-token outputs (4,800 and 800 tokens/s at 4
     requests/s): a sequence holds 1,300 tokens on average, so 224 slots a replica, before the cache's
     use is read, and ahead of a configured decode rate. Once the use is read (half full at 12 a
-    replica: 24 slots) the measurement moves it, and the start no longer names it."""
+    replica: 24 slots) the measurement moves it, and the start no longer names it. A size short of
+    one sequence a replica is not read."""
     spec = parse_metadata({"generationTokensPerSecondPerReplica": "432"}).spec
     model = CapacityModel(spec)
     run(model, [steady(i, kv=None, kv_cache_tokens=1_163_700.0) for i in range(2)])
@@ -306,6 +307,12 @@ def test_the_engines_kv_cache_size_starts_the_slots_over_the_tokens_a_sequence_h
     older = CapacityModel(spec)  # a vLLM before the label: the configured decode rate starts it
     run(older, [steady(i, kv=None) for i in range(2)])
     assert older.capacity().slots == pytest.approx(432 / (800 / 48))
+    # A share short of one sequence (5,000 tokens on 4 replicas) is no running engine's cache:
+    # not read, and the configured decode rate starts the slots as without it.
+    short = CapacityModel(spec)
+    run(short, [steady(i, kv=None, kv_cache_tokens=5_000.0) for i in range(2)])
+    assert short.capacity().slots == pytest.approx(432 / (800 / 48))
+    assert short.capacity().slots_source == "configured"
 
 
 @pytest.mark.parametrize(("shared", "expected"), [(True, 1.0), (False, 0.0)])

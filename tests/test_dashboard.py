@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from scaler.model import Inert, InertReason
+from scaler.model import Decision, Inert, InertReason
 from scaler.outputs.endpoint import SERIES_BY_NAME
 from scaler.sim.prometheus import LocalPrometheus
-from scaler.targets.registry import TargetKey
+from scaler.targets.registry import Target, TargetKey
 from tests.conftest import require_prometheus
 from tests.helpers import ScriptedSource
 from tests.observability import LLAMA, QWEN, TracedServer, full_source
@@ -59,13 +59,20 @@ def substitute(expr: str, namespace: str, scaledobject: str) -> str:
 class Stand:
     """The scaler under test, the Prometheus scraping it, and the source it reads."""
 
-    def __init__(self, server: TracedServer, prometheus: LocalPrometheus, source: ScriptedSource) -> None:
+    def __init__(
+        self,
+        server: TracedServer,
+        prometheus: LocalPrometheus,
+        source: ScriptedSource,
+        first_binding: dict[TargetKey, str],
+    ) -> None:
         self.server = server
         self.prometheus = prometheus
         self.source = source
-        # The binding signals once the series exist: what the stand was built to show. Later
-        # decisions may differ (the engine keeps learning), and tests run in random order.
-        self.first_binding = {key: self.latest(key).binding.value for key in (LLAMA, QWEN)}
+        # Each target's binding signal at its first decision: what the stand was built to show.
+        # Later decisions may differ (the engine keeps learning at every refresh, and how many ran
+        # before the series existed depends on the machine's load), and tests run in random order.
+        self.first_binding = first_binding
 
     def instant(self, expr: str, scrapes: int = 6) -> list[dict[str, Any]]:
         """The series an instant query returns, asked again over the next ``scrapes`` scrapes while
@@ -104,6 +111,12 @@ def stand() -> Iterator[Stand]:
     source = full_source()
     # Wall-clock decisions four times a second, scraped twice a second.
     with TracedServer(source, refresh_interval_s=0.25) as server:
+        first: dict[TargetKey, str] = {}
+
+        def keep_first(target: Target, decision: Decision) -> None:
+            first.setdefault(target.key, decision.binding.value)
+
+        server.thread.runtime.sinks.append(keep_first)
         server.register(LLAMA, QWEN)
         prometheus = LocalPrometheus(scrape_interval_s=0.5)
         try:
@@ -113,7 +126,7 @@ def stand() -> Iterator[Stand]:
                 assert prometheus.wait_for(
                     f"count_over_time(llm_scaler_pending_pod_seconds_avoided_total{{{selector}}}[1m]) > 3"
                 ), prometheus.log_tail()
-            yield Stand(server, prometheus, source)
+            yield Stand(server, prometheus, source, first)
         finally:
             prometheus.close()
 

@@ -52,7 +52,11 @@ request over the rate window):
 
     S_cache = K / ready / (p + c / 2) x gate
 
-else a configured ``generationTokensPerSecondPerReplica`` (``G``, tokens/s of a full batch) over
+A share short of one such sequence is not read: vLLM refuses to start an engine whose cache
+cannot hold one request of ``max_model_len`` tokens (``check_enough_kv_cache_memory``), so such a
+figure is not a running cache's size.
+
+Else a configured ``generationTokensPerSecondPerReplica`` (``G``, tokens/s of a full batch) over
 what one sequence decodes now: ``G x running / generated tokens/s``. The exported size is the
 engine's own figure, so it comes first; the cache's use, once read, replaces both (it holds the
 traffic's real lengths, prefix sharing included).
@@ -134,7 +138,8 @@ class BatchSlots:
         prompt, served = demand.prompt_tokens_per_request, demand.served_per_s
         if ready and size and prompt and served and generated is not None:
             held = prompt + OUTPUT_HELD * generated / served
-            return size / ready / held * self.gate, FROM_KV_SIZE
+            if size / ready >= held:  # a cache short of one sequence is no engine's (module docstring)
+                return size / ready / held * self.gate, FROM_KV_SIZE
         running = obs.requests_running
         if self.generation and running and generated:
             return self.generation * running / generated, FROM_DECODE_RATE
