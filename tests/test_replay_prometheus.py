@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -439,6 +440,8 @@ def test_convert_replays_on_prometheus_history(
             str(new),
             "--replay",
             *_around_burst(prom),
+            "--keda-version",
+            "2.20",
         ]
     )
     out, err = capsys.readouterr()
@@ -446,6 +449,19 @@ def test_convert_replays_on_prometheus_history(
     assert "new (this scaler)" in out
     assert "old (as written)" in out
     assert "measured (what ran): " in out
+    # KEDA's calls of the new object under the version asked (the six hours hold no outage): an HPA
+    # sync every 15 s over the six hours and the warm-up, and KEDA 2.20's scale loop every 30 s (the
+    # KEDA's default pollingInterval: the plain object sets none).
+    (keda,) = [line for line in out.splitlines() if line.startswith("KEDA ")]
+    found = re.fullmatch(
+        r"KEDA 2\.20: new \(this scaler\): ([\d,]+) GetMetrics calls from HPA syncs, ([\d,]+) from the"
+        r" scale loop, 0 failed; fallback active 0 min \(failureThreshold 4\)",
+        keda,
+    )
+    assert found, keda
+    syncs, polls = (int(g.replace(",", "")) for g in found.groups())
+    assert 6 * 240 <= syncs <= 6 * 240 * 1.05
+    assert abs(polls - syncs / 2) <= 2
     # The replica model checked against the fleet as it ran first (physics the default here), every
     # row marked as the model's.
     lines = out.splitlines()

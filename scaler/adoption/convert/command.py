@@ -9,7 +9,7 @@ from pathlib import Path
 from scaler.cli import args as cliargs
 from scaler.manifest import DEFAULT_SCALER_ADDRESS
 from scaler.replay import INSTALL_HINT, missing_extra
-from scaler.replay.cli import DEFAULT_START, add_history_options
+from scaler.replay.cli import DEFAULT_START, KEDA_VERSION, KEDA_VERSIONS, add_history_options
 
 # convert's YAML library is its own extra (the server image has none of it).
 CONVERT_EXTRA = "ruamel"
@@ -66,6 +66,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="with --replay: the folder for replay.png and summary.json",
     )
     p.add_argument("--no-plot", action="store_true", help="with --replay: skip replay.png")
+    p.add_argument(
+        "--keda-version",
+        choices=KEDA_VERSIONS,
+        default=KEDA_VERSION,
+        help="with --replay: the KEDA whose calls are replayed, as scaler replay's --keda-version"
+        f" (default {KEDA_VERSION})",
+    )
     cliargs.add_instant(
         p, "--start", f"with --replay TRACE.csv: wall time of the trace's second 0 (default {DEFAULT_START})"
     )

@@ -144,7 +144,15 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
     from scaler.replay.compare import compare, initial_ready, replayed, run_policy
     from scaler.replay.keda import scaledobject_model
     from scaler.replay.policies import KedaPolicy
-    from scaler.replay.report import all_figures, figures, own_lines, scale_lines, static_line, table
+    from scaler.replay.report import (
+        all_figures,
+        figures,
+        keda_lines,
+        own_lines,
+        scale_lines,
+        static_line,
+        table,
+    )
 
     upstream = _upstream()
     try:
@@ -180,6 +188,7 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
         objective,
         (new.min_replicas, new.max_replicas),
         progress=progress,
+        keda_version=args.keda_version,
         outages=outages,
     )
     results = comparison.results
@@ -198,7 +207,7 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
             name = f"old, threshold {'/'.join(f'{t:g}' for t in thresholds)}"
             advance = progress.stage(f"the old object at equal attainment: {name}", replayed(trace))
             run = run_policy(
-                KedaPolicy(name, scaledobject_model(doc), outages=outages),
+                KedaPolicy(name, scaledobject_model(doc), keda_version=args.keda_version, outages=outages),
                 trace,
                 cluster,
                 start,
@@ -245,6 +254,9 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
         print(note, file=report)
     print(static_line(comparison.search.peak, cluster.gpus_per_replica), file=report)
     for line in (*own_lines(rows), *scale_lines(rows, cluster.cold_start_s)):
+        print(line, file=report)
+    fallbacks = {"new (this scaler)": new.fallback, "old (as written)": old.fallback}
+    for line in keda_lines(args.keda_version, comparison.results, fallbacks):
         print(line, file=report)
     if not args.no_plot:
         print(f"wrote {out / 'replay.png'}", file=report)
