@@ -43,16 +43,23 @@ GPU-seconds. With the clairvoyant's floor at 2, the floor above it holds the sam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:  # the policies record a log, and replay.py imports the policies
-    from scaler.replay.replay import RunResult
+from numpy.typing import NDArray
 
 FLOOR_KEY = "floor_gpu_seconds"  # RunResult.extra: GPU-seconds the floor held
 FLOOR_ABOVE_KEY = "floor_above_reference_gpu_seconds"  # ... a floor above the clairvoyant's held
 PREWARM_KEY = "prewarm_gpu_seconds"  # RunResult.extra: GPU-seconds the pre-warm windows held
+
+
+class Ticks(Protocol):
+    """What ``held_gpu_seconds`` reads of a replay's result (``scaler.replay.replay.RunResult``, which
+    imports the policies that keep a ``HeldLog``: named here by what it has, not imported)."""
+
+    horizon_s: float  # the replay's end, in seconds
+    tick_t: NDArray[np.float64]  # each scored control tick's time, in seconds
+    tick_gpus: NDArray[np.int64]  # the GPUs the fleet held at each
 
 
 @dataclass
@@ -73,7 +80,7 @@ class HeldLog:
 
 
 def held_gpu_seconds(
-    log: HeldLog, result: RunResult, gpus_per_replica: int, reference_floor: int | None = None
+    log: HeldLog, result: Ticks, gpus_per_replica: int, reference_floor: int | None = None
 ) -> dict[str, float]:
     """GPU-seconds of ``result`` the floor, the pre-warm windows and a floor above
     ``reference_floor`` (the clairvoyant's; None: the policy's own, so none) held (module
