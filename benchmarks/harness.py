@@ -95,6 +95,38 @@ def cell_record(
     }
 
 
+# The lines of `scaler replay`'s table: its header, its rule and one row per policy.
+REPLAY_TABLE_ROWS = ("policy", "-----", "this", "keda", "clair", "static")
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A command run to its end: what it printed, its wall time, and its processes' CPU time and peak
+    resident memory (``RUSAGE_CHILDREN``: every child the benchmark has waited for)."""
+
+    done: subprocess.CompletedProcess[str]
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+
+    def table(self) -> list[str]:
+        """The lines of `scaler replay`'s table in what it printed (``REPLAY_TABLE_ROWS``)."""
+        return [line for line in self.done.stdout.splitlines() if line.startswith(REPLAY_TABLE_ROWS)]
+
+
+def run_timed(command: Sequence[str], env: dict[str, str] | None = None) -> Timed:
+    """Run ``command`` (its output captured, its exit status kept) and time it (``Timed``)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(list(command), capture_output=True, text=True, check=False, env=env)
+    wall_s = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Timed(done, wall_s, cpu_s, after.ru_maxrss / 1024)
+
+
 def target_lines(title: str, checks: Sequence[tuple[bool, str]]) -> list[str]:
     """A benchmark's targets, counted in a heading and each beside its figure, ``MISSED`` where it
     is not met."""

@@ -27,14 +27,11 @@ import math
 import os
 import platform
 import re
-import resource
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import ROOT, target_lines
+from benchmarks.harness import ROOT, run_timed, target_lines
 from tests.helpers import plain_scaledobject
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -87,27 +84,19 @@ def main() -> int:
             "replay", "--trace", str(work / "week.csv"), "--scaledobject", str(work / "plain.yaml"),
             "--cluster", str(work / "cluster.yaml"), "--out", str(work / "out"), "--no-plot",
         ]  # fmt: skip
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
-        wall_s = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        timed = run_timed(command, env)
+    done, wall_s, cpu_s, peak_mb = timed.done, timed.wall_s, timed.cpu_s, timed.peak_rss_mb
     if done.returncode != 0:
         print(done.stdout, done.stderr)
         return done.returncode
-    table = [
-        line
-        for line in done.stdout.splitlines()
-        if line.startswith(("policy", "-----", "this", "keda", "clair", "static"))
-    ]
+    table = timed.table()
     found = re.search(r"([\d,]+) requests", done.stdout + done.stderr)
     requests = int(found.group(1).replace(",", "")) if found else -1
-    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     how = "without numba (the Python classes)" if args.without_numba else "with numba (the compiled loop)"
     print("\n".join(table))
     print(
         f"scaler replay, {args.days:g} days at {args.rate:g} requests/s ({requests:,} requests), {how}: "
-        f"{wall_s:.1f}s wall, {cpu_s:.1f}s CPU over its processes, peak RSS {after.ru_maxrss / 1024:.0f} MB, "
+        f"{wall_s:.1f}s wall, {cpu_s:.1f}s CPU over its processes, peak RSS {peak_mb:.0f} MB, "
         f"{os.cpu_count()} cores"
     )
     target_s = TARGET_S_PER_DAY * args.days
@@ -122,7 +111,7 @@ def main() -> int:
         "numba": not args.without_numba,
         "wall_s": round(wall_s, 1),
         "cpu_s": round(cpu_s, 1),
-        "peak_rss_mb": round(after.ru_maxrss / 1024),
+        "peak_rss_mb": round(peak_mb),
         "table": table,
     }
     RESULTS.mkdir(exist_ok=True)

@@ -25,8 +25,6 @@ import csv
 import json
 import os
 import platform
-import resource
-import subprocess
 import tempfile
 import time
 from datetime import timedelta
@@ -35,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness import ROOT, target_lines
+from benchmarks.harness import ROOT, run_timed, target_lines
 from scaler.sim.prometheus import LocalPrometheus
 from tests.test_replay_prometheus import PLAIN
 from tests.vllm_history import START, Truth, week
@@ -100,29 +98,21 @@ def main() -> int:
                 "--export", str(work / "trace.csv"), "--out", str(work / "out"),
                 *(["--step", args.step] if args.step else []),
             ]  # fmt: skip
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started = time.perf_counter()
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            wall_s = time.perf_counter() - started
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if done.returncode != 0:
-                print(done.stdout, done.stderr)
-                return done.returncode
-            table = [
-                line
-                for line in done.stdout.splitlines()
-                if line.startswith(("policy", "-----", "this", "keda", "clair", "static"))
-            ]
+            timed = run_timed(command)
+            if timed.done.returncode != 0:
+                print(timed.done.stdout, timed.done.stderr)
+                return timed.done.returncode
+            table = timed.table()
             errors = match(work / "trace.csv", truth)
             wrote_png = (work / "out" / "replay.png").is_file()
     finally:
         prometheus.close()
-    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    wall_s, cpu_s, peak_mb = timed.wall_s, timed.cpu_s, timed.peak_rss_mb
     print(f"the week written and loaded into Prometheus in {prepared_s:.1f}s (not part of the command)")
     print("\n".join(table))
     print(
         f"scaler replay --since 7d --step {args.step or '(default)'}: {wall_s:.1f}s wall, "
-        f"{cpu_s:.1f}s CPU over its processes, peak RSS {after.ru_maxrss / 1024:.0f} MB, "
+        f"{cpu_s:.1f}s CPU over its processes, peak RSS {peak_mb:.0f} MB, "
         f"{os.cpu_count()} cores; replay.png {'written' if wrote_png else 'MISSING'}"
     )
     checks = [
@@ -141,7 +131,7 @@ def main() -> int:
         "step": args.step,
         "wall_s": round(wall_s, 1),
         "cpu_s": round(cpu_s, 1),
-        "peak_rss_mb": round(after.ru_maxrss / 1024),
+        "peak_rss_mb": round(peak_mb),
         "replay_png": wrote_png,
         "largest_error": {k: round(v, 4) for k, v in errors.items()},
     }
