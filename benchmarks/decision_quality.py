@@ -576,6 +576,12 @@ def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
     return out
 
 
+def _cell_and_reference(job: tuple[Cell, bool]) -> tuple[Cell, dict[str, Any]]:
+    """The cell with its reference: the record's ``hours`` is the trace's length, not the cut the
+    cell asked for (None: the whole trace), so the cell is not rebuilt from it."""
+    return job[0], reference_cell(job)
+
+
 def run_cells(
     cells: Sequence[Cell], conditions: Sequence[str], ablations: Sequence[str], workers: int
 ) -> list[dict[str, Any]]:
@@ -586,10 +592,7 @@ def run_cells(
     rows: list[dict[str, Any]] = []
     pending = []
     with multiprocessing.Pool(workers) as pool:
-        for ref in pool.imap_unordered(reference_cell, [(c, full) for c in cells]):
-            cell = Cell(
-                ref["trace"], ref["seed"], ref["physics"], ref["serving"], ref["kv_full"], ref["hours"]
-            )
+        for cell, ref in pool.imap_unordered(_cell_and_reference, [(c, full) for c in cells]):
             done[cell] = ref
             specs = [
                 ScalerRun(
