@@ -240,10 +240,36 @@ def test_a_measured_rate_trace_round_trips_through_its_csv(tmp_path: Path) -> No
     for name in ("starts", "rates", "prompt_tokens", "output_tokens"):
         assert np.array_equal(getattr(loaded, name), getattr(rates, name)), name
     assert loaded.window_s == 60.0
-    a, b = expand_rates(rates, None, 5), load_trace(path, None, 5)
+    a, b = expand_rates(rates, None, 5, counted=True), load_trace(path, None, 5)
     assert np.array_equal(a.arrivals, b.arrivals)
     assert np.array_equal(a.prompt_tokens, b.prompt_tokens)
     assert np.array_equal(a.output_tokens, b.output_tokens)
+
+
+def test_a_history_s_counts_are_replayed_not_drawn_around(tmp_path: Path) -> None:
+    """A measured rate trace's windows hold what was counted: every seed replays each window's count
+    (a fraction rounded up with its probability), where a rate trace's are Poisson draws around it."""
+    rates = RateTrace(
+        np.arange(4, dtype=np.float64) * 60.0,
+        np.array([2.0, 0.5 / 60, 7.5 / 60, 0.0]),  # 120, 0.5, 7.5 and 0 requests a window
+        60.0,
+        "history",
+        np.full(4, 900.0),
+        np.full(4, 200.0),
+    )
+    path = tmp_path / "trace.csv"
+    write_rates(path, rates)
+    seen = np.array([np.bincount((load_trace(path, None, seed).arrivals // 60).astype(int), minlength=4)
+                     for seed in range(400)])  # fmt: skip
+    assert set(seen[:, 0]) == {120}
+    assert set(seen[:, 1]) == {0, 1}
+    assert set(seen[:, 2]) == {7, 8}
+    assert set(seen[:, 3]) == {0}
+    assert abs(seen[:, 1].mean() - 0.5) < 0.1  # unbiased
+    assert abs(seen[:, 2].mean() - 7.5) < 0.1
+    drawn = np.array([np.bincount((expand_rates(rates, None, seed).arrivals // 60).astype(int), minlength=4)
+                      for seed in range(400)])  # fmt: skip
+    assert drawn[:, 0].std() > 5  # a rate's Poisson draws: sd sqrt(120) = 11
 
 
 def test_each_window_keeps_its_mean_sizes() -> None:

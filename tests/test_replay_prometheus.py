@@ -279,7 +279,8 @@ def test_the_replay_checks_the_replica_against_the_fleet_as_it_ran(
     """Issue 36's acceptance, item 1: the generator's own replica (--cluster) replays the fleet as it
     ran near what the history measured; one that decodes a third as fast is flagged before any
     what-if, far off. (The generator writes its TTFT histogram from two fixed shapes, waiting or not,
-    not from a replica's physics: its own replica comes within a few points, not within one.)"""
+    not from a replica's physics: its own replica comes within a few points, not within one. The
+    week served by a replica in each physics, within one: tests/test_replay_ownfleet_week.py.)"""
     prom, _ = history
     off = {}
     for name, model in (

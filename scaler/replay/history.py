@@ -30,8 +30,9 @@ queue too, so that what waited there counts as arrivals, and says so.
 Windows without a request rate or token rates are gaps. Those before the first window with
 data and after the last are cut; the others get rates and sizes interpolated linearly from
 the windows either side, and so do the sizes of windows that served nothing. Each window's
-requests are drawn by ``trace.expand_rates``: Poisson arrivals at its rate, each with its
-mean sizes. What the history cannot say is listed in ``Measured.limits``.
+requests are its count (one that happened, not a rate to draw around: ``trace.window_counts``)
+at times drawn uniformly in it by ``trace.expand_rates``, each with the window's mean sizes.
+What the history cannot say is listed in ``Measured.limits``.
 
 The same points measure the replica the replayed fleet is made of (``scaler.replay.replica``:
 the decider's capacity model warmed over them), in ``Measured.replica``.
@@ -109,7 +110,7 @@ class Measured:
 
     def trace(self, seed: int, rate_scale: float = 1.0) -> Trace:
         """The requests the replay runs: Poisson arrivals at the (scaled) rates, measured sizes."""
-        trace = expand_rates(self.rates.scaled(rate_scale), None, seed)
+        trace = expand_rates(self.rates.scaled(rate_scale), None, seed, counted=True)
         if rate_scale == 1.0:
             return trace
         note = f"{trace.note}; rates scaled by {rate_scale:g}"
