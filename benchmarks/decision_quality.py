@@ -497,7 +497,8 @@ def reference_policy(cell: Cell, objective_s: float) -> KedaPolicy:
     so = dataclasses.replace(so, scaledobject=dataclasses.replace(so.scaledobject, behavior=Behavior()))
     policy = KedaPolicy(REFERENCE_NAME, so)
     assert policy.target_policy is not None
-    policy.engine = ReferenceDecider(policy.target_policy.spec)
+    # The world's truth, as its capacities are: prefill and decode share a GPU but in `separate`.
+    policy.engine = ReferenceDecider(policy.target_policy.spec, shares_gpu=cell.physics != "separate")
     return policy
 
 
