@@ -103,7 +103,6 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks.harness import add_kv_full, cell_record, target_lines, trace_parser  # noqa: E402
 from scaler.hpa import Behavior  # noqa: E402
 from scaler.model import Capacity  # noqa: E402
-from scaler.replay.cluster import FLUID, PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import (  # noqa: E402
     BUCKET_S,
     CLAIRVOYANT,
@@ -113,12 +112,13 @@ from scaler.replay.compare import (  # noqa: E402
     run_policy,
     static_at_peak,
 )
+from scaler.replay.fleet.cluster import FLUID, PHYSICS, ClusterConfig  # noqa: E402
+from scaler.replay.fleet.stepped import PROFILES, saturation  # noqa: E402
 from scaler.replay.keda import ExternalTrigger, ScaledObjectModel, load_scaledobject_model  # noqa: E402
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy  # noqa: E402
 from scaler.replay.reference import ReferenceDecider  # noqa: E402
 from scaler.replay.replay import run  # noqa: E402
 from scaler.replay.report import References, all_figures, figures  # noqa: E402
-from scaler.replay.stepped import PROFILES, saturation  # noqa: E402
 from scaler.replay.trace import Trace, bursty_rates, expand_rates, load_rates, load_requests  # noqa: E402
 
 START = datetime.fromisoformat("2026-12-07T00:00:00+08:00")  # a Monday, midnight in Asia/Shanghai
@@ -174,13 +174,13 @@ SERVING_RUN = ("pooled", "v1", "random", "round-robin")  # what a run without --
 # issue 28's) and the farthest from it (a Service: no pooling, no view of the load). Every
 # serving model at seed 0 would cost twice as long.
 SERVING_QUICK = ("pooled", "random")
-# The step physics' replica (scaler.replay.stepped.PROFILES): Llama 3 70B on four A100s, whose traffic
+# The step physics' replica (scaler.replay.fleet.stepped.PROFILES): Llama 3 70B on four A100s, whose traffic
 # loads a fleet of the fluid replica's size; decode-heavy traffic at STEP_RATE times its rate there
 # (the replica decodes about three times what the fluid 70B replica does).
 STEP_PROFILE = "llama-3-70b-4xa100"
 REFERENCE_NAME = "reference"  # the reference policy's row (scaler.replay.reference)
 STEP_RATE = {"decode": 3.0}
-# Requests a step-physics truth is read from (scaler.replay.stepped.saturation): enough for the sizes'
+# Requests a step-physics truth is read from (scaler.replay.fleet.stepped.saturation): enough for the sizes'
 # spread, few enough to run in a second.
 SATURATION_SAMPLE = 2000
 PHYSICS_RUN = ("shared", "separate", "step")  # the physics a run replays: the two fluid ones and step

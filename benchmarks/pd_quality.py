@@ -3,7 +3,7 @@
     nice .venv/bin/python -m benchmarks.pd_quality             # Azure (1 h) and decode-heavy (24 h), seeds 0 1 2
     nice .venv/bin/python -m benchmarks.pd_quality --quick     # seed 0 only
 
-The fleet is the disaggregated replay's (``scaler/replay/disagg.py``, docs/replay.md): two pools
+The fleet is the disaggregated replay's (``scaler/replay/fleet/disagg.py``, docs/replay.md): two pools
 of benchmarks/cluster-70b.yaml's replica (prefill 5,000 tokens/s; 24 batch slots at 18 tokens/s;
 cold start 180 s; 2 GPUs), up to 16 replicas each, the KV cache moving from one to the other in
 5 ms plus 50,000 tokens/s. On it, per trace and seed:
@@ -41,14 +41,14 @@ sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
 from benchmarks.harness import cell_record, run_cells, target_lines, trace_parser  # noqa: E402
-from scaler.replay.cluster import ClusterConfig  # noqa: E402
-from scaler.replay.disagg import ROLES, DisaggConfig  # noqa: E402
 from scaler.replay.disagg_run import (  # noqa: E402
     DisaggResult,
     clairvoyant_disagg,
     role_scaledobject,
     run_disagg,
 )
+from scaler.replay.fleet.cluster import ClusterConfig  # noqa: E402
+from scaler.replay.fleet.disagg import ROLES, DisaggConfig  # noqa: E402
 from scaler.replay.keda import ExternalTrigger, ScaledObjectModel, load_scaledobject_model  # noqa: E402
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy  # noqa: E402
 

@@ -4,7 +4,7 @@
     nice .venv/bin/python benchmarks/router_quality.py --quick    # seed 0 only
 
 The fleet of benchmarks/cluster-70b-llm-d.yaml, cluster-70b.yaml with ``router: llm-d``
-(scaler/replay/router.py): the
+(scaler/replay/fleet/router.py): the
 EPP sends a request to the pods only while the pool's saturation, the mean over Ready pods of
 ``max(waiting / 5, kv_cache_usage / 0.8)``, is below 1, and holds the rest. The fleet's batch is
 bound by its KV cache (``kv_cache_usage_full_batch`` 1, as the decision benchmark's), so the
@@ -48,8 +48,8 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks.decision_quality import START, load_trace, objective  # noqa: E402
 from benchmarks.harness import add_kv_full, cell_record, run_cells, target_lines, trace_parser  # noqa: E402
 from scaler.inputs import Input  # noqa: E402
-from scaler.replay.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.compare import clairvoyant, initial_ready  # noqa: E402
+from scaler.replay.fleet.cluster import PHYSICS, ClusterConfig  # noqa: E402
 from scaler.replay.keda import ExternalTrigger, ScaledObjectModel, load_scaledobject_model  # noqa: E402
 from scaler.replay.policies import KedaPolicy, TickInputs  # noqa: E402
 from scaler.replay.replay import run  # noqa: E402

@@ -14,7 +14,7 @@ Each physics is a model of its own (``model_name``, ``model(physics)``) in one h
 
 * ``separate``: prefill and decode on two resources (prefill does not slow decoding), a week;
 * ``shared``: prefill and decode share the GPU's time (prefill slows decoding), a week;
-* ``step``: vLLM V1's engine steps (``scaler.replay.stepped``, the default profile: Llama 3 70B on
+* ``step``: vLLM V1's engine steps (``scaler.replay.fleet.stepped``, the default profile: Llama 3 70B on
   four A100s) at twice the rates, two days (Monday, and Tuesday with its burst): a week of it
   takes about 45 s a replay on one core, and the check replays it twice.
 
@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.policies import TickInputs
 from scaler.replay.replay import run
 from scaler.replay.trace import RateTrace, Trace, expand_rates

@@ -21,7 +21,7 @@ from scaler.config import parse_metadata
 from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.stages import ALL, Stages
 from scaler.model import Capacity
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from scaler.replay import compare as compare_module
-from scaler.replay.cluster import ClusterConfig
 from scaler.replay.compare import (
     BUCKET_S,
     ClairvoyantSearch,
@@ -20,6 +19,7 @@ from scaler.replay.compare import (
     initial_ready,
     within,
 )
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.keda import ScaledObjectModel, scaledobject_model
 from scaler.replay.replay import RunResult
 from scaler.replay.replay import run as real_run

@@ -12,7 +12,7 @@ import pytest
 
 from scaler.kubesim.pods import PodState
 from scaler.model import Observation
-from scaler.replay.cluster import Cluster, ClusterConfig, ClusterError
+from scaler.replay.fleet.cluster import Cluster, ClusterConfig, ClusterError
 from scaler.replay.keda import scaledobject_model
 from scaler.replay.policies import KedaPolicy, TickInputs
 from scaler.replay.replay import RunResult, run

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from scaler.model import Signal
-from scaler.replay.cluster import ClusterConfig, ClusterError
-from scaler.replay.disagg import DisaggConfig, Pool
 from scaler.replay.disagg_run import clairvoyant_disagg, role_scaledobject, run_disagg
+from scaler.replay.fleet.cluster import ClusterConfig, ClusterError
+from scaler.replay.fleet.disagg import DisaggConfig, Pool
 from scaler.replay.keda import load_scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy
 from scaler.replay.trace import Trace

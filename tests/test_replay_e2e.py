@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from scaler.cli import main
-from scaler.replay.cluster import ClusterConfig
 from scaler.replay.compare import Comparison, compare
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.keda import load_scaledobject_model
 from scaler.replay.policies import KedaPolicy
 from scaler.replay.replay import run
@@ -157,7 +157,7 @@ def test_clairvoyant_need_in_separate_physics_is_the_tighter_resource() -> None:
 
 def test_the_replayed_scaler_measures_the_cold_start_of_the_pods_it_started() -> None:
     """A 420 s cluster: once 5 started pods are Ready the engine's lead is their p90, not 180 s."""
-    from scaler.replay.cluster import Cluster
+    from scaler.replay.fleet.cluster import Cluster
 
     slow = CLUSTER.with_overrides(cold_start_s=420.0, gpus_free=64)
     cluster = Cluster(slow, initial_ready=2)

@@ -1,4 +1,4 @@
-"""The compiled loop (``scaler.replay.kernel``) replays exactly what the Python classes replay.
+"""The compiled loop (``scaler.replay.fleet.kernel``) replays exactly what the Python classes replay.
 
 Each run replays the same trace twice, once through ``Cluster`` and ``ControlLoop.serve`` one request
 at a time and once through ``FastCluster``'s batches, and every figure a replay reports must be
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 import yaml
 
-from scaler.replay import kernel
-from scaler.replay.cluster import ClusterConfig
 from scaler.replay.compare import BUCKET_S, busy_per_bucket
+from scaler.replay.fleet import kernel
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.keda import load_scaledobject_model, scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, TickInputs
 from scaler.replay.replay import Policy, RunResult, run
@@ -140,8 +140,8 @@ def test_a_fleet_the_compiled_loop_does_not_serve_runs_in_python() -> None:
 
 def test_a_request_with_no_pod_to_go_to_is_an_error() -> None:
     """With no pod Ready or starting, serving a request is the cluster model's error, as in Python."""
-    from scaler.replay.cluster import ClusterError
-    from scaler.replay.series import Histogram, PhaseTimes, TokenCounters
+    from scaler.replay.fleet.cluster import ClusterError
+    from scaler.replay.fleet.series import Histogram, PhaseTimes, TokenCounters
 
     cluster = kernel.FastCluster(CFG, 1)
     cluster.scale_to(0, 0.0)

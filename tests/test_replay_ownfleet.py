@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from scaler.replay import ownfleet
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.history import Measured
 from scaler.replay.policies import TickInputs
 from scaler.replay.replay import run

@@ -12,7 +12,7 @@ import pytest
 from scaler.config import parse_metadata
 from scaler.model import Observation
 from scaler.replay import replica
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
 
 T0 = datetime(2026, 11, 23, tzinfo=UTC)
 # A known replica: 3,000 prompt tokens/s, 8 slots, 14 tokens/s a sequence, decoding unslowed.

@@ -11,7 +11,7 @@ import pytest
 
 from scaler.decider.flowcontrol import pool_saturation
 from scaler.inputs import Input, Reading
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.keda import ScaledObjectModel, scaledobject_model
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, TickInputs
 from scaler.replay.replay import run

@@ -1,4 +1,4 @@
-"""The step physics (scaler.replay.stepped): vLLM V1's scheduler step by step, checked against the
+"""The step physics (scaler.replay.fleet.stepped): vLLM V1's scheduler step by step, checked against the
 published measurements each profile is fitted to, against itself without the decode jump, and in
 the replay's closed loop."""
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from scaler.readings import Readings
-from scaler.replay.cluster import ClusterConfig, ClusterError
+from scaler.replay.fleet.cluster import ClusterConfig, ClusterError
+from scaler.replay.fleet.stepped import PROFILES, Engine, Profile, Request, Sink, saturation
 from scaler.replay.policies import ClairvoyantPolicy
 from scaler.replay.replay import run
-from scaler.replay.stepped import PROFILES, Engine, Profile, Request, Sink, saturation
 from scaler.replay.trace import Trace
 
 START = datetime(2026, 12, 7, tzinfo=UTC)

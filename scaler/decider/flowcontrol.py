@@ -12,7 +12,7 @@ comes first, while the backlog grows in the router. Source: llm-d/llm-d-router
 ``pkg/epp/framework/plugins/flowcontrol/saturationdetector/utilization/README.md`` (defaults
 queueDepthThreshold 5, kvCacheUtilThreshold 0.8, headroom 0); ../shared/stacks/README.md, 1e.
 
-One model of the rule for the replay's router (``scaler/replay/router.py``) and the simulated
+One model of the rule for the replay's router (``scaler/replay/fleet/router.py``) and the simulated
 EPP of the live tests (``scaler/sim/router.py``).
 
 *Example*: two endpoints, one with 5 waiting and its KV cache 60% used, one with 2 waiting and 90%

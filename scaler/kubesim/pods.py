@@ -1,6 +1,6 @@
 """A Deployment's pods on a GPU pool, as Kubernetes moves them. Pure: the time is passed in.
 
-One model of the pod lifecycle, shared by the replay's fleet (``replay/cluster.py``, which
+One model of the pod lifecycle, shared by the replay's fleet (``replay/fleet/cluster.py``, which
 adds routing, prefill and decode) and the demo's simulated cluster (``sim/cluster.py``):
 
 * **Pending** until the workload's free GPUs hold ``gpus_per_replica`` more (first come,

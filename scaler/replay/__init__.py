@@ -3,8 +3,8 @@
 trace.py     request traces and rate-only traces (expanded with a seeded Poisson process)
 history.py   a rate trace from Prometheus history (the reader is passed in: sources.prometheus)
 span.py      the span of history read: --since, --until, --step
-cluster.py   the fleet: the pod lifecycle (scaler.kubesim.pods), routing, prefill and decode
-kernel.py    the fluid fleet's requests served between two ticks in one compiled loop (numba, optional)
+fleet/       the simulated serving fleet the rest drives (cluster, stepped, kernel, series, router,
+             disagg); it imports only trace.py of the replay
 keda.py      ScaledObjects as KEDA reads them: external, prometheus and cron triggers
 policies.py  this scaler (through its engine), a KEDA baseline, and a clairvoyant reference,
              each landing through scaler.hpa (the HPA model the demo uses too)

@@ -18,7 +18,7 @@ from scaler.replay import INSTALL_HINT, missing_extra
 if TYPE_CHECKING:
     from scaler.config import TargetPolicy
     from scaler.decider.coldstart import PodTimes
-    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.fleet.cluster import ClusterConfig
     from scaler.replay.history import HistoryReader, Measured, RouterFinder
     from scaler.replay.keda import ScaledObjectModel
     from scaler.replay.ownfleet import OwnFleet
@@ -374,7 +374,7 @@ def _cold_start(
 ) -> ColdStartChoice:
     """The cold start to replay with (``scaler.replay.startup``): --cluster's, the Deployment's
     pods' through --kubeconfig, or the default (its limits are printed once the trace is read)."""
-    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.fleet.cluster import ClusterConfig
     from scaler.replay.startup import choose
 
     configured: float | None = None
@@ -436,7 +436,7 @@ def _recorded_cold_start(
 
 def load_cluster(args: argparse.Namespace) -> tuple[ClusterConfig, frozenset[str]]:
     """``--cluster``'s model and the keys it writes (none given: the defaults, no key written)."""
-    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.fleet.cluster import ClusterConfig
 
     return ClusterConfig.load_written(args.cluster) if args.cluster else (ClusterConfig(), frozenset())
 

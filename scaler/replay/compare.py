@@ -32,13 +32,13 @@ from datetime import datetime
 
 import numpy as np
 
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
+from scaler.replay.fleet.stepped import PROFILES, request_seconds
 from scaler.replay.held import held_gpu_seconds
 from scaler.replay.keda import KEDA_VERSION, KedaVersion, ScaledObjectModel
 from scaler.replay.policies import ClairvoyantPolicy, KedaPolicy, Outage
 from scaler.replay.progress import Progress
 from scaler.replay.replay import WARMUP_S, RunResult, run
-from scaler.replay.stepped import PROFILES, request_seconds
 from scaler.replay.trace import Trace
 
 BUCKET_S = 60.0
@@ -71,7 +71,7 @@ def busy_per_bucket(trace: Trace, cfg: ClusterConfig, bucket_s: float = BUCKET_S
     ``shared``: GPU seconds, prefill plus decode at a full batch. ``separate``: the tighter
     of prefill seconds and batch-slot seconds (prefill plus decode at the sequence's own
     rate) over ``decode_slots``. ``step``: each request's tokens at the profile's rates, the steps'
-    base shared by an unbounded batch (``scaler.replay.stepped.request_seconds``). Queueing is left
+    base shared by an unbounded batch (``scaler.replay.fleet.stepped.request_seconds``). Queueing is left
     out, so it is a lower bound on the need.
     """
     if len(trace) == 0:

@@ -1,9 +1,9 @@
-"""The closed loop on a disaggregated fleet (``scaler.replay.disagg``): two policies, one trace.
+"""The closed loop on a disaggregated fleet (``scaler.replay.fleet.disagg``): two policies, one trace.
 
 The prefill pool and the decode pool each run their own policy, at the same control ticks, on
 the same arrivals: the one of ``role: prefill`` sees the prefill pool's series, the one of
 ``role: decode`` the decode pool's, as each ScaledObject's queries would select them
-(``scaler.roles``). The series are ``scaler.replay.series``', as the replay reads a fleet's: counters
+(``scaler.roles``). The series are ``scaler.replay.fleet.series``', as the replay reads a fleet's: counters
 as Prometheus' ``rate(counter[1m])``, first tokens into vLLM's TTFT histogram, the trace's first
 ``warmup_s`` seconds replayed once before it, unscored.
 
@@ -32,16 +32,16 @@ from numpy.typing import NDArray
 from scaler.inputs import Reading
 from scaler.readings import Readings
 from scaler.replay.compare import BUCKET_S
-from scaler.replay.disagg import ROLES, DisaggConfig, Pool, PoolView, busy_per_bucket, kv_usage
+from scaler.replay.fleet.disagg import ROLES, DisaggConfig, Pool, PoolView, busy_per_bucket, kv_usage
+from scaler.replay.fleet.series import ColdStartWatch, Histogram, TokenCounters, Warmed, bins, fleet_inputs
 from scaler.replay.keda import ExternalTrigger, PodSeries, ScaledObjectModel
 from scaler.replay.policies import ClairvoyantPolicy, TickInputs
 from scaler.replay.replay import WARMUP_S, Policy, drive
-from scaler.replay.series import ColdStartWatch, Histogram, TokenCounters, Warmed, bins, fleet_inputs
 from scaler.replay.trace import Trace
 
 
 class PoolSeries:
-    """One pool's token counters and first-token histogram (``scaler.replay.series``), read over the
+    """One pool's token counters and first-token histogram (``scaler.replay.fleet.series``), read over the
     last minute as ``rate(...[1m])`` reads them (``history``: the rates before the first minute)."""
 
     def __init__(self, nbins: int, history_prompt: float, history_gen: float) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.history import Measured
 from scaler.replay.policies import TickInputs
 from scaler.replay.replay import run

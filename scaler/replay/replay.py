@@ -4,7 +4,7 @@ Requests are assigned in arrival order; between arrivals, control ticks (every `
 ``drive``) show the policy what Kubernetes and Prometheus would show, and apply the replica
 count it sets. ``ControlLoop`` holds one run's state and does the work of a request
 (``send``) and of a tick (``tick``); ``run`` drives it. The series the fleet exports are
-``scaler.replay.series``': token counters that advance when tokens are produced (prompt
+``scaler.replay.fleet.series``': token counters that advance when tokens are produced (prompt
 tokens when a prefill completes, generated tokens spread over each request's decode), read
 as Prometheus' ``rate(counter[1m])`` would read them; each first token observed into a
 histogram with vLLM's ``time_to_first_token_seconds`` buckets, its p95 and p99 read as
@@ -15,7 +15,7 @@ when it ends, as vLLM observes them, and read as the rates of their histograms' 
 ``phase_histograms: false``).
 
 With ``router: llm-d`` in the cluster model, requests go through llm-d's flow control
-(``scaler.replay.router``): the servers' histogram counts from the moment a request is sent,
+(``scaler.replay.fleet.router``): the servers' histogram counts from the moment a request is sent,
 the router's from its arrival, and the TTFT scored is the router's, what users saw.
 """
 
@@ -35,12 +35,10 @@ from numpy.typing import NDArray
 
 from scaler.inputs import Input, Reading
 from scaler.readings import Readings
-from scaler.replay import kernel
-from scaler.replay.cluster import Cluster, ClusterConfig, FleetView, ServingPod, StepCluster
-from scaler.replay.keda import PodSeries
-from scaler.replay.policies import TickInputs
-from scaler.replay.router import FlowControlRouter
-from scaler.replay.series import (
+from scaler.replay.fleet import kernel
+from scaler.replay.fleet.cluster import Cluster, ClusterConfig, FleetView, ServingPod, StepCluster
+from scaler.replay.fleet.router import FlowControlRouter
+from scaler.replay.fleet.series import (
     ITL_BUCKETS,
     RATE_WINDOW_S,
     ColdStartWatch,
@@ -51,7 +49,9 @@ from scaler.replay.series import (
     bins,
     fleet_inputs,
 )
-from scaler.replay.stepped import Request, Sink, StepPod
+from scaler.replay.fleet.stepped import Request, Sink, StepPod
+from scaler.replay.keda import PodSeries
+from scaler.replay.policies import TickInputs
 from scaler.replay.trace import Trace
 
 WARMUP_S = 600.0
@@ -174,7 +174,7 @@ class ControlLoop(Sink):
         compiled: bool | None = None,
     ) -> None:
         self.trace, self.config, self.policy, self.start, self.tick_s = trace, config, policy, start, tick_s
-        # The compiled loop serves the requests where it can (scaler.replay.kernel), unless told not to.
+        # The compiled loop serves the requests where it can (scaler.replay.fleet.kernel), unless told not to.
         self.compiled = kernel.COMPILED and kernel.supports(config) if compiled is None else compiled
         self.timeline = timeline = Warmed.of(trace, warmup_s, arrays=self.compiled)
         self.w = timeline.w
@@ -235,7 +235,7 @@ class ControlLoop(Sink):
 
     def send_batch(self, lo: int, hi: int) -> None:
         """Requests ``lo`` to ``hi`` arrive, all before the next control tick: the compiled loop serves
-        them (``scaler.replay.kernel``)."""
+        them (``scaler.replay.fleet.kernel``)."""
         assert isinstance(self.cluster, kernel.FastCluster)
         assert self.series is not None
         self.cluster.serve(lo, hi, self.series)

@@ -51,7 +51,7 @@ from scaler.decider.coldstart import quantile
 from scaler.decider.engine import Engine
 from scaler.model import Observation
 from scaler.presets import NO_ROUTER
-from scaler.replay.cluster import ClusterConfig
+from scaler.replay.fleet.cluster import ClusterConfig
 
 MIN_SAMPLES = 5  # refreshes (points) a measurement needs before it replaces a default or the trigger's
 SHARED_SLOWDOWN = 0.5  # a measured slowdown at least this is nearer shared physics (1) than separate (0)

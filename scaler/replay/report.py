@@ -32,8 +32,8 @@ from croniter import croniter
 
 from scaler.decider.spec import Window
 from scaler.inventory.scaledobject import Fallback
-from scaler.replay.cluster import ClusterConfig
 from scaler.replay.compare import CLAIRVOYANT, STATIC, busy_per_bucket
+from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.held import FLOOR_ABOVE_KEY, FLOOR_KEY, PREWARM_KEY
 from scaler.replay.policies import FAILED_CALLS_KEY, FALLBACK_KEY, HPA_CALLS_KEY, LOOP_CALLS_KEY
 from scaler.replay.replay import RunResult

@@ -265,7 +265,7 @@ def _replay(  # noqa: PLR0912, PLR0915 - one command's steps, in order
 
 def _configured_cold_start(args: argparse.Namespace) -> Any:
     """The cold start before the history is read: --cluster's, else the default."""
-    from scaler.replay.cluster import ClusterConfig
+    from scaler.replay.fleet.cluster import ClusterConfig
     from scaler.replay.startup import choose
 
     cluster, written = load_cluster(args)

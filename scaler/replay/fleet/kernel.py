@@ -3,7 +3,7 @@
 Between two control ticks nothing feeds back from the policy into the fleet, so the requests that
 arrive between them are served in one call: routed, scheduled and counted into the series the
 fleet exports (the TTFT histogram, the phase times, the token counters), exactly as
-``scaler.replay.cluster.Cluster.assign`` and ``scaler.replay.replay.ControlLoop.serve`` do one at a
+``scaler.replay.fleet.cluster.Cluster.assign`` and ``scaler.replay.replay.ControlLoop.serve`` do one at a
 time in Python. ``serve_batch`` is that loop; numba (``pip install 'llm-gpu-scaler[fast]'``)
 compiles it, and ``COMPILED`` says whether it did. Without numba the replay runs the Python
 classes, with the same figures (``tests/test_replay_kernel.py`` replays both and compares every
@@ -34,8 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scaler.kubesim.pods import Pod, PodLifecycle, PodState
-from scaler.replay.cluster import FLUID, ClusterConfig, ClusterError, FleetView, fleet_view
-from scaler.replay.series import HIST_BIN_S, Histogram, PhaseTimes, TokenCounters
+from scaler.replay.fleet.cluster import FLUID, ClusterConfig, ClusterError, FleetView, fleet_view
+from scaler.replay.fleet.series import HIST_BIN_S, Histogram, PhaseTimes, TokenCounters
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -406,7 +406,7 @@ class FastPod(Pod):
 
 
 class FastCluster(PodLifecycle[FastPod]):
-    """``scaler.replay.cluster.Cluster`` whose requests ``serve`` serves a batch at a time, compiled
+    """``scaler.replay.fleet.cluster.Cluster`` whose requests ``serve`` serves a batch at a time, compiled
     (module docstring). The same pods, the same schedule, the same series."""
 
     def __init__(self, config: ClusterConfig, initial_ready: int, now: float = 0.0) -> None:
@@ -510,7 +510,7 @@ class FastCluster(PodLifecycle[FastPod]):
 
 class Series:
     """What ``FastCluster.serve`` counts each request into: the requests, their TTFT as the user saw
-    it, and the fleet's histograms and token counters (``scaler.replay.series``)."""
+    it, and the fleet's histograms and token counters (``scaler.replay.fleet.series``)."""
 
     def __init__(
         self,

@@ -28,7 +28,7 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
     chunked-prefill step carries the decode tokens almost for free). The pod's capacity
     is the tighter of two limits, ``prompt/P <= 1`` and ``slots busy <= decode_slots``.
 
-  - ``step``: vLLM V1's scheduler step by step (``scaler.replay.stepped``): chunked prefill
+  - ``step``: vLLM V1's scheduler step by step (``scaler.replay.fleet.stepped``): chunked prefill
     sharing each step's token budget with the decodes, a KV cache in blocks with preemption, and
     a step time that grows with the batch, the prompt tokens and the context, for one of the
     replica ``profile``s taken from published vLLM measurements. ``prefill_tokens_per_s``,
@@ -60,7 +60,7 @@ Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
   1 (default) where the KV cache is what bounds the batch, less where ``max_num_seqs`` does
   and the cache keeps room.
 * **A router** (``router: llm-d``): llm-d's endpoint picker with flow control holds requests
-  while the Ready pods read saturated (``scaler/replay/router.py``); with ``none`` (default)
+  while the Ready pods read saturated (``scaler/replay/fleet/router.py``); with ``none`` (default)
   each request goes to a pod as it arrives.
 """
 
@@ -79,7 +79,7 @@ import yaml
 
 from scaler.errors import InputError
 from scaler.kubesim.pods import Pod, PodLifecycle, PodState
-from scaler.replay.stepped import DEFAULT_PROFILE, PROFILES, Request, Sink, StepPod
+from scaler.replay.fleet.stepped import DEFAULT_PROFILE, PROFILES, Request, Sink, StepPod
 
 Physics = Literal["shared", "separate", "step"]
 PHYSICS: tuple[Physics, ...] = ("shared", "separate", "step")
@@ -117,7 +117,7 @@ class ClusterConfig:
     waiting: Waiting = "slot"  # until when a request counts as waiting (module docstring)
     phase_histograms: bool = True  # whether the pods export queue- and prefill-time histograms
     pod_maxima: bool = True  # whether the busiest pod's running, KV cache and prefill are read
-    profile: str = DEFAULT_PROFILE  # step physics: the replica (scaler.replay.stepped.PROFILES)
+    profile: str = DEFAULT_PROFILE  # step physics: the replica (scaler.replay.fleet.stepped.PROFILES)
 
     def __post_init__(self) -> None:
         problems = []
@@ -476,7 +476,7 @@ class Cluster(PodLifecycle[ServingPod]):
 
 class StepCluster(PodLifecycle[StepPod]):
     """The fleet under one policy in the ``step`` physics: the pod lifecycle, and on every pod a vLLM
-    V1 engine (``scaler.replay.stepped``) whose events go to ``sink``. Requests must come in arrival
+    V1 engine (``scaler.replay.fleet.stepped``) whose events go to ``sink``. Requests must come in arrival
     order; each pod's engine is run up to an instant before anything reads it at that instant."""
 
     def __init__(self, config: ClusterConfig, initial_ready: int, sink: Sink, now: float = 0.0) -> None:

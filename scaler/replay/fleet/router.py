@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable
 
 from scaler.decider.flowcontrol import dispatches, pool_saturation
-from scaler.replay.cluster import Cluster, StepCluster
+from scaler.replay.fleet.cluster import Cluster, StepCluster
 
 
 class FlowControlRouter:

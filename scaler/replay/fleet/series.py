@@ -70,7 +70,7 @@ class TokenCounters:
     def __init__(self, nbins: int, history_prompt: float, history_gen: float) -> None:
         self.nbins = nbins
         self.history = (history_prompt, history_gen)
-        # Arrays, which the compiled loop (scaler.replay.kernel) counts into too.
+        # Arrays, which the compiled loop (scaler.replay.fleet.kernel) counts into too.
         self.prompt_bin = np.zeros(nbins, dtype=np.float64)
         self.gen_diff = np.zeros(nbins, dtype=np.float64)
         self.prompt_cum = [0.0] * (nbins + 1)
@@ -175,7 +175,7 @@ class PhaseTimes(Binned):
 
     def __init__(self, nbins: int) -> None:
         super().__init__(nbins)
-        # Arrays, which the compiled loop (scaler.replay.kernel) counts into too.
+        # Arrays, which the compiled loop (scaler.replay.fleet.kernel) counts into too.
         self.count = np.zeros(self.rows, dtype=np.int64)
         self.queue_sum = np.zeros(self.rows, dtype=np.float64)
         self.prefill_sum = np.zeros(self.rows, dtype=np.float64)
@@ -295,7 +295,7 @@ class Warmed:
     def of(cls, trace: Trace, warmup_s: float, arrays: bool = False) -> Warmed:
         """``trace`` behind a copy of its first ``warmup_s`` seconds (none when 0 or empty): as lists
         (what a Python loop reads fastest), or with ``arrays`` as numpy arrays (what the compiled loop
-        reads, ``scaler.replay.kernel``)."""
+        reads, ``scaler.replay.fleet.kernel``)."""
         pre = trace.window(0.0, warmup_s) if warmup_s > 0 else trace.window(0.0, 0.0)
         w = warmup_s if len(pre) else 0.0
         columns = (

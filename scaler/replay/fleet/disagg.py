@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from scaler.kubesim.pods import PodLifecycle
-from scaler.replay.cluster import ClusterConfig, ClusterError, ServingPod, pick
+from scaler.replay.fleet.cluster import ClusterConfig, ClusterError, ServingPod, pick
 from scaler.replay.trace import Trace
 
 ROLES = ("prefill", "decode")

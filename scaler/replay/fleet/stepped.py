@@ -1,6 +1,6 @@
 """A step-level model of vLLM V1's engine: the replay's ``step`` physics. Pure: time is passed in.
 
-The ``fluid`` physics (``shared`` and ``separate``, ``scaler.replay.cluster``) computes each
+The ``fluid`` physics (``shared`` and ``separate``, ``scaler.replay.fleet.cluster``) computes each
 request's times when it arrives, from a prefill rate and a decode speed per sequence: the very
 figures the decider measures, so an estimator is exact there by construction. This one schedules
 what vLLM V1's scheduler (``vllm/v1/core/sched/scheduler.py``) schedules, step by step, and the
