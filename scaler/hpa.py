@@ -4,14 +4,14 @@
   ``METRIC_NAME`` (prefixed ``s<i>-`` by KEDA), the name the gRPC service serves.
 * **Reading one**: ``hpa_from_json`` turns an autoscaling/v2 HorizontalPodAutoscaler into
   the ``HpaStatus`` the landing monitor and the policy read; the simulated one
-  (``scaler.kubesim.hpa.Hpa.status``) reports the same way.
+  (``scaler.sim.hpa.Hpa.status``) reports the same way.
 * **Its tolerance**: ``DEFAULT_TOLERANCE`` (written here only), the test on a usage ratio
   (``within_tolerance``), the tolerance a read HPA applies (``tolerances``), and the
   smallest step up that lands (``landing_step_up``). The policy, the landing monitor, the
   decision series and the simulated controller all ask these.
 * **Its rules as written** (``Behavior``: the ScaledObject's
   ``advanced.horizontalPodAutoscalerConfig.behavior`` parsed, with Kubernetes' defaults). How a
-  controller applies them, sync by sync, is the simulator's (``scaler.kubesim.hpa``: the replay
+  controller applies them, sync by sync, is the simulator's (``scaler.sim.hpa``: the replay
   and the demo turn metrics into replicas with it).
 """
 

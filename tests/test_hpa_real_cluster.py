@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from scaler.hpa import Behavior
-from scaler.kubesim.hpa import Hpa
+from scaler.sim.hpa import Hpa
 
 RUNS = Path(__file__).resolve().parent / "data" / "real-cluster"  # copied from the shared folder
 BEHAVIOR = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scaler.kubesim.pods import Pod, PodLifecycle, PodState
 from scaler.sim.cluster import SimulatedCluster
+from scaler.sim.pods import Pod, PodLifecycle, PodState
 from tests.helpers import SecondsClock
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaler.kubesim.pods import PodState
 from scaler.model import Observation
 from scaler.replay.fleet.cluster import Cluster, ClusterConfig, ClusterError
 from scaler.replay.keda import scaledobject_model
 from scaler.replay.policies import KedaPolicy, TickInputs
 from scaler.replay.replay import RunResult, run
 from scaler.replay.trace import Trace
+from scaler.sim.pods import PodState
 
 CFG = ClusterConfig(
     prefill_tokens_per_s=1000.0,

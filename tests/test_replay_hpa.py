@@ -21,8 +21,8 @@ from scaler.hpa import (
     hpa_from_json,
     within_tolerance,
 )
-from scaler.kubesim.hpa import Hpa, metric_proposal
 from scaler.model import HpaStatus, Observation, Proposal, Signal
+from scaler.sim.hpa import Hpa, metric_proposal
 from tests import k8s_double as k8s
 
 

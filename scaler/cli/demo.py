@@ -41,13 +41,13 @@ import yaml
 
 from scaler.hpa import Metric
 from scaler.inventory import ScaledObject
-from scaler.kubesim.hpa import Hpa
 from scaler.manifest import first_scaledobject
 from scaler.model import ClampKind, Decision, Signal
 from scaler.outputs.dryrun import Summary
 from scaler.service.app import decider_params, decision_printer, dry_run_live, live_source, wall_clock
 from scaler.sim.cluster import SimulatedCluster
 from scaler.sim.fleet import PodLoad, SimulatedFleet
+from scaler.sim.hpa import Hpa
 from scaler.sim.prometheus import LocalPrometheus
 from scaler.sources.files import scaledobject_from_dict
 from scaler.targets.registry import Target

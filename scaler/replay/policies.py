@@ -3,7 +3,7 @@
 * ``KedaPolicy``: a ScaledObject as KEDA and the HPA run it. An ``external`` trigger is
   this scaler, driven through ``Engine.decide`` with an ``Observation`` built from the
   simulated series every ``refresh_s``, as the server's refresh loop does; at every
-  ``hpa_sync_s`` the HPA model (``scaler.kubesim.hpa.Hpa``) reads each trigger, as KEDA's metrics
+  ``hpa_sync_s`` the HPA model (``scaler.sim.hpa.Hpa``) reads each trigger, as KEDA's metrics
   server calls its source on each HPA request (a ``useCachedMetrics`` trigger: the value of KEDA's
   last poll, every ``pollingInterval``), and turns the metrics into replicas. It keeps the
   capacity each decision used (``Decision.capacity``), so a replay can hold the scaler's estimates against the
@@ -31,7 +31,6 @@ from scaler.decider.engine import Engine
 from scaler.decider.signals.prewarm import window_state
 from scaler.hpa import Metric
 from scaler.inputs import Input, InputSource, Reading
-from scaler.kubesim.hpa import Hpa, desired, metric_proposal
 from scaler.model import Capacity, Decision, HpaStatus, Observation, Signal
 from scaler.readings import Readings
 from scaler.replay.held import HeldLog
@@ -49,6 +48,7 @@ from scaler.replay.keda import (
     aggregate,
     fallback_replicas,
 )
+from scaler.sim.hpa import Hpa, desired, metric_proposal
 
 ModelledTrigger = ExternalTrigger | PrometheusTrigger | CronTrigger
 

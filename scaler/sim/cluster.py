@@ -1,9 +1,9 @@
 """A simulated Deployment on a GPU pool, standing in for Kubernetes in the demo.
 
-The pods move as ``scaler.kubesim.pods`` models them, the same lifecycle the replay's fleet uses:
+The pods move as ``scaler.sim.pods`` models them, the same lifecycle the replay's fleet uses:
 replicas follow the last target set, a new pod starts when a GPU is free and stays Pending
 otherwise, and is Ready after the cold start. The HPA KEDA creates for the ScaledObject
-(``create_hpa``) is ``scaler.kubesim.hpa.Hpa``: ``sync_hpa`` runs it on the metrics KEDA serves and
+(``create_hpa``) is ``scaler.sim.hpa.Hpa``: ``sync_hpa`` runs it on the metrics KEDA serves and
 sets its result, and ``workload()`` reports that same HPA (bounds, ``behavior`` tolerances,
 last result), so what the decision reads of the HPA is what turns it into replicas.
 ``workload()`` answers like the Kubernetes inventory does. Thread-safe, on a real clock.
@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from scaler.decider.coldstart import measure
 from scaler.hpa import Metric
 from scaler.inventory import WorkloadState
-from scaler.kubesim.hpa import Hpa, HpaStep
-from scaler.kubesim.pods import Pod, PodLifecycle, PodState
+from scaler.sim.hpa import Hpa, HpaStep
+from scaler.sim.pods import Pod, PodLifecycle, PodState
 
 
 class SimulatedCluster:

@@ -1,6 +1,6 @@
 """The simulated serving fleet the replay drives: what a policy's replicas do with the requests.
 
-cluster.py   the fleet: the pod lifecycle (scaler.kubesim.pods), dispatch, the fluid physics'
+cluster.py   the fleet: the pod lifecycle (scaler.sim.pods), dispatch, the fluid physics'
              replicas (prefill and decode) and the step physics' pods
 stepped.py   the step physics: vLLM's engine step by step on a replica profile
 kernel.py    the fluid fleet's requests served between two ticks in one compiled loop (numba, optional)

@@ -3,7 +3,7 @@
 Model (defaults in ``ClusterConfig``; docs/replay.md explains each choice):
 
 * **Pods** go Pending, starting for ``cold_start_s``, Ready, and on scale-down draining, as
-  ``scaler.kubesim.pods`` models them (the demo's simulated cluster uses the same model). Only
+  ``scaler.sim.pods`` models them (the demo's simulated cluster uses the same model). Only
   Ready pods receive requests; a removed pod finishes the requests it holds.
 * **Dispatch** (``dispatch``) picks the Ready pod each request goes to:
   ``least-outstanding`` (default) the one with the fewest outstanding requests (ties: the one
@@ -78,8 +78,8 @@ from typing import Any, Literal, TypeVar
 import yaml
 
 from scaler.errors import InputError
-from scaler.kubesim.pods import Pod, PodLifecycle, PodState
 from scaler.replay.fleet.stepped import DEFAULT_PROFILE, PROFILES, Request, Sink, StepPod
+from scaler.sim.pods import Pod, PodLifecycle, PodState
 
 Physics = Literal["shared", "separate", "step"]
 PHYSICS: tuple[Physics, ...] = ("shared", "separate", "step")
@@ -253,7 +253,7 @@ class ClusterConfig:
 
 
 class ServingPod(Pod):
-    """One simulated pod: its lifecycle (``scaler.kubesim.pods``), batch slots and the requests it holds."""
+    """One simulated pod: its lifecycle (``scaler.sim.pods``), batch slots and the requests it holds."""
 
     __slots__ = ("ends", "free_at", "pf_load", "pf_t", "prefill_s", "slots", "starts")
 

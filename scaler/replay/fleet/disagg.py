@@ -1,7 +1,7 @@
 """A disaggregated fleet: a prefill pool handing finished prompts to a decode pool. Event-driven.
 
 The model of llm-d's (and Dynamo's) prefill/decode disaggregation, at the level the scaler sees
-it: two Deployments of the same model, each with its own pods (``scaler.kubesim.pods``), replica count
+it: two Deployments of the same model, each with its own pods (``scaler.sim.pods``), replica count
 and ScaledObject (``role: prefill`` and ``role: decode``), serving the same arrivals.
 
 * **Prefill pool**: a request goes to the Ready prefill pod with the fewest outstanding prompts
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from scaler.kubesim.pods import PodLifecycle
 from scaler.replay.fleet.cluster import ClusterConfig, ClusterError, ServingPod, pick
 from scaler.replay.trace import Trace
+from scaler.sim.pods import PodLifecycle
 
 ROLES = ("prefill", "decode")
 

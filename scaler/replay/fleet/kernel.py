@@ -33,9 +33,9 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from scaler.kubesim.pods import Pod, PodLifecycle, PodState
 from scaler.replay.fleet.cluster import FLUID, ClusterConfig, ClusterError, FleetView, fleet_view
 from scaler.replay.fleet.series import HIST_BIN_S, Histogram, PhaseTimes, TokenCounters
+from scaler.sim.pods import Pod, PodLifecycle, PodState
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -386,7 +386,7 @@ class FastPod(Pod):
 
     def holds_requests(self) -> bool:
         """Whether requests were routed here that may not have finished. Asked of a starting pod only
-        (``scaler.kubesim.pods``), whose requests no one counts as they end (``ServingPod`` pops its ends only
+        (``scaler.sim.pods``), whose requests no one counts as they end (``ServingPod`` pops its ends only
         while it is Ready): whether it was given any."""
         return bool(self.fluid.pods_i[self.index, I_ASSIGNED])
 

@@ -57,7 +57,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from scaler.kubesim.pods import Pod
+from scaler.sim.pods import Pod
 
 BLOCK_TOKENS = 16  # vLLM's default KV block size (tokens per block, --block-size 16)
 MS = 1e-3  # seconds per millisecond: the profiles are written in milliseconds
