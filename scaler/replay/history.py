@@ -109,7 +109,8 @@ class Measured:
     pods: tuple[float, ...] | None = None
 
     def trace(self, seed: int, rate_scale: float = 1.0) -> Trace:
-        """The requests the replay runs: Poisson arrivals at the (scaled) rates, measured sizes."""
+        """The requests the replay runs: each window's count (scaled), at times drawn uniformly in it,
+        with its measured sizes (``trace.window_counts``)."""
         trace = expand_rates(self.rates.scaled(rate_scale), None, seed, counted=True)
         if rate_scale == 1.0:
             return trace
