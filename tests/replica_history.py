@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 import numpy as np
 from numpy.typing import NDArray
 
+from scaler.presets.engines import VLLM_TTFT_BUCKETS
 from scaler.replay.fleet.cluster import ClusterConfig
 from scaler.replay.policies import TickInputs
 from scaler.replay.replay import run
@@ -47,9 +48,11 @@ START = datetime(2026, 11, 30, tzinfo=UTC)  # a Monday
 SCRAPE_S = 60  # a sample a minute; sizes and pods change per window of this length
 SEED = 11  # the history's draw; a replay draws its own (seed 0 unless told)
 OBJECTIVE_S = 2.5  # a bound of vLLM's TTFT buckets (below)
-# Of vLLM V1's time_to_first_token_seconds bounds (vllm/v1/metrics/loggers.py) those around the
-# objective; +Inf is written too.
+# Of vLLM V1's time_to_first_token_seconds bounds (the project's one list of them, VLLM_TTFT_BUCKETS)
+# a few around the objective, to keep the history small; +Inf is written too.
 BUCKETS = (0.5, 1.0, 2.5, 5.0, 20.0)
+assert set(BUCKETS) <= set(VLLM_TTFT_BUCKETS)
+assert OBJECTIVE_S in BUCKETS
 # The fluid replica: 6,000 prompt tokens/s, 16 sequences decoding 14 tokens/s each. A request of
 # 900 + 220 tokens holds a slot 900 / 6,000 + 219 / 14 = 15.8 s: 16 slots serve 1.0 request/s.
 FLUID = ClusterConfig(
