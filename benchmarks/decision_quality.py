@@ -329,6 +329,7 @@ ABLATIONS: tuple[Ablation, ...] = (
     Ablation("safety net", "backlog_net"),  # the load trusts the capacity model with a backlog
     Ablation("backlog in the load", "backlog_in_load"),  # the queue signal proposes the backlog itself
     Ablation("slots resource", "size_slots"),  # sizes on prefill only
+    Ablation("hold at start", "start_hold"),  # the first refresh's rates size the fleet
 )
 SWITCHES = {a.name: a for a in ABLATIONS}
 MECHANISMS = tuple(SWITCHES)

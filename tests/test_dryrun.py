@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -16,7 +17,8 @@ NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 
 
 def decision(waiting: float, schedulable: int) -> Decision:
-    """One decision of a 2..12, 10-per-replica engine on four ready replicas at NOW."""
+    """One decision of a 2..12, 10-per-replica engine on four ready replicas at NOW, watched since ten
+    minutes before (its warm-up's hold of the standing replicas over: signals/last_known.py)."""
     engine = engine_for({"minReplicas": "2", "maxReplicas": "12", "targetQueuePerReplica": "10"})
     obs = Observation(
         now=NOW,
@@ -25,6 +27,7 @@ def decision(waiting: float, schedulable: int) -> Decision:
         ready_replicas=4,
         gpu_schedulable_replicas=schedulable,
     )
+    engine.warm([replace(obs, now=NOW - timedelta(minutes=10))])
     return engine.decide(obs)
 
 
@@ -107,7 +110,8 @@ def test_the_compact_line_says_again_only_what_changed() -> None:
         return lines(engine.decide(obs))
 
     first, same, moved = line(0, 0.5), line(15, 0.5), line(30, 0.25)
-    assert first.startswith("2026-12-01T09:30:00Z target=2 floor [floor=2* queue=0")
+    # the first observation: the 4 standing held while the demand warms up (signals/last_known.py)
+    assert first.startswith("2026-12-01T09:30:00Z target=4 last_known [floor=2 queue=0 last_known=4*]")
     assert "| lead 180s (default)" in first
     assert "capacity: 9,000 prompt tokens/s (configured), 30 slots (measured: KV cache usage)" in first
     assert "capacity" not in same

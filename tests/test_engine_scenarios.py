@@ -230,6 +230,43 @@ def test_a_restart_rebuilt_from_history_decides_within_one_replica() -> None:
     assert cold.forecast.concurrency_margin in (None, 0.0)
 
 
+# ---- a scaler started against a fleet that serves (issue 35) ----------------------------
+
+
+def test_a_scaler_started_against_a_serving_fleet_holds_it_until_its_demand_has_warmed_up() -> None:
+    """Six replicas serve when the scaler starts: its first rates are not yet a demand, so the six
+    stand (last_known) for two rate windows, and only then does the demand size the fleet down."""
+    engine = engine_for(LLAMA)
+    decisions = walk(engine, FleetModel(), T0, [1.0] * 12, 6)  # 0 .. 165 s; 1 request/s needs the floor
+    warming = decisions[:8]  # 0 .. 105 s: within two rate windows of 60 s
+    assert [d.replicas for d in warming] == [6] * 8
+    assert all(d.binding is Signal.LAST_KNOWN for d in warming)
+    assert "holding the 6 replicas standing when this target was first watched" in warming[0].reason
+    assert decisions[-1].replicas < 6  # warmed up: the demand sizes it
+    assert decisions[-1].binding is not Signal.LAST_KNOWN
+
+
+def test_the_warm_up_hold_never_holds_a_scale_up_back() -> None:
+    """The standing replicas are a floor while warming up, not a cap: demand above them raises the
+    target at once."""
+    engine = engine_for(LLAMA)
+    decisions = walk(engine, FleetModel(), T0, [20.0] * 4, 2)  # 20 requests/s on the floor's 2
+    assert decisions[-1].replicas > 2
+    assert decisions[-1].binding is not Signal.LAST_KNOWN
+
+
+def test_a_restart_warmed_from_history_has_watched_its_warm_up() -> None:
+    """A restart that warms from ten minutes of history (``Engine.warm``) decides as a running
+    process does: nothing held for the replicas standing when it started."""
+    fleet = FleetModel()
+    history = [fleet.observe(T0 - 40 * STEP + i * STEP, 1.0, 6) for i in range(40)]
+    engine = engine_for(LLAMA)
+    engine.warm(history)
+    d = engine.decide(fleet.observe(T0, 1.0, 6))
+    assert d.replicas < 6
+    assert Signal.LAST_KNOWN not in d.proposals
+
+
 # ---- faults, GPUs and the HPA -----------------------------------------------------------
 
 
@@ -326,6 +363,8 @@ def test_a_backlog_held_in_the_router_raises_the_target_within_two_refreshes() -
     """With flow control the servers' queues level off at 5 a pod and the backlog grows in the
     router: counted as waiting demand it raises the target; the servers' queue alone stays flat."""
     routed, engine_only = engine_for(LLAMA), engine_for(LLAMA)
+    for engine in (routed, engine_only):  # watched for ten minutes: past the warm-up's hold of the 4
+        engine.warm([obs(T0 - 40 * STEP, waiting=20, current=4, schedulable=40, router_queue_waiting=0.0)])
     router_queue = [0.0] * 6 + [100.0, 250.0, 400.0]
     first = []
     for i, queued in enumerate(router_queue):

@@ -293,7 +293,7 @@ def test_stale_inputs_turn_into_unavailable_then_recover() -> None:
         assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
         assert "maxStalenessSeconds" in (caught.value.details() or "")
         source.values["queue_waiting"] = 10.0
-        clock.advance(15)
+        clock.advance(30)  # 120 s in: past the warm-up that holds the 2 standing (signals/last_known.py)
         server.refresh()
         # live again: 10 waiting is one replica; without token capacities there is no forecast to hold on
         assert server.stub().GetMetrics(request, timeout=5).metricValues[0].metricValue == 1

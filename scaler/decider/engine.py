@@ -23,7 +23,7 @@ from scaler.decider import calibration, coldstart
 from scaler.decider.capacity import CapacityModel
 from scaler.decider.combine import combine
 from scaler.decider.demand import Demand, DemandReader, with_router_queue
-from scaler.decider.forecast import Forecast, Forecasts
+from scaler.decider.forecast import WARM_UP_WINDOWS, Forecast, Forecasts
 from scaler.decider.held import InertMonitor
 from scaler.decider.landing import LandingMonitor
 from scaler.decider.params import DEFAULT, DeciderParams
@@ -158,6 +158,8 @@ class Engine:
                 last_demand=self.inputs.last_demand,
                 missing=tuple(missing),
                 backlog_alarm=alarm,
+                standing=self.inputs.standing,
+                warming_s=self.inputs.warming(obs.timestamp, WARM_UP_WINDOWS * self.params.rate_window_s),
                 params=self.params,
                 stages=self.stages,
             )

@@ -46,6 +46,9 @@ class Stages:
     """Size the backlog in the load signal's one proposal (removed: the queue signal proposes it)."""
     queue_signal: bool = True
     """The queue signal proposes (removed: it abstains, and the backlog has no signal of its own)."""
+    start_hold: bool = True
+    """Hold the replicas standing when the target was first watched until its demand has warmed up
+    (removed: the first refresh's rates size the fleet; ``scaler.decider.signals.last_known``)."""
     size_slots: bool = True
     """Size the batch slots as a resource (removed: the prefill alone)."""
 

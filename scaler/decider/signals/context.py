@@ -24,7 +24,9 @@ class SignalInputs:
     input is missing), ``load_unknown`` why; ``previous_waiting``: the queue at the previous
     refresh; ``last_demand``: the last complete demand; ``missing``: the demand inputs missing now;
     ``backlog_alarm``: why the backlog outran the Ready replicas at this refresh and the previous one
-    (``scaler.decider.signals.queue``), which arms the queue signal's safety net, or None."""
+    (``scaler.decider.signals.queue``), which arms the queue signal's safety net, or None;
+    ``standing`` and ``warming_s``: the replicas standing when the target was first watched and the
+    seconds of the demand's warm-up left, which ``last_known`` holds them over."""
 
     spec: DeciderSpec
     observation: Observation
@@ -37,5 +39,7 @@ class SignalInputs:
     last_demand: int | None
     missing: tuple[str, ...]
     backlog_alarm: str | None = None
+    standing: int | None = None  # the replicas standing when the target was first watched
+    warming_s: float | None = None  # seconds of the demand's warm-up left (None: watched)
     params: DeciderParams = DEFAULT  # the decider's constants
     stages: Stages = ALL  # which of its mechanisms run (all, but in an ablation)

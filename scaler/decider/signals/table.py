@@ -14,6 +14,7 @@ prewarm       the replicas of an open pre-warm window    ``signals/prewarm.py``
 queue         the replicas that drain the backlog        ``signals/queue.py``
 load          each resource's need at the forecast       ``signals/load.py``
 last_known    the last complete demand, while one lacks  ``signals/last_known.py``
+              (the standing fleet, while warming up)
 ============  =========================================  ========================
 """
 
@@ -63,7 +64,11 @@ def _load(inputs: SignalInputs) -> Proposal:
 
 def _last_known(inputs: SignalInputs) -> Proposal:
     """The last-known signal on the table's one signature."""
-    return last_known.propose_last_known(inputs.last_demand, list(inputs.missing))
+    if not inputs.stages.start_hold:
+        return last_known.propose_last_known(inputs.last_demand, list(inputs.missing))
+    return last_known.propose_last_known(
+        inputs.last_demand, list(inputs.missing), inputs.standing, inputs.warming_s
+    )
 
 
 SIGNALS: tuple[tuple[Signal, Callable[[SignalInputs], Proposal]], ...] = (
