@@ -284,6 +284,23 @@ def test_configured_generation_rate_gives_the_slots_until_measured() -> None:
     assert model.capacity().slots_source == "configured"
 
 
+def test_the_configured_generation_rate_s_slots_are_a_bound_from_below_once_the_fleet_settled() -> None:
+    """G over what one sequence decodes now is a full batch's slots only at a full batch: a batch
+    with room steps faster and reads fewer. So on a settled fleet the largest reading stands:
+    1,165 tokens/s over 44 sequences decoding 1,452 tokens/s reads 35; 104 decoding 1,143 read 106;
+    the lighter minute after it leaves 106 (read afresh, the slots and the fleet moved with the load)."""
+    model = CapacityModel(parse_metadata({"generationTokensPerSecondPerReplica": "1165"}).spec)
+    light: Any = {"running": 44.0, "generation_tokens_per_s": 1452.0, "kv": None}
+    heavy: Any = {"running": 104.0, "generation_tokens_per_s": 1143.0, "kv": None}
+    run(model, [steady(i, **light) for i in range(8)])  # two minutes: settled from one rate window
+    assert model.capacity().slots == pytest.approx(1165 * 44 / 1452)
+    run(model, [steady(i, **heavy) for i in range(8, 12)])
+    assert model.capacity().slots == pytest.approx(1165 * 104 / 1143)
+    run(model, [steady(i, **light) for i in range(12, 20)])
+    assert model.capacity().slots == pytest.approx(1165 * 104 / 1143)
+    assert model.capacity().slots_source == "configured"
+
+
 def test_the_engines_kv_cache_size_starts_the_slots_over_the_tokens_a_sequence_holds() -> None:
     """vLLM's cache_config_info kv_cache_size_tokens, summed over 4 engines (1,163,700 tokens), on 4
     Ready replicas with 1,200-token prompts and 200-token outputs (4,800 and 800 tokens/s at 4

@@ -57,16 +57,26 @@ cannot hold one request of ``max_model_len`` tokens (``check_enough_kv_cache_mem
 figure is not a running cache's size.
 
 Else a configured ``generationTokensPerSecondPerReplica`` (``G``, tokens/s of a full batch) over
-what one sequence decodes now: ``G x running / generated tokens/s``. The exported size is the
-engine's own figure, so it comes first; the cache's use, once read, replaces both (it holds the
-traffic's real lengths, prefix sharing included).
+what one sequence decodes now: ``G x running / generated tokens/s``. That is a full batch's slots
+only where the sequences decode at a full batch's speed: a batch with room steps faster (an
+engine step's time grows with the sequences it decodes, so vLLM's inter-token latency rises with
+the batch), and reads fewer. It is a bound from below, so the largest reading of a settled fleet
+(``scaler.decider.capacity.saturation``: its Ready replicas unchanged for a rate window and a time
+in service, so its rates describe them; a first rate window that still holds idle seconds reads a
+sequence's speed too low) stands, and a lighter refresh does not lower it (read afresh each
+refresh, it moved with the load: in the step world of ``BENCHMARKS.md``, 23-104 slots within an
+hour of steady traffic, and the fleet with it).
+The exported size is the engine's own figure, so it comes first; the cache's use, once read,
+replaces both (it holds the traffic's real lengths, prefix sharing included).
 
 *Example*: 12 sequences a replica with the cache half used: 24 slots. Before the use is read, 4
 engines of 290,925 tokens on 4 Ready replicas, with 1,155-token prompts and 250-token outputs:
-290,925 / 1,280 = 227 slots. Where the busiest of the
-replicas ran 24 while requests waited, the fullest cache 60% used and no prefill busy, the cap is
-24: 12 a replica at 30% later read 40 from the cache, and ``S`` stays 24. A random dispatch that
-left one replica's cache full with a queue, and the rest half empty, teaches the cap nothing.
+290,925 / 1,280 = 227 slots. Without the size, ``G`` = 1,165 tokens/s: 44 sequences decoding 1,452
+tokens/s read 35 slots, 104 decoding 1,143 read 106, and a lighter refresh's 35 after it leaves 106.
+Where the busiest of the replicas ran 24 while requests waited, the fullest cache 60% used and no
+prefill busy, the cap is 24: 12 a replica at 30% later read 40 from the cache, and ``S`` stays 24.
+A random dispatch that left one replica's cache full with a queue, and the rest half empty,
+teaches the cap nothing.
 """
 
 from __future__ import annotations
@@ -108,6 +118,7 @@ class BatchSlots:
         self.start_method = FROM_DECODE_RATE  # where S_cache started, until it is measured
         self._previous: tuple[int, float] | None = None  # (Ready, running) at the previous refresh
         self._busiest: float | None = None  # the busiest replica's running at the previous refresh
+        self._decode_bound: float | None = None  # the largest G-over-decode reading of a settled fleet
 
     @property
     def samples(self) -> int:
@@ -194,5 +205,10 @@ class BatchSlots:
             self.cap.measure(seen, weight)  # a replica ran more: the cap is at least that (Ceiling)
         started = None if self.cache.measured else self.start(obs, demand)
         if started is not None:
-            self.cache.begin(started[0])
-            self.start_method = started[1]
+            value, method = started
+            if method == FROM_DECODE_RATE:  # a bound from below: a settled fleet's largest stands
+                if saturation.settled:
+                    self._decode_bound = max(value, self._decode_bound or 0.0)
+                value = max(value, self._decode_bound or 0.0)
+            self.cache.begin(value)
+            self.start_method = method
