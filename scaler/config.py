@@ -246,9 +246,9 @@ class TargetPolicy(BaseModel):
         None, alias="generationTokensPerSecondPerReplica", gt=0, le=1e9
     )
     """Tokens per second one replica decodes with its batch full (`1800`): over what one sequence
-    decodes now, where the batch slots start (a bound from below: a batch with room decodes faster,
-    so the largest reading of a settled fleet stands). Unset: the slots are measured from the KV
-    cache."""
+    decodes now, where the batch slots start (a batch with room decodes faster, so the largest
+    reading of a settled fleet stands, until the KV cache's use is read). Unset: the slots are
+    measured from the KV cache."""
     target_utilization: float = Field(0.8, alias="targetUtilization", gt=0, le=1)
     """Accepted so that older ScaledObjects still parse, and no longer used: the headroom follows
     from the TTFT objective (`scaler dry-run` warns)."""

@@ -60,12 +60,16 @@ Else a configured ``generationTokensPerSecondPerReplica`` (``G``, tokens/s of a 
 what one sequence decodes now: ``G x running / generated tokens/s``. That is a full batch's slots
 only where the sequences decode at a full batch's speed: a batch with room steps faster (an
 engine step's time grows with the sequences it decodes, so vLLM's inter-token latency rises with
-the batch), and reads fewer. It is a bound from below, so the largest reading of a settled fleet
-(``scaler.decider.capacity.saturation``: its Ready replicas unchanged for a rate window and a time
-in service, so its rates describe them; a first rate window that still holds idle seconds reads a
-sequence's speed too low) stands, and a lighter refresh does not lower it (read afresh each
-refresh, it moved with the load: in the step world of ``BENCHMARKS.md``, 23-104 slots within an
-hour of steady traffic, and the fleet with it).
+the batch), and reads fewer. Read afresh each refresh it moved with the load (in the step world of
+``BENCHMARKS.md``, 23-104 slots within an hour of steady traffic, and the fleet with it), so the
+largest reading of a settled fleet stands (``scaler.decider.capacity.saturation``: its Ready
+replicas unchanged for a rate window and a time in service, so its rates describe them; a first
+rate window that still holds idle seconds reads a sequence's speed too low), and a lighter refresh
+does not lower it. It is a bound from below only where the running sequences decode alone: a
+prompt in prefill counts as running and decodes nothing yet, and prefill sharing the GPU slows the
+decodes, so where prompts are long it reads high, and the largest with it (long prompts, capacities
+configured right: 1.4-3.5 times the slots in the fluid worlds, where prefill is the resource that
+binds). The cache's reading replaces it once a quarter of the cache is used.
 The exported size is the engine's own figure, so it comes first; the cache's use, once read,
 replaces both (it holds the traffic's real lengths, prefix sharing included).
 
