@@ -23,7 +23,7 @@ from scaler.decider import calibration, coldstart
 from scaler.decider.capacity import CapacityModel
 from scaler.decider.combine import combine
 from scaler.decider.demand import Demand, DemandReader, with_router_queue
-from scaler.decider.forecast import WARM_UP_WINDOWS, Forecast, Forecasts
+from scaler.decider.forecast import Forecast, Forecasts, warm_up_s
 from scaler.decider.held import InertMonitor
 from scaler.decider.landing import LandingMonitor
 from scaler.decider.params import DEFAULT, DeciderParams
@@ -159,7 +159,7 @@ class Engine:
                 missing=tuple(missing),
                 backlog_alarm=alarm,
                 standing=self.inputs.standing,
-                warming_s=self.inputs.warming(obs.timestamp, WARM_UP_WINDOWS * self.params.rate_window_s),
+                warming_s=self.inputs.warming(obs.timestamp, warm_up_s(self.params)),
                 params=self.params,
                 stages=self.stages,
             )

@@ -50,6 +50,13 @@ RING_GROWTH = 2
 WARM_UP_WINDOWS = 2
 
 
+def warm_up_s(params: DeciderParams) -> float:
+    """Seconds from a series' first value until it is a demand: ``WARM_UP_WINDOWS`` rate windows (120 s
+    at the default 60 s). The forecast is scored from then on, and ``signals.last_known`` holds the
+    standing replicas until then."""
+    return WARM_UP_WINDOWS * params.rate_window_s
+
+
 @dataclass(frozen=True, slots=True)
 class Forecast:
     """A forecast of one series: level, trend (units per second) and relative margin."""
@@ -175,7 +182,7 @@ class Forecaster:
             peaks.pop()
         peaks.append((t, peak))
         assert self.first_t is not None
-        if t - self.first_t < WARM_UP_WINDOWS * self.params.rate_window_s:
+        if t - self.first_t < warm_up_s(self.params):
             return  # the level still remembers its first value (e^-2 of it after two time constants)
         # A check is scored against the first sample at or after its due time; one whose time
         # passed in a gap of the data (a sample more than a rate window late) is dropped.

@@ -7,7 +7,7 @@
 
 A demand read for less than its warm-up is not yet a demand: its rates still hold time before the
 scaler watched (a rate window of counters that began with the watch), and the forecast's level
-still weighs its first value by more than ``e^-2`` (``scaler.decider.forecast.WARM_UP_WINDOWS``
+still weighs its first value by more than ``e^-2`` (``scaler.decider.forecast.warm_up_s``: two
 rate windows). A scaler that starts, or restarts without history, against a fleet already serving
 would otherwise read the first seconds' rates as the demand and release replicas the traffic
 needs, which are back only a cold start later. The replicas standing then (the scale target's
