@@ -190,8 +190,8 @@ ESTIMATE_AFTER_S = 900.0
 
 
 def cell_trace(cell: Cell) -> Trace:
-    """The cell's trace: its trace and seed, at STEP_RATE in the step physics."""
-    rate = STEP_RATE.get(cell.trace, 1.0) if cell.physics == "step" else 1.0
+    """The cell's trace: its trace and seed at the cell's rate, and at STEP_RATE in the step physics."""
+    rate = cell.rate * (STEP_RATE.get(cell.trace, 1.0) if cell.physics == "step" else 1.0)
     return load_trace(cell.trace, cell.seed, cell.hours, rate)
 
 
@@ -354,21 +354,25 @@ class Cell(NamedTuple):
     serving: str
     kv_full: float = 1.0
     hours: float | None = None  # the trace's length: HOURS, unless --hours cuts it
+    profile: str = STEP_PROFILE  # the step physics' replica (--profile)
+    rate: float = 1.0  # the trace replayed this many times as fast (--rate)
 
     def describe(self) -> str:
         length = "" if self.hours is None else f" ({self.hours:g} h)"
-        return f"{self.trace}{length} seed {self.seed} {self.physics} {self.serving}"
+        replica = f" {self.profile}" if self.physics == "step" and self.profile != STEP_PROFILE else ""
+        faster = f" x{self.rate:g}" if self.rate != 1.0 else ""
+        return f"{self.trace}{length}{faster} seed {self.seed} {self.physics}{replica} {self.serving}"
 
 
 def fleet(cell: Cell) -> ClusterConfig:
     """The cell's fleet before its GPU limit: cluster-70b in the cell's physics and serving model (in
-    the step physics, the profile's replica: STEP_PROFILE, its GPUs)."""
+    the step physics, the cell's profile's replica, its GPUs)."""
     base = ClusterConfig.load(HERE / "cluster-70b.yaml")
     if cell.physics == "step":
-        gpus = PROFILES[STEP_PROFILE].gpus
+        gpus = PROFILES[cell.profile].gpus
         return base.with_overrides(
             physics="step",
-            profile=STEP_PROFILE,
+            profile=cell.profile,
             gpus_per_replica=gpus,
             dispatch_seed=cell.seed,
             **SERVING[cell.serving],
@@ -382,7 +386,9 @@ def fleet(cell: Cell) -> ClusterConfig:
 
 
 @functools.lru_cache(maxsize=16)
-def truths(trace_name: str, seed: int, physics: str) -> tuple[float, float, float]:
+def truths(
+    trace_name: str, seed: int, physics: str, profile_name: str = STEP_PROFILE
+) -> tuple[float, float, float]:
     """A replica's prefill rate (prompt tokens/s), batch slots and decode rate (generated tokens/s
     with a full batch) in the cell's world: cluster-70b's in the fluid physics; in the step physics,
     what the profile's replica does saturated with the trace's requests (``saturation``: its first
@@ -390,11 +396,11 @@ def truths(trace_name: str, seed: int, physics: str) -> tuple[float, float, floa
     if physics != "step":
         base = ClusterConfig.load(HERE / "cluster-70b.yaml")
         return base.prefill_tokens_per_s, float(base.decode_slots), base.decode_tokens_per_s
-    trace = load_trace(trace_name, seed)
+    trace = load_trace(trace_name, seed)  # a rate does not change a saturation run: it sends at once
     head = slice(0, SATURATION_SAMPLE)
     prompts = [int(p) for p in trace.prompt_tokens[head]]
     outputs = [int(o) for o in trace.output_tokens[head]]
-    profile = PROFILES[STEP_PROFILE]
+    profile = PROFILES[profile_name]
     prefill, slots = saturation(profile, prompts, outputs)
     context = float(np.mean(prompts)) + float(np.mean(outputs)) / 2.0
     step = profile.base_s + profile.token_s * slots + profile.context_s * slots * context
@@ -478,7 +484,7 @@ def with_truth(
     external = so.external
     assert external is not None
     metadata = dict(external.metadata)
-    prefill, _, decode = truths(cell.trace, cell.seed, cell.physics)
+    prefill, _, decode = truths(cell.trace, cell.seed, cell.physics, cell.profile)
     if factor is None:
         for key in CAPACITY_KEYS:
             metadata.pop(key, None)
@@ -566,7 +572,7 @@ def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
         result = run_policy(policy, trace, spec.cluster, START, spec.initial)  # with its own hours held
         row = dataclasses.asdict(figures(result, objective_s, spec.references))
         first = policy.decided_at[0] if policy.decided_at else 0.0
-        truth = truths(spec.cell.trace, spec.cell.seed, spec.cell.physics)
+        truth = truths(spec.cell.trace, spec.cell.seed, spec.cell.physics, spec.cell.profile)
         row["estimates"] = {
             "after_15_min": estimate(policy.capacity_at(first + ESTIMATE_AFTER_S), truth),
             "end": estimate(policy.capacities[-1] if policy.capacities else None, truth),
@@ -779,7 +785,13 @@ def verdicts(cells: Sequence[dict[str, Any]]) -> list[tuple[bool, str]]:
         by = {f["policy"]: f for f in cell["figures"]}
         ref, right = by["clairvoyant"], by["scaler, right"]
         where = Cell(
-            cell["trace"], cell["seed"], cell["physics"], cell["serving"], hours=cell.get("hours")
+            cell["trace"],
+            cell["seed"],
+            cell["physics"],
+            cell["serving"],
+            hours=cell.get("hours"),
+            profile=cell.get("profile", STEP_PROFILE),
+            rate=cell.get("rate", 1.0),
         ).describe()
         for label, _ in CONDITIONS:
             me = by[f"scaler, {label}"]
@@ -970,6 +982,19 @@ def main() -> int:
         help="cut a trace to its first H hours (servegen=6): an ablation that must finish in minutes;"
         f" default {' '.join(f'{t}={h:g}' for t, h in HOURS.items())}",
     )
+    parser.add_argument(
+        "--profile",
+        default=STEP_PROFILE,
+        choices=list(PROFILES),
+        help=f"the step physics' replica (default {STEP_PROFILE}; docs/replay.md, 'The step physics')",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=1.0,
+        help="every trace replayed this many times as fast (default 1): a faster --profile's fleet"
+        " loaded to a size like the default's",
+    )
     parser.add_argument("--workers", type=int, default=2, help="replays run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()
@@ -987,7 +1012,7 @@ def main() -> int:
     )
     began = time.perf_counter()
     cells = [
-        Cell(name, seed, physics, serving, args.kv_full, hours.get(name))
+        Cell(name, seed, physics, serving, args.kv_full, hours.get(name), args.profile, args.rate)
         for name in args.traces
         for seed in (seeds if name != "azure" else [0])  # a request trace is the same for every seed
         for physics in args.physics

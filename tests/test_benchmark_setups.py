@@ -187,6 +187,30 @@ def test_the_targets_are_issue_28s_each_beside_its_figure() -> None:
     assert len(checks) == 4 * 4 + 3 + 1
 
 
+def test_a_step_cell_on_another_profile_replays_its_replica_and_its_rate() -> None:
+    """``--profile llama-3-70b-4xh100 --rate 8``: the cell's fleet is that replica (its profile, its
+    four GPUs), its truths are that replica's saturation run (Llama 3 70B computes prompts about 3.5
+    times as fast on H100s as on A100s), its trace is the default's at 8 times the rate, and its name
+    says both; the fluid physics ignores the profile."""
+    h100 = decision_quality.Cell("azure", 0, "step", "v1", profile="llama-3-70b-4xh100", rate=8.0)
+    a100 = decision_quality.Cell("azure", 0, "step", "v1")
+    assert decision_quality.fleet(h100).profile == "llama-3-70b-4xh100"
+    assert decision_quality.fleet(a100).profile == decision_quality.STEP_PROFILE != h100.profile
+    fast = decision_quality.truths("azure", 0, "step", h100.profile)
+    slow = decision_quality.truths("azure", 0, "step")
+    assert 3.0 < fast[0] / slow[0] < 4.0
+    assert len(decision_quality.cell_trace(h100).arrivals) == 8 * len(
+        decision_quality.cell_trace(a100).arrivals
+    )
+    assert h100.describe() == "azure x8 seed 0 step llama-3-70b-4xh100 v1"
+    assert a100.describe() == "azure seed 0 step v1"
+    fluid = decision_quality.Cell("azure", 0, "shared", "v1", profile="llama-3-70b-4xh100")
+    assert decision_quality.fleet(fluid).physics == "shared"
+    assert decision_quality.truths("azure", 0, "shared", fluid.profile) == decision_quality.truths(
+        "azure", 0, "shared"
+    )
+
+
 def test_hours_cut_a_cell_s_trace_and_a_bad_pair_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     """``--hours bursty=1`` replays the bursty trace's first hour (its default is 6); a pair naming
     no trace, or hours beyond the trace's, is a usage error naming it."""
