@@ -52,8 +52,8 @@ trace with the replay's default cluster.
 
 **Estimates beside the truth.** The replay knows a replica's prefill rate (``prefill_tokens_per_s``)
 and batch slots (``decode_slots``); each cell prints, per capacity condition, the capacity the
-scaler's decisions used (``Decision.capacity``) 15 minutes after traffic starts (the first
-refresh, warm-up included) and at the end, each with its source and its ratio to the truth.
+scaler's decisions used (``Decision.capacity``) 15 minutes after its first refresh (a rate window
+into the warm-up) and at the end, each with its source and its ratio to the truth.
 
 ``--kv-full F`` replays a fleet whose KV cache is only ``F`` used when every batch slot is busy
 (the cluster key ``kv_cache_usage_full_batch``): ``max_num_seqs`` binds before the cache fills,
@@ -184,8 +184,9 @@ STEP_RATE = {"decode": 3.0}
 # spread, few enough to run in a second.
 SATURATION_SAMPLE = 2000
 PHYSICS_RUN = ("shared", "separate", "step")  # the physics a run replays: the two fluid ones and step
-# The capacity the decisions used is read this long after traffic starts (the first refresh): issue
-# 28's "within 15% of the truth 15 minutes after traffic starts".
+# The capacity the decisions used is read this long after the first refresh, a rate window into the
+# warm-up (scaler.replay.fleet.series): issue 28's "within 15% of the truth 15 minutes after traffic
+# starts", a minute later.
 ESTIMATE_AFTER_S = 900.0
 
 

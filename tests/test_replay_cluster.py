@@ -391,3 +391,28 @@ def test_without_pod_maxima_the_observations_have_no_busiest_pod() -> None:
     )
     assert default[15.0].requests_running_max is not None
     assert default[15.0].kv_cache_usage_max is not None
+
+
+@pytest.mark.parametrize("physics", ["shared", "step"])
+def test_a_request_reads_its_own_prompt_from_the_first_refresh_of_the_warm_up(physics: str) -> None:
+    """Every series opens at zero together and the policy is first consulted a rate window into the
+    warm-up (``scaler.replay.fleet.series``): 1,000-token prompts every 2 s read 1,000 prompt tokens
+    a request (prompt tokens/s over requests/s) and 0.5 requests/s from the first refresh on. (With
+    the token counters opening at the first minute's rate and the first-token histogram empty, the
+    first refreshes read several times that prompt, and a decider read its replicas' prefill as many
+    times too fast; consulted from the first second, it read the first minute's ramp as the demand.)"""
+    n = 300
+    trace = Trace(np.arange(n) * 2.0, np.full(n, 1000), np.full(n, 20), "steady")
+    policy = _Recording()
+    config = (
+        CFG.with_overrides(decode_slots=100)
+        if physics == "shared"
+        else ClusterConfig.from_mapping({"physics": "step", "gpus_free": 8})
+    )
+    run(trace, config, policy, datetime(2026, 12, 7, tzinfo=UTC), 1, warmup_s=120.0)
+    early = [o for t, o in sorted(policy.seen.items()) if t <= 0.0]  # the warm-up's refreshes
+    assert len(early) >= 4
+    for obs in early:
+        assert obs.requests_per_s == pytest.approx(0.5, rel=0.1)
+        assert obs.prompt_tokens_per_s is not None
+        assert obs.prompt_tokens_per_s / obs.requests_per_s == pytest.approx(1000.0, rel=0.1)

@@ -147,7 +147,7 @@ def test_a_request_with_no_pod_to_go_to_is_an_error() -> None:
     cluster.scale_to(0, 0.0)
     one = np.asarray([1.0])
     series = kernel.Series(
-        one, one * 100, one * 10, np.zeros(1), Histogram(100), PhaseTimes(100), TokenCounters(100, 0.0, 0.0)
+        one, one * 100, one * 10, np.zeros(1), Histogram(100), PhaseTimes(100), TokenCounters(100)
     )
     with pytest.raises(ClusterError, match="no pod can ever serve"):
         cluster.serve(0, 1, series)

@@ -42,10 +42,10 @@ from scaler.replay.trace import Trace
 
 class PoolSeries:
     """One pool's token counters and first-token histogram (``scaler.replay.fleet.series``), read over the
-    last minute as ``rate(...[1m])`` reads them (``history``: the rates before the first minute)."""
+    last minute as ``rate(...[1m])`` reads them."""
 
-    def __init__(self, nbins: int, history_prompt: float, history_gen: float) -> None:
-        self.tokens = TokenCounters(nbins, history_prompt, history_gen)
+    def __init__(self, nbins: int) -> None:
+        self.tokens = TokenCounters(nbins)
         self.ttft = Histogram(nbins)
 
     def first_token(self, t: float, ttft: float) -> None:
@@ -100,17 +100,16 @@ class _Loop:
         initial: Mapping[str, int],
         warmup_s: float,
     ) -> None:
-        timeline = Warmed.of(trace, warmup_s)
+        self.timeline = timeline = Warmed.of(trace, warmup_s)
         self.w, self.skip = timeline.w, timeline.skip
         self.arrivals, self.prompts, self.outputs = timeline.arrivals, timeline.prompts, timeline.outputs
         self.config, self.policies, self.start = config, policies, start
         n = len(self.arrivals)
-        prompt_rate, gen_rate = timeline.history()
         self.horizon = timeline.horizon(max(trace.duration_s, 1.0))
         nbins = bins(self.horizon)
         self.series = {
-            "prefill": PoolSeries(nbins, prompt_rate, 0.0),
-            "decode": PoolSeries(nbins, prompt_rate, gen_rate),
+            "prefill": PoolSeries(nbins),
+            "decode": PoolSeries(nbins),
         }
         self.pools = {
             role: Pool(
@@ -193,6 +192,8 @@ class _Loop:
                     pool.gpu_seconds,
                     pool.pending_pod_seconds,
                 )
+        if not self.timeline.watched(t):
+            return
         for role, pool in self.pools.items():
             view = pool.view(t)
             tokens, buckets, sums = self.series[role].read(t)

@@ -180,7 +180,7 @@ class ControlLoop(Sink):
         self.w = timeline.w
         self.horizon = timeline.horizon(max(trace.duration_s, tick_s))
         nbins = bins(self.horizon)
-        self.tokens = TokenCounters(nbins, *timeline.history())
+        self.tokens = TokenCounters(nbins)
         self.ttft = Histogram(nbins)  # as the servers measure it
         self.phases = PhaseTimes(nbins) if config.phase_histograms else None
         self.user_ttft = np.full(len(timeline.arrivals), math.inf, dtype=np.float64)  # inf: never served
@@ -297,6 +297,8 @@ class ControlLoop(Sink):
             )
         if self.router is not None:
             self.router.release(t)
+        if not self.timeline.watched(t):
+            return
         view = self.cluster.view(t)
         tokens = self.tokens.rates(t)
         w = self.w

@@ -7,13 +7,17 @@ disaggregated replay (``scaler.replay.disagg_run``) show their policies:
   prefill ends, generated tokens spread evenly over a request's decode (a rate difference
   array). Read as ``rate(counter[1m])`` reads them::
 
-      rate at second s = (counter(s) - counter(s - w) + (60 - w) * before) / 60,   w = min(60, s)
+      rate at second s = (counter(s) - counter(s - w)) / 60,   w = min(60, s)
 
-  where ``before`` is the rate of the history before the simulation's first second: the
-  steady state the warm-up opens with (the first minute's arrivals' tokens per second).
-  *Example*: 3,000 prompt tokens counted by second 30 over a history of 50 tokens/s read
-  ``(3,000 + 30 * 50) / 60 = 75`` tokens/s at second 30; 6,000 counted over seconds 30 to 90,
-  ``6,000 / 60 = 100`` tokens/s at second 90.
+  Every counter and histogram opens at zero at the simulation's first second, and the policies
+  are first consulted a rate window later (``Warmed.watched``): a scaler starts against servers
+  Prometheus has watched for a minute, every series a full window. (The token counters once
+  opened at the first minute's rates while the first-token histogram, which the served requests
+  are read from, opened empty: in the warm-up's first minute a request read as four times its
+  prompt, and a decider read its replicas' prefill four times too fast. Consulted from the first
+  second with every series at zero, a decider read the first minute's ramp as the demand.)
+  *Example*: 3,000 prompt tokens counted by second 30 read ``3,000 / 60 = 50`` tokens/s there;
+  6,000 counted over seconds 30 to 90, ``6,000 / 60 = 100`` tokens/s at second 90.
 * **Histograms** (``Histogram``): observations binned every ``HIST_BIN_S`` (a first token into
   vLLM's ``time_to_first_token_seconds`` buckets, +Inf last), read over the last minute as
   ``sum(rate(..._bucket[1m]))`` and ``rate(..._sum[1m])`` read them.
@@ -65,11 +69,10 @@ def bins(horizon_s: float) -> int:
 
 class TokenCounters:
     """The prompt and generation token counters, per second, read as ``rate(...[1m])`` (module
-    docstring); ``history_prompt`` and ``history_gen``: the rates before second 0, tokens/s."""
+    docstring)."""
 
-    def __init__(self, nbins: int, history_prompt: float, history_gen: float) -> None:
+    def __init__(self, nbins: int) -> None:
         self.nbins = nbins
-        self.history = (history_prompt, history_gen)
         # Arrays, which the compiled loop (scaler.replay.fleet.kernel) counts into too.
         self.prompt_bin = np.zeros(nbins, dtype=np.float64)
         self.gen_diff = np.zeros(nbins, dtype=np.float64)
@@ -106,10 +109,8 @@ class TokenCounters:
             self.gen_cum[k + 1] = self.gen_cum[k] + self.gen_now
         self.done = max(self.done, second)
         window = min(RATE_WINDOW_S, second)
-        before = RATE_WINDOW_S - window
-        hp, hg = self.history
-        prompt = (self.prompt_cum[second] - self.prompt_cum[second - window] + before * hp) / RATE_WINDOW_S
-        gen = max(0.0, self.gen_cum[second] - self.gen_cum[second - window] + before * hg) / RATE_WINDOW_S
+        prompt = (self.prompt_cum[second] - self.prompt_cum[second - window]) / RATE_WINDOW_S
+        gen = max(0.0, self.gen_cum[second] - self.gen_cum[second - window]) / RATE_WINDOW_S
         return prompt, gen
 
 
@@ -291,6 +292,11 @@ class Warmed:
     outputs: Sequence[float] | NDArray[np.float64]
     skip: int
 
+    def watched(self, t: float) -> bool:
+        """Whether the policies are consulted at ``t`` (module docstring): from a rate window into the
+        warm-up, or from its end where it is shorter (none: from the first second)."""
+        return t >= min(RATE_WINDOW_S, self.w)
+
     @classmethod
     def of(cls, trace: Trace, warmup_s: float, arrays: bool = False) -> Warmed:
         """``trace`` behind a copy of its first ``warmup_s`` seconds (none when 0 or empty): as lists
@@ -308,13 +314,6 @@ class Warmed:
             f = np.float64
             return cls(w, arrivals.astype(f), prompts.astype(f), outputs.astype(f), len(pre))
         return cls(w, arrivals.tolist(), prompts.tolist(), outputs.tolist(), len(pre))
-
-    def history(self) -> tuple[float, float]:
-        """The prompt and output tokens per second of the first minute's arrivals: the rates of the
-        history before the simulation (``TokenCounters``)."""
-        first = slice(0, bisect.bisect_left(self.arrivals, RATE_WINDOW_S))
-        prompts, outputs = list(self.prompts[first]), list(self.outputs[first])
-        return sum(map(float, prompts)) / RATE_WINDOW_S, sum(map(float, outputs)) / RATE_WINDOW_S
 
     def horizon(self, duration_s: float) -> float:
         """The simulation's end: the trace's ``duration_s`` up to a whole minute, after the warm-up."""
