@@ -402,7 +402,7 @@ def test_a_request_reads_its_own_prompt_from_the_first_refresh_of_the_warm_up(ph
     first refreshes read several times that prompt, and a decider read its replicas' prefill as many
     times too fast; consulted from the first second, it read the first minute's ramp as the demand.)"""
     n = 300
-    trace = Trace(np.arange(n) * 2.0, np.full(n, 1000), np.full(n, 20), "steady")
+    trace = Trace(np.arange(n, dtype=np.float64) * 2.0, np.full(n, 1000), np.full(n, 20), "steady")
     policy = _Recording()
     config = (
         CFG.with_overrides(decode_slots=100)
@@ -413,6 +413,7 @@ def test_a_request_reads_its_own_prompt_from_the_first_refresh_of_the_warm_up(ph
     early = [o for t, o in sorted(policy.seen.items()) if t <= 0.0]  # the warm-up's refreshes
     assert len(early) >= 4
     for obs in early:
-        assert obs.requests_per_s == pytest.approx(0.5, rel=0.1)
+        assert obs.requests_per_s is not None
         assert obs.prompt_tokens_per_s is not None
+        assert obs.requests_per_s == pytest.approx(0.5, rel=0.1)
         assert obs.prompt_tokens_per_s / obs.requests_per_s == pytest.approx(1000.0, rel=0.1)
