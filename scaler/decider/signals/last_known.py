@@ -19,9 +19,9 @@ warms from history (``Engine.warm``) has watched its warm-up already.
 abstain, and last_known proposes 7 until the inputs are back, so a missing source never
 makes the target fall. A scaler started against 6 serving replicas, 45 s in, with rate windows of
 60 s (a warm-up of 120 s): 6 held, whatever the first 45 s of rates say; at 120 s the demand sizes
-the fleet, down as well as up. (In the decision-quality replay, which starts its traffic on the
-first refresh, the first refresh read no demand, released 4 of 6 replicas on a decode-heavy trace,
-and the two left queued what the six served.)
+the fleet, down as well as up. (In the decision-quality replay, before its policies were first
+consulted a minute into its warm-up, the first refresh read no demand, released 4 of 6 replicas on a
+decode-heavy trace, and the two left queued what the six served.)
 """
 
 from __future__ import annotations
