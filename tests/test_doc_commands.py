@@ -201,6 +201,10 @@ HOW: dict[str, Run | By | NotRun] = {
     ".venv/bin/python benchmarks/image_size.py": NotRun(BENCHMARK),
     ".venv/bin/python benchmarks/decision_quality.py": NotRun(BENCHMARK),
     ".venv/bin/python benchmarks/decision_quality.py --kv-full 0.6": NotRun(BENCHMARK),
+    (
+        ".venv/bin/python benchmarks/decision_quality.py --quick --physics step"
+        " --profile llama-3-70b-4xh100 --rate 8"
+    ): NotRun(BENCHMARK),
     ".venv/bin/python benchmarks/router_quality.py": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.pd_quality": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.gpu_gate": NotRun(BENCHMARK),
