@@ -10,8 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaler.config import engine_for, parse_metadata
+from scaler.decider.calibration import TAILS, Calibration
 from scaler.decider.capacity import CapacityModel
 from scaler.decider.demand import DemandReader
+from scaler.decider.params import DeciderParams
 from scaler.model import Observation
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -80,6 +82,22 @@ def test_a_fleet_late_beyond_the_budget_at_the_models_size_goes_up_within_two_re
     standing = targets[-1]
     late = follow(engine, range(40, 42), standing, **{**healthy, "p99": 3.0, "late": 0.05})
     assert max(late) > standing
+
+
+@pytest.mark.parametrize(("tails", "settles_at"), [(None, 0.5), (0.7, 0.7), (1.3, 1.3)])
+def test_a_cut_forgotten_leaves_its_scale_until_the_tails_call_for_more(
+    tails: float | None, settles_at: float
+) -> None:
+    """A cut to 0.5 an hour and a refresh old is forgotten. With no tails measured since, the scale
+    stays at 0.5; with tails that call for 0.7, it rises to 0.7 and no further; with tails that call
+    for 1.3, to 1.3. Never to the model's own 1 on the cut's expiry alone."""
+    params = DeciderParams()
+    raised = () if tails is None else tuple((3000.0 + i, tails) for i in range(TAILS))
+    state = Calibration(raised=raised, cut=((0.0, 0.5),), scale=0.5, t=3600.0)
+    for i in range(1, 180):  # 45 minutes of 15 s refreshes after the cut expired, the tails not yet
+        state = state.forget(3600.0 + 15.0 * i, params).settle(15.0, params)
+    assert state.cut == ()
+    assert state.scale == pytest.approx(settles_at)
 
 
 def test_lateness_while_the_fleet_is_smaller_than_planned_teaches_nothing() -> None:

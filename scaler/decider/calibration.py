@@ -20,19 +20,27 @@ as it stands (bisection in log space, ``scale_meeting``):
     within the budget, a rate window of at least TAIL_REQUESTS first tokens:
         tail  = the scale at which the model's p99 TTFT is the p99 measured     (x1/2 .. x4)
 
-    called = min(max(1, median of the tails), least cut)   over ``error_window_s``; the median
-                                                           once TAILS tails are in, else 1
-    scale  <- called                                        at once where it is lower
-    scale  <- min(called, scale x exp(w))                   where higher, w = 1 - exp(-dt / tau)
+    called = min(max(base, median of the tails), least cut)   over ``error_window_s``; the
+                                                              median once TAILS tails are in,
+                                                              else base
+    base   = min(1, scale)                                    the model's own level, or the
+                                                              scale applied where it is lower
+    scale  <- called                                          at once where it is lower
+    scale  <- min(called, scale x exp(w))                     where higher, w = 1 - exp(-dt / tau)
 
 with ``tau`` = ``calibration_time_constant_s``. A model too optimistic is tightened at the refresh
 that shows it; one too pessimistic is loosened as surely, a step each refresh, each step one the
 next refreshes can refute, and never past a scale that was late within the error window (the late
 first tokens it cost are remembered, not looked for again). The tails loosen but do not tighten
-(``max(1, ...)``): a tail reads longer than the model's where prompts vary or steps are long, and
-what is late is the cut's to say. And while the queue grows beyond the objective on every Ready
-replica at this refresh and the previous, each replica serves all it can: the scale is cut to what
-they are seen to serve (``served / ready`` over the model's requests/s a replica completes).
+(``max(base, ...)``): a tail reads longer than the model's where prompts vary or steps are long, and
+what is late is the cut's to say. A cut is forgotten after the error window, but forgetting is not
+a measurement: the scale it left stands (``base``) until tails measured there call for more. A tail
+reads long, so the scale it calls for is one the fleet holds; the model's own level is not, where a
+cut was needed (decode-heavy traffic in the step world, returning to 1 when each hour's cuts
+expired: 0.27 to 1.00 within ten minutes, then 81% on time, and cut again). And while the queue
+grows beyond the objective on every Ready replica at this refresh and the previous, each replica
+serves all it can: the scale is cut to what they are seen to serve (``served / ready`` over the
+model's requests/s a replica completes).
 
 *Example*: 15 s refreshes, ``tau`` 300 s: ``w = 1 - exp(-15 / 300) = 0.049``, so a scale rises by
 5% a refresh. Twenty tails within the hour calling for 1.1-1.6, median 1.3, and no cut: the scale
@@ -103,10 +111,12 @@ class Calibration:
     @property
     def called(self) -> float:
         """The scale the evidence calls for: the median of the tails' within the window, never below
-        the model's own (1; a tail is read longer than the model's where prompts vary or steps are
-        long, so it loosens but does not tighten), and no more than the least a late refresh left."""
+        the model's own (1) or the scale applied, whichever is lower (a tail is read longer than the
+        model's where prompts vary or steps are long, so it loosens but does not tighten; a cut
+        forgotten is not a model proved right), and no more than the least a late refresh left."""
         called = sorted(v for _, v in self.raised)
-        most = max(1.0, called[len(called) // len((0, 1))]) if len(called) >= TAILS else 1.0
+        base = min(1.0, self.scale)
+        most = max(base, called[len(called) // len((0, 1))]) if len(called) >= TAILS else base
         least = min((v for _, v in self.cut), default=math.inf)
         return min(most, least)
 
