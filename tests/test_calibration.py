@@ -60,15 +60,16 @@ def follow(engine, refreshes: range, first: int, **shown: float) -> list[int]:  
 def test_a_fleet_never_late_while_the_model_asks_twice_what_it_needs_comes_down_within_minutes() -> None:
     """Capacities configured at half a replica's (5,000 prompt tokens/s where it computes 10,000): the
     model sizes twice the fleet. The fleet it stands at meets the objective with a TTFT tail of a
-    prompt's own 0.12 s, where the model says 0.24 s: within fifteen minutes the target is two thirds
-    of what the model asked, or less."""
+    prompt's own 0.12 s, where the model says 0.24 s: within 35 minutes the target is two thirds of
+    what the model asked, or less (7 at 17 minutes, 6 at 31: each step down waits a cold start for
+    the answers to agree, ``scaler.decider.signals.load.LoadState.held``)."""
     engine = engine_for(LLAMA)
     shown = {"p99": PROMPT / 10_000.0, "late": 0.0, "in_service_s": PROMPT / 10_000.0 + OUTPUT / 36.0}
-    targets = follow(engine, range(0, 120), 10, **shown)
+    targets = follow(engine, range(0, 140), 10, **shown)
     asked = max(targets[20:30])  # the model's own size, settled, before anything is measured
     assert asked >= 4
     assert targets[-1] <= asked * 2 / 3
-    scale = engine.decide(refresh(120, targets[-1], **shown)).forecast.capacity_scale
+    scale = engine.decide(refresh(140, targets[-1], **shown)).forecast.capacity_scale
     assert scale is not None
     assert scale > 1.4
 

@@ -261,3 +261,18 @@ def test_a_fleet_that_does_not_pool_is_sized_as_a_queue_per_replica() -> None:
         assert found is not None
         sizes[pooled] = found.replicas
     assert sizes[False] > sizes[True]
+
+
+def test_a_smaller_answer_is_asked_only_once_every_answer_of_the_last_lead_agrees() -> None:
+    """The load signal asks the most it sized within one lead: a one-refresh dip asks nothing less,
+    a smaller answer that lasts a lead is asked once the lead has passed, a larger one at once."""
+    state = load.LoadState()
+    asked = []
+    answers = ((0.0, 7), (15.0, 6), (30.0, 7), (45.0, 6), (60.0, 6), (210.0, 6), (225.0, 6), (240.0, 9))
+    for t, sized in answers:
+        state, replicas, ago = state.held(t, sized, LEAD_S)
+        asked.append((replicas, ago))
+    assert asked == [(7, 0.0), (7, 15.0), (7, 0.0), (7, 15.0), (7, 30.0), (7, 180.0), (6, 0.0), (9, 0.0)]
+    assert state.hint == 9  # the search starts from what was sized, not from what was held
+    state, replicas, ago = state.held(255.0, 7, LEAD_S)
+    assert (replicas, ago, state.hint) == (9, 15.0, 7)

@@ -219,7 +219,9 @@ class Engine:
             stages,
         )
         if load is not None and load.binding is not None:
-            self.load = load_signal.LoadState(load.replicas)
+            self.load, most, ago = self.load.held(obs.timestamp, load.replicas, horizon)
+            if most > load.replicas:
+                load = replace(load, replicas=most, sized=load.replicas, sized_s=ago)
             load = replace(load, backlog=drain is not None)
             if stages.backlog_in_load and alarm is not None:
                 load = load_signal.with_net(load, queue_signal.safety_net(obs, demand, horizon), alarm)

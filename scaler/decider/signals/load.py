@@ -34,6 +34,9 @@ One refinement of the sum: where prefill slows decoding (``beta`` of
 ``scaler.decider.capacity``), the time in service, and with it the slots' load, stretches as fewer
 replicas share the prefill: ``decode x (1 - beta f_now) / (1 - beta f(N))`` (``Stretch``).
 
+The answer comes down only as far as every answer of the last lead agrees (``LoadState.held``): a
+replica released now is back only after one.
+
 The resource that made the last replica necessary is named as binding; one whose capacity or
 demand is unknown is left out and says why; with neither known the signal abstains.
 
@@ -209,6 +212,8 @@ class LoadNeed:
     checks: int  # forecast errors the expectation ran over
     binding_resource: str = ""  # the resource that made the last replica necessary
     held_s: float = 0.0  # how long ago the binding resource's planned demand was planned
+    sized: int | None = None  # what this refresh sized, where a larger answer of the last lead holds
+    sized_s: float = 0.0  # how long ago the answer held was sized
     net: str = ""  # why the safety net raised it, if it did (scaler.decider.signals.queue)
     backlog: bool = False  # the backlog's drain is in it (a service rate was known to size it with)
 
@@ -305,9 +310,26 @@ def resources(
 
 @dataclass(frozen=True, slots=True)
 class LoadState:
-    """What the load signal remembers: its last answer, where the next search starts."""
+    """What the load signal remembers: its last answer, where the next search starts, and what it
+    sized within the last lead, which its answer holds (``held``)."""
 
     hint: int | None = None
+    sized: tuple[tuple[float, int], ...] = ()  # (when, replicas sized) within the last lead, oldest first
+
+    def held(self, t: float, replicas: int, lead_s: float) -> tuple[LoadState, int, float]:
+        """The state after sizing ``replicas`` at ``t``, the replicas to ask (the most sized within
+        the last ``lead_s``, as the plan is the largest demand planned within it:
+        ``scaler.decider.forecast``) and how long ago those were sized.
+
+        A replica released now cannot be Ready again sooner than one lead, so the fleet comes down
+        only as far as every answer of the last lead agrees: a dip the next refreshes take back (a
+        forecast error checked, the scale calibrated, a capacity read) releases nothing. Up, the
+        answer is asked at once. *Example* (lead 180 s): sized 7 at 0 s, then 6 at every refresh
+        from 15 s: asks 7 until 180 s (sized 180 s ago), 6 from 195 s.
+        """
+        sized = (*(s for s in self.sized if s[0] >= t - lead_s), (t, replicas))
+        when, most = max(sized, key=lambda s: (s[1], s[0]))  # the latest of the largest
+        return LoadState(replicas, sized), most, t - when
 
 
 def plus(forecast: Forecast | None, extra: float) -> Forecast | None:
@@ -481,6 +503,11 @@ def propose(load: LoadNeed | None, why_not: str) -> Proposal:
     )
     if load.held_s > 0:
         reason += f"; the demand planned {load.held_s:.0f}s ago is held for one cold start"
+    if load.sized is not None:
+        reason += (
+            f"; {load.replicas} sized {load.sized_s:.0f}s ago are held for one cold start"
+            f" (sized now: {load.sized})"
+        )
     if load.net:
         reason = f"{load.net}; the model sized {reason}"
     return Proposal(
