@@ -320,6 +320,7 @@ ABLATIONS: tuple[Ablation, ...] = (
     Ablation("offered demand", "offered_demand"),  # size what was served: no queue growth
     Ablation("trend", params=(("trend_time_constant_s", math.inf),)),  # the forecast is its level
     Ablation("hold over one lead", "hold_plan"),  # the latest forecast, not the lead's largest
+    Ablation("answer held over one lead", "hold_answer"),  # the latest answer, not the lead's largest
     Ablation("forecast errors", params=(("error_window_s", 1e-9),)),  # the point forecast alone
     Ablation("errors against the floor", "errors_against_floor"),  # every miss a ratio to its plan
     Ablation("queueing headroom", "queueing_headroom"),  # servers just above the load

@@ -468,14 +468,22 @@ def test_the_safety_net_drains_what_the_fleet_is_seen_to_serve_whatever_the_capa
 
 def test_the_fleet_comes_down_only_as_far_as_every_answer_of_the_last_cold_start_agrees() -> None:
     """An answer sized a refresh ago holds the target for one cold start (180 s), and the decision
-    says so; once the cold start has passed, the target is what is sized now."""
-    engine = engine_for(LLAMA)
-    fleet = FleetModel()
-    sized = walk(engine, fleet, T0, [5.0] * 40, 4)[-1].replicas
-    t = T0 + 39 * STEP
-    # The load signal sized two more a refresh ago (a forecast error since checked, say).
-    engine.load = replace(engine.load, sized=(*engine.load.sized[:-1], (t.timestamp(), sized + 2)))
-    held = walk(engine, fleet, t + STEP, [5.0] * 13, sized + 2)
+    says so; once the cold start has passed, the target is what is sized now. Without the stage
+    (the ablation's decider) the latest answer is asked at once."""
+    from scaler.decider.stages import ALL
+
+    def after_a_larger_answer(engine: Engine) -> tuple[int, list[Decision]]:
+        fleet = FleetModel()
+        sized = walk(engine, fleet, T0, [5.0] * 40, 4)[-1].replicas
+        t = T0 + 39 * STEP
+        # The load signal sized two more a refresh ago (a forecast error since checked, say).
+        engine.load = replace(engine.load, sized=(*engine.load.sized[:-1], (t.timestamp(), sized + 2)))
+        return sized, walk(engine, fleet, t + STEP, [5.0] * 13, sized + 2)
+
+    sized, held = after_a_larger_answer(engine_for(LLAMA))
     assert [d.replicas for d in held[:12]] == [sized + 2] * 12
     assert f"(sized now: {sized})" in held[0].signal_reasons[Signal.LOAD]
     assert held[-1].replicas == sized  # 195 s on: the answer held is more than a cold start old
+    spec = parse_metadata(LLAMA).spec
+    sized, latest = after_a_larger_answer(Engine(spec, stages=ALL.without("hold_answer")))
+    assert [d.replicas for d in latest] == [sized] * 13

@@ -220,7 +220,7 @@ class Engine:
         )
         if load is not None and load.binding is not None:
             self.load, most, ago = self.load.held(obs.timestamp, load.replicas, horizon)
-            if most > load.replicas:
+            if most > load.replicas and stages.hold_answer:
                 load = replace(load, replicas=most, sized=load.replicas, sized_s=ago)
             load = replace(load, backlog=drain is not None)
             if stages.backlog_in_load and alarm is not None:

@@ -35,6 +35,9 @@ class Stages:
     served)."""
     hold_plan: bool = True
     """Hold the largest plan of the last cold start (removed: the latest forecast alone)."""
+    hold_answer: bool = True
+    """Ask the most replicas sized within the last cold start (removed: the latest answer alone;
+    ``scaler.decider.signals.load.LoadState.held``)."""
     errors_against_floor: bool = True
     """Count a forecast's miss against what the floor's replicas hold where that is more than the
     plan (removed: every miss a ratio to its plan, however small)."""

@@ -313,8 +313,12 @@ class LoadState:
     """What the load signal remembers: its last answer, where the next search starts, and what it
     sized within the last lead, which its answer holds (``held``)."""
 
-    hint: int | None = None
     sized: tuple[tuple[float, int], ...] = ()  # (when, replicas sized) within the last lead, oldest first
+
+    @property
+    def hint(self) -> int | None:
+        """The last answer sized, where the next search starts (None before the first)."""
+        return self.sized[-1][1] if self.sized else None
 
     def held(self, t: float, replicas: int, lead_s: float) -> tuple[LoadState, int, float]:
         """The state after sizing ``replicas`` at ``t``, the replicas to ask (the most sized within
@@ -329,7 +333,7 @@ class LoadState:
         """
         sized = (*(s for s in self.sized if s[0] >= t - lead_s), (t, replicas))
         when, most = max(sized, key=lambda s: (s[1], s[0]))  # the latest of the largest
-        return LoadState(replicas, sized), most, t - when
+        return LoadState(sized), most, t - when
 
 
 def plus(forecast: Forecast | None, extra: float) -> Forecast | None:
