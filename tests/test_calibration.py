@@ -151,3 +151,23 @@ def test_a_busy_share_above_one_from_overlapping_chunked_prefills_is_a_shared_re
     capacity = model.capacity()
     assert capacity.prefill_tokens_per_s == pytest.approx(1.4 * 1155 / 0.35, rel=0.01)
     assert capacity.saturation == "room"
+
+
+@pytest.mark.parametrize(("stood", "cut"), [(4, False), (5, True)])
+def test_lateness_while_a_replica_that_joined_fills_teaches_nothing(stood: int, cut: bool) -> None:
+    """Least-outstanding dispatch hands a replica that joins every request until it holds its share of
+    those in service (a time in service over the Ready replicas, Little's law: 11.35 s / 9 = 1.3 s
+    here), and their prompts queue on it together. Lateness in a rate window that holds those first
+    tokens says nothing of a replica's capacity: 5% late at 60 s after a ninth replica joined leaves
+    the scale alone; the same 5% at 75 s, once the window holds only the fleet as it stands, cuts it."""
+    engine = engine_for(LLAMA)
+    healthy = {"p99": 0.4, "late": 0.0, "in_service_s": PROMPT / 5000.0 + OUTPUT / 18.0}
+    targets = follow(engine, range(0, 40), 8, **healthy)
+    joined = targets[-1] + 1
+    before = [
+        engine.decide(refresh(i, joined, **healthy)).forecast.capacity_scale for i in range(40, 40 + stood)
+    ]
+    late = engine.decide(refresh(40 + stood, joined, **{**healthy, "p99": 3.0, "late": 0.05}))
+    assert before[-1] is not None
+    assert late.forecast.capacity_scale is not None
+    assert (late.forecast.capacity_scale < before[-1]) is cut

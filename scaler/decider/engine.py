@@ -198,7 +198,7 @@ class Engine:
         seen = calibration.Refresh(obs, measured, demand, prompt_f, concurrency_f)
         if stages.calibration:
             self.calibration = calibration.calibrate(
-                self.calibration, seen, spec, params, self.capacity.steady, stages
+                self.calibration, seen, spec, params, self.capacity.stood_s, stages
             )
         scale = self.calibration.scale
         capacity = calibration.scaled(measured, scale)

@@ -45,6 +45,10 @@ class Stages:
     """Size each resource by the queueing model's late share (removed: just above its load)."""
     calibration: bool = True
     """Scale the model's capacities by the measured objective (``scaler.decider.calibration``)."""
+    join_fill: bool = True
+    """Learn the scale only from a rate window that begins once a replica that joined has been handed
+    its share of the requests in service (removed: from one that begins when the Ready replicas
+    changed; ``scaler.decider.calibration``)."""
     backlog_in_load: bool = True
     """Size the backlog in the load signal's one proposal (removed: the queue signal proposes it)."""
     queue_signal: bool = True

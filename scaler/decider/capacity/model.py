@@ -65,6 +65,11 @@ class CapacityModel:
         """The Ready replicas have not changed for a rate window: the rates were served by them."""
         return self._last.steady
 
+    @property
+    def stood_s(self) -> float:
+        """Seconds the Ready replicas have stood as they are (0 before any was Ready)."""
+        return self._last.stood_s
+
     def itl_slots(self) -> float | None:
         """The sequences per replica within ``itlObjectiveSeconds`` (``scaler.decider.capacity.itl``)."""
         return self._itl.value(self.slots.figure()[0])

@@ -74,6 +74,7 @@ class Saturation:
     prefill_busy: float | None  # the prefill's busy share per Ready replica, from the phase times
     settled: bool = False  # steady for a time in service too: queues a scale-up left are gone
     busiest_prefill: float | None = None  # the busiest replica's requests in prefill (phase times)
+    stood_s: float = 0.0  # seconds the Ready replicas have stood as they are
 
 
 def waiting_for_room(obs: Observation) -> float | None:
@@ -131,7 +132,7 @@ class SaturationReader:
         else:
             bound = Bound.SLOTS
         busiest = obs.prefill_busy_max if self.stages.phase_times else None
-        return Saturation(bound, steady, drained, idle, self._busy(obs, demand, ready), settled, busiest)
+        return Saturation(bound, steady, drained, idle, self._busy(obs, demand, ready), settled, busiest, age)
 
     def _busy(self, obs: Observation, demand: Demand, ready: int) -> float | None:
         """The prefill's busy share per Ready replica (module docstring), where the phases are timed."""
