@@ -20,10 +20,10 @@ others, ``running / ready``, which at ``arrivals`` a second takes ``T / ready`` 
 
     stood >= rate window + T / ready                        Ready unchanged that long
 
-(decode-heavy traffic, 90 s in service on 6 replicas: 15 s; in the step world five of six cuts in a
-day came from the minute after a replica joined, late 4-14% there and 0% a refresh later). There,
-both ways, by inverting the model at the fleet as it stands (bisection in log space,
-``scale_meeting``):
+(decode-heavy traffic, 90 s in service on 6 replicas: 15 s; in the step world five of a day's six
+cuts came from the first rate window after the Ready count changed, late 4-14% there and 0% a
+refresh later). There, both ways, by inverting the model at the fleet as it stands (bisection in
+log space, ``scale_meeting``):
 
     late beyond the budget (measured share > lateBudget) and more than the model says:
         cut   = the scale at which the model's late share is the one measured   (at most halved)
