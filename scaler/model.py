@@ -136,6 +136,10 @@ class Capacity:
     # The sequences per replica whose inter-token latency meets itlObjectiveSeconds (scaler.decider.capacity);
     # None without the objective or until the refreshes have shown how the latency grows.
     itl_slots: float | None = None
+    # How a replica's inter-token latency grows with the sequences it decodes, fitted (seconds, and
+    # seconds per sequence; scaler.decider.capacity.itl); None until the refreshes have shown it grow.
+    itl_base_s: float | None = None
+    itl_per_sequence_s: float | None = None
     prefill_method: str = ""  # what the prefill rate was last read from (scaler.decider.capacity.prefill)
     slots_method: str = ""  # which reading binds the slots (scaler.decider.capacity.slots)
     saturation: str = "unsettled"  # why requests waited at this refresh (scaler.decider.capacity.saturation)
@@ -167,6 +171,11 @@ class Capacity:
             parts.append(f"prefill slows decoding by {self.decode_slowdown:.2f} of its busy share")
         if self.itl_slots is not None:
             parts.append(f"{self.itl_slots:,.0f} sequences within the ITL objective")
+        if self.itl_base_s is not None and self.itl_per_sequence_s is not None:
+            parts.append(
+                f"inter-token latency {self.itl_base_s * 1000:.1f} ms"
+                f" + {self.itl_per_sequence_s * 1000:.3f} ms a sequence decoding"
+            )
         if self.pooled is False:
             parts.append("each replica its own queue (a dispatch that does not pool them)")
         return "per replica: " + ", ".join(parts)

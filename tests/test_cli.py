@@ -100,6 +100,8 @@ def test_dry_run_json_output(tmp_path: Path) -> None:
         "slots_samples": 0,
         "decode_slowdown": None,
         "itl_slots": None,
+        "itl_base_s": None,
+        "itl_per_sequence_s": None,
         "prefill_method": "configured",
         "slots_method": "",
         "saturation": "unsettled",

@@ -63,3 +63,70 @@ def test_far_more_servers_than_load_wait_for_nothing_above_the_exact_range() -> 
     """5,000 slots for 10 sequences: the approximation's normal density underflows; nobody waits."""
     assert erlang_c(5000, 10.0) == 0.0
     assert late_share(5000, 10.0, 12.0, 1.75) == 0.0
+
+
+def _chain(servers: int, arrivals: float, base: float, per_sequence: float) -> float:
+    """The batch's birth-death chain summed state by state: up ``arrivals``, down ``k / (base +
+    per_sequence k)`` below the slots, ``servers / (base + per_sequence servers)`` at and above them."""
+    pi = [1.0]
+    for k in range(1, servers + 1):
+        pi.append(pi[-1] * arrivals * (base + per_sequence * k) / k)
+    rho = arrivals * (base + per_sequence * servers) / servers
+    if rho >= 1.0:
+        return 1.0
+    queued = pi[servers] / (1.0 - rho)
+    return queued / (sum(pi[:servers]) + queued)
+
+
+@pytest.mark.parametrize(
+    ("servers", "arrivals", "base", "per_sequence"),
+    [
+        (300, 1.5, 40.0, 0.5),
+        (400, 1.5, 40.0, 0.5),
+        (50, 0.5, 30.0, 0.2),
+        (168, 0.7, 45.0, 1.05),
+        (8, 2.0, 1.0, 0.3),
+    ],
+)
+def test_batch_wait_is_its_chain_in_closed_form(
+    servers: int, arrivals: float, base: float, per_sequence: float
+) -> None:
+    """The negative binomial law and the incomplete beta function give what the chain gives summed
+    state by state."""
+    wait, _ = queueing.batch_wait(servers, arrivals, base, per_sequence)
+    assert wait == pytest.approx(_chain(servers, arrivals, base, per_sequence), rel=1e-6)
+
+
+def test_batch_wait_worked_example() -> None:
+    """The docstring's example: 1.5 requests/s at 40 s + 0.5 s a sequence holds 243 on average where
+    Erlang's model holds 60: on 300 slots 4.8% wait (Erlang: nobody), on 400 next to nobody, and on
+    120 the slots free slower than requests arrive; with 1 s allowed, 4.5% on 300 wait longer."""
+    assert queueing.batch_wait(300, 1.5, 40.0, 0.5)[0] == pytest.approx(0.048, abs=0.0005)
+    assert erlang_c(300, 60.0) < 1e-12
+    assert queueing.batch_wait(400, 1.5, 40.0, 0.5)[0] < 1e-5
+    assert queueing.batch_wait(120, 1.5, 40.0, 0.5) == (1.0, 0.0)
+    assert queueing.batch_late_share(300, 1.5, 40.0, 0.5, 1.0) == pytest.approx(0.045, abs=0.0005)
+
+
+@pytest.mark.parametrize("per_sequence", [0.0, 1e-7])
+def test_a_batch_that_does_not_slow_is_erlangs(per_sequence: float) -> None:
+    """A hold that does not grow with the batch is Erlang's M/M/c, by the same function or as the
+    negative binomial law's limit, and so is the wait's decay, ``(c - a) / h``."""
+    wait, decay = queueing.batch_wait(72, 5.0, 12.0, per_sequence)
+    assert wait == pytest.approx(erlang_c(72, 60.0), rel=1e-4)
+    assert decay == pytest.approx((72 - 60.0) / 12.0, rel=1e-4)
+
+
+def test_a_batch_that_cannot_finish_its_arrivals_waits_always() -> None:
+    """``p >= 1``: each arrival adds more decoding than the largest batch finishes in its time."""
+    assert queueing.batch_wait(10_000, 2.0, 10.0, 0.5)[0] == 1.0
+    assert queueing.batch_late_share(10_000, 2.0, 10.0, 0.5, 5.0) == 1.0
+
+
+def test_incomplete_beta_known_values() -> None:
+    """``I_0.5(2, 3) = 11/16`` by hand, and ``I_x(a, b) = 1 - I_{1-x}(b, a)`` on either branch."""
+    assert queueing._beta_regularized(2.0, 3.0, 0.5) == pytest.approx(11 / 16, rel=1e-12)
+    for a, b, x in ((150.0, 500.0, 0.3), (2.5, 0.5, 0.9), (800.0, 30.0, 0.97)):
+        assert queueing._beta_regularized(a, b, x) == pytest.approx(
+            1.0 - queueing._beta_regularized(b, a, 1.0 - x)
+        )

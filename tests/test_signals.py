@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from scaler.config import engine_for, parse_metadata
+from scaler.decider import queueing
 from scaler.decider.demand import Demand
 from scaler.decider.engine import Engine
 from scaler.decider.forecast import Forecast
 from scaler.decider.signals import floor, gpu, last_known, load, queue, table
 from scaler.decider.signals.context import SignalInputs
 from scaler.decider.signals.table import SIGNALS
+from scaler.decider.stages import ALL
 from scaler.decider.units import ceil_replicas
 from scaler.model import Capacity, Decision, Observation, Proposal, Signal
 
@@ -276,3 +279,44 @@ def test_a_smaller_answer_is_asked_only_once_every_answer_of_the_last_lead_agree
     assert state.hint == 9  # the search starts from what was sized, not from what was held
     state, replicas, ago = state.held(255.0, 7, LEAD_S)
     assert (replicas, ago, state.hint) == (9, 15.0, 7)
+
+
+def test_the_batch_line_example() -> None:
+    """The Batch docstring's example: 60 s in service, 0.5 s to the first token, 35 ms a token on the
+    line 26 ms + 0.62 ms a sequence: 1,700 tokens decoded, a slot held 44.7 s + 1.05 s a sequence."""
+    capacity = replace(CAPACITY, itl_base_s=0.026, itl_per_sequence_s=0.00062)
+    now = Observation(now=NOW, ttft_mean_seconds=0.5, itl_mean_seconds=0.035)
+    batch = load._batch(capacity, now, 60.0)
+    assert batch is not None
+    assert (batch.base_s, batch.per_sequence_s) == pytest.approx((44.7, 1.054), abs=0.001)
+
+
+def test_a_batch_that_slows_as_it_grows_is_sized_for_its_longer_holds() -> None:
+    """2 requests/s each 60 s in service (120 sequences) on 60 slots a replica, decoding at 35 ms a
+    token on the line 26 ms + 0.62 ms a sequence. Erlang's model holds every fleet to the 60 s of
+    today and asks 3; with the line a smaller fleet's larger batches hold each request longer, and
+    the fleet asks the fewest replicas whose chain (scaler.decider.queueing.batch_late_share) is
+    within the budget. The stage removed, Erlang's answer again."""
+    policy = parse_metadata({"maxReplicas": "40"}).spec
+    d = demand(2.0, prompt=1200.0, in_service=60.0)
+    now = Observation(now=NOW, ready_replicas=6, ttft_mean_seconds=0.5, itl_mean_seconds=0.035)
+    plain = Capacity(50_000.0, 60.0, "configured", "measured")
+    lined = replace(plain, itl_base_s=0.026, itl_per_sequence_s=0.00062)
+    allowance = policy.ttft_objective_seconds - 1200.0 / 50_000.0
+    tokens = 59.5 / 0.035
+    expected = next(
+        n
+        for n in range(1, 40)
+        if queueing.batch_late_share(n * 60, 2.0, 0.5 + tokens * 0.026, tokens * 0.00062 / n, allowance)
+        <= policy.late_budget
+    )
+    without = load.need(policy, plain, d, flat(2400.0), flat(120.0), "", now=now)
+    with_line = load.need(policy, lined, d, flat(2400.0), flat(120.0), "", now=now)
+    removed = load.need(
+        policy, lined, d, flat(2400.0), flat(120.0), "", now=now, stages=ALL.without("batch_slowdown")
+    )
+    assert without is not None
+    assert with_line is not None
+    assert removed is not None
+    assert without.replicas == removed.replicas == 3
+    assert with_line.replicas == expected > without.replicas

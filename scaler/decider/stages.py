@@ -56,6 +56,10 @@ class Stages:
     start_hold: bool = True
     """Hold the replicas standing when the target was first watched until its demand has warmed up
     (removed: the first refresh's rates size the fleet; ``scaler.decider.signals.last_known``)."""
+    batch_slowdown: bool = True
+    """Size the batch slots with each request's time in service growing with its replica's batch, by
+    the measured inter-token latency's line (removed: the time in service measured now, at every
+    fleet size; ``scaler.decider.signals.load.Batch``)."""
     size_slots: bool = True
     """Size the batch slots as a resource (removed: the prefill alone)."""
 

@@ -41,6 +41,14 @@ class ItlSlots:
         share = (self.objective_s / self.tail - intercept) / slope
         return max(1.0, min(slots, share * slots))
 
+    def per_sequence(self, slots: float | None) -> tuple[float, float] | None:
+        """The line in sequences a replica decodes: ``(a, c / S)``, seconds and seconds a sequence; None
+        before a line is fitted, or where the latency does not grow with the batch."""
+        fitted = self.line.fit(self.params.fit_min_spread)
+        if fitted is None or not slots or fitted[1] <= 0 or fitted[0] < 0:
+            return None
+        return fitted[0], fitted[1] / slots
+
     def observe(self, obs: Observation, slots: float | None, steady: bool, weight: float) -> None:
         """Learn from one refresh on a steady fleet; ``weight`` is its share of the time constant."""
         mean, tail = obs.itl_mean_seconds, obs.itl_tail_seconds

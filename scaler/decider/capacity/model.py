@@ -91,6 +91,7 @@ class CapacityModel:
             if slot_value is not None
             else "unknown"
         )
+        itl_base, itl_per_sequence = self._itl.per_sequence(slot_value) or (None, None)
         return Capacity(
             prefill.value,
             slot_value,
@@ -104,6 +105,8 @@ class CapacityModel:
             slots_method=slot_method,
             saturation=self._last.bound.value,
             pooled=self._dispatch.pooled,
+            itl_base_s=itl_base,
+            itl_per_sequence_s=itl_per_sequence,
         )
 
     def observe(self, obs: Observation, demand: Demand) -> None:

@@ -30,9 +30,16 @@ slow-decoding replicas needs more room than a large fleet of fast ones (a reques
 slot for a minute makes the next one wait as long; Erlang's square-root rule). With no error
 checked yet, the demand seen is the forecast.
 
-One refinement of the sum: where prefill slows decoding (``beta`` of
-``scaler.decider.capacity``), the time in service, and with it the slots' load, stretches as fewer
-replicas share the prefill: ``decode x (1 - beta f_now) / (1 - beta f(N))`` (``Stretch``).
+Two refinements of the slots, each where its reading exists. Where the engines export the
+inter-token latency and it grows with the batch (``itl = a + b x``, ``x`` the sequences a replica
+decodes; ``scaler.decider.capacity.itl``), a request's time in service grows with the batch it
+shares: ``h(x) = ttft + D (a + b x)``, ``D`` the tokens it decodes (the decode part of its time in
+service over the latency measured). Fewer replicas mean larger batches and longer holds, and near
+what a replica's batch can decode at all the batch swells far beyond its mean: the slots are then
+not Erlang's ``c`` servers but that chain (``Batch``, ``scaler.decider.queueing.batch_wait``).
+Without it, where prefill slows decoding (``beta`` of ``scaler.decider.capacity``), the time in
+service stretches as fewer replicas share the prefill: ``decode x (1 - beta f_now) / (1 - beta
+f(N))`` (``Stretch``).
 
 The answer comes down only as far as every answer of the last lead agrees (``LoadState.held``): a
 replica released now is back only after one.
@@ -86,7 +93,7 @@ from dataclasses import dataclass, replace
 from scaler.decider.demand import Demand
 from scaler.decider.forecast import Forecast
 from scaler.decider.params import DEFAULT, DeciderParams
-from scaler.decider.queueing import erlang_c, late_share
+from scaler.decider.queueing import batch_late_share, batch_wait, erlang_c, late_share
 from scaler.decider.signals.queue import Net
 from scaler.decider.spec import DeciderSpec
 from scaler.decider.stages import ALL, Stages
@@ -118,6 +125,31 @@ class Stretch:
 
 
 @dataclass(frozen=True, slots=True)
+class Batch:
+    """A replica's batch whose time in service grows with it (module docstring): a request holds its
+    slot ``base_s + per_sequence_s x k`` seconds with ``k`` sequences decoding on its replica.
+
+    ``base_s = ttft + D a`` and ``per_sequence_s = D b``, ``D = (hold - ttft) / itl`` the tokens a
+    request decodes. *Example*: 60 s in service, 0.5 s of it to the first token, at 35 ms a token
+    measured, on the line ``26 ms + 0.62 ms x``: ``D = 1,700`` tokens, a slot held ``44.7 s + 1.05 s``
+    for every sequence decoding beside it on its replica."""
+
+    base_s: float
+    per_sequence_s: float
+
+    def chain(
+        self, per_replica: float, replicas: int, arrivals_per_s: float, pooled: bool
+    ) -> tuple[float, float, float, float]:
+        """The chain's ``(slots, arrivals/s, base_s, per_sequence_s)`` for ``replicas`` at
+        ``arrivals_per_s`` (``scaler.decider.queueing.batch_wait``): one chain over every replica's
+        slots, each replica holding ``1/N`` of the sequences (pooled), or each replica its own with
+        ``1/N`` of the arrivals."""
+        if pooled:
+            return replicas * per_replica, arrivals_per_s, self.base_s, self.per_sequence_s / replicas
+        return per_replica, arrivals_per_s / replicas, self.base_s, self.per_sequence_s
+
+
+@dataclass(frozen=True, slots=True)
 class Resource:
     """One resource of a replica at the planned demand: servers per replica, load, times."""
 
@@ -129,6 +161,7 @@ class Resource:
     allowance_s: float  # the wait the objective leaves a request
     stretch: Stretch | None = None  # how the hold time (and so the load) changes with the fleet
     pooled: bool = True  # one queue over the fleet's servers; False: each replica its own (dispatch)
+    batch: Batch | None = None  # the slots of a batch that slows as it grows (module docstring)
 
     def late(
         self, replicas: int, errors: Sequence[tuple[float, int]], weight: float, stop: float, exact: int
@@ -146,38 +179,50 @@ class Resource:
         share_of = 1.0 if self.pooled else 1.0 / replicas
         total, left = 0.0, weight
         for e, count in errors:
-            hold, scale = self.hold_s, 1.0
-            if self.stretch is not None:  # the load is arrivals times the (stretched) hold
-                scale = self.stretch.factor(replicas, self.hold_s, e)
-                hold = hold * scale
-            share = 1.0
-            if math.isfinite(scale):
-                load = self.load * scale * (1.0 + e) * share_of
-                share = late_share(servers, load, hold, self.allowance_s, exact)
+            share = self._late_at(replicas, servers, share_of, e, exact)
             total += count * (1.0 + e) * share
             left -= count * (1.0 + e)
             if share * left < stop * weight:
                 break
         return total / weight
 
+    def _late_at(self, replicas: int, servers: float, share_of: float, error: float, exact: int) -> float:
+        """P(wait > allowance) with ``replicas`` at the planned load times ``1 + error``."""
+        if self.batch is not None:
+            arrivals = self.load * (1.0 + error) / self.hold_s
+            chain = self.batch.chain(self.per_replica, replicas, arrivals, self.pooled)
+            return batch_late_share(*chain, self.allowance_s)
+        hold, scale = self.hold_s, 1.0
+        if self.stretch is not None:  # the load is arrivals times the (stretched) hold
+            scale = self.stretch.factor(replicas, self.hold_s, error)
+            hold = hold * scale
+        if not math.isfinite(scale):
+            return 1.0
+        return late_share(
+            servers, self.load * scale * (1.0 + error) * share_of, hold, self.allowance_s, exact
+        )
+
     def wait_quantile(self, replicas: int, quantile: float) -> float:
         """The wait the model gives this resource's ``quantile`` of requests with ``replicas`` at the
-        demand's level now: ``h / (c - a) x ln(C(c, a) / (1 - q))`` (0 where fewer than ``1 - q``
-        wait at all; infinite at or beyond the servers)."""
+        demand's level now: ``ln(P(wait) / (1 - q)) / decay``, Erlang's ``decay = (c - a) / h`` or the
+        batch's (``Batch``); 0 where fewer than ``1 - q`` wait at all, infinite where the queue grows."""
         if replicas < 1:
             return math.inf if self.load_now > 0 else 0.0
         servers = replicas * self.per_replica if self.pooled else self.per_replica
-        load = self.load_now if self.pooled else self.load_now / replicas
-        c = math.floor(servers)
-        if load <= 0:
+        if self.batch is not None:
+            arrivals = self.load_now / self.hold_s
+            waits, decay = batch_wait(*self.batch.chain(self.per_replica, replicas, arrivals, self.pooled))
+        else:
+            load, c = self.load_now if self.pooled else self.load_now / replicas, math.floor(servers)
+            if load <= 0:
+                return 0.0
+            if load >= c:
+                return math.inf
+            waits = erlang_c(c, load)
+            decay = (c - load) / self.hold_s if self.hold_s > 0 else math.inf
+        if waits <= 1.0 - quantile:
             return 0.0
-        if load >= c:
-            return math.inf
-        waits = erlang_c(c, load)
-        tail = 1.0 - quantile
-        if waits <= tail or self.hold_s <= 0:
-            return 0.0
-        return self.hold_s / (c - load) * math.log(waits / tail)
+        return math.log(waits / (1.0 - quantile)) / decay if decay > 0 else math.inf
 
     def stable(self) -> int:
         """The fewest replicas with more servers than the forecast's load."""
@@ -291,21 +336,44 @@ def resources(
             allowance = 0.0
         # The slots the inter-token-latency objective allows, where one is set and learned.
         per = float(max(1, math.floor(min(capacity.slots, capacity.itl_slots or math.inf))))
-        stretch = None
+        stretch, batch = None, _batch(capacity, now, hold) if stages.batch_slowdown else None
         beta = capacity.decode_slowdown
         # A decode pool computes no prompt, so prefill does not slow its decoding.
         both = role == "both"
-        if both and beta and p and prompt is not None and now is not None and now.ready_replicas and hold > 0:
+        if (
+            batch is None
+            and both
+            and beta
+            and p
+            and prompt is not None
+            and now is not None
+            and now.ready_replicas
+            and hold > 0
+        ):
             mean, rate = now.ttft_mean_seconds, now.prompt_tokens_per_s
             busy_now = rate / (now.ready_replicas * p) if rate is not None else 1.0
             # A fit that says decoding stops at today's prefill load is not one to stretch by.
             if mean is not None and hold > mean and beta * busy_now < 1.0:
                 stretch = Stretch(hold - mean, beta, busy_now, prompt.planned / p)
         slots = Resource(
-            "slots", per, concurrency.planned, concurrency.level, hold, allowance, stretch, pooled
+            "slots", per, concurrency.planned, concurrency.level, hold, allowance, stretch, pooled, batch
         )
         out.append((slots, concurrency))
     return out, unknown
+
+
+def _batch(capacity: Capacity, now: Observation | None, hold_s: float) -> Batch | None:
+    """The slots' ``Batch`` (module docstring), or None: no latency line that grows with the batch, no
+    latency measured now, or no time in service beyond the first token."""
+    a, b = capacity.itl_base_s, capacity.itl_per_sequence_s
+    itl = now.itl_mean_seconds if now is not None else None
+    if a is None or b is None or b <= 0 or not itl or hold_s <= 0 or now is None:
+        return None
+    first = min(hold_s, now.ttft_mean_seconds or 0.0)
+    tokens = (hold_s - first) / itl
+    if tokens <= 0:
+        return None
+    return Batch(first + tokens * a, tokens * b)
 
 
 @dataclass(frozen=True, slots=True)
