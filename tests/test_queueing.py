@@ -118,9 +118,11 @@ def test_a_batch_that_does_not_slow_is_erlangs(per_sequence: float) -> None:
 
 
 def test_a_batch_that_cannot_finish_its_arrivals_waits_always() -> None:
-    """``p >= 1``: each arrival adds more decoding than the largest batch finishes in its time."""
-    assert queueing.batch_wait(10_000, 2.0, 10.0, 0.5)[0] == 1.0
-    assert queueing.batch_late_share(10_000, 2.0, 10.0, 0.5, 5.0) == 1.0
+    """``p >= 1``: each arrival adds more decoding than the largest batch finishes in its time, so no
+    number of slots frees them as fast as requests arrive."""
+    for slots in (10, 1_000, 1_000_000):
+        assert queueing.batch_wait(slots, 2.0, 10.0, 0.5)[0] == 1.0
+        assert queueing.batch_late_share(slots, 2.0, 10.0, 0.5, 5.0) == 1.0
 
 
 def test_incomplete_beta_known_values() -> None:

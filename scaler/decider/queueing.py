@@ -153,9 +153,9 @@ def batch_wait(
         return 1.0, 0.0
     if per_sequence_s <= 0:
         return erlang_c(c, arrivals_per_s * base_s), decay
+    # Below 1 here: c / h(c) > l is c (1 - p) > l base_s, so a batch that frees slots faster than
+    # requests arrive at its cap has p < 1 (and p >= 1 never frees them fast enough, whatever c).
     p = arrivals_per_s * per_sequence_s
-    if p >= 1.0:
-        return 1.0, decay
     r = 1.0 + base_s / per_sequence_s
     log_at_cap = (
         math.lgamma(c + r) - math.lgamma(r) - math.lgamma(c + 1) + c * math.log(p) + r * math.log1p(-p)
