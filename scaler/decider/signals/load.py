@@ -366,8 +366,10 @@ def _batch(capacity: Capacity, now: Observation | None, hold_s: float) -> Batch 
     """The slots' ``Batch`` (module docstring), or None: no latency line that grows with the batch, no
     latency measured now, or no time in service beyond the first token."""
     a, b = capacity.itl_base_s, capacity.itl_per_sequence_s
-    itl = now.itl_mean_seconds if now is not None else None
-    if a is None or b is None or b <= 0 or not itl or hold_s <= 0 or now is None:
+    if now is None or a is None or b is None or b <= 0 or hold_s <= 0:
+        return None
+    itl = now.itl_mean_seconds
+    if not itl:
         return None
     first = min(hold_s, now.ttft_mean_seconds or 0.0)
     tokens = (hold_s - first) / itl
