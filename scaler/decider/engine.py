@@ -213,7 +213,6 @@ class Engine:
             load_signal.plus(concurrency_f, (drain or 0.0) * (demand.time_in_service_s or 0.0)),
             unknown or "no data yet",
             self.load.hint,
-            None,
             obs,
             params,
             stages,

@@ -436,22 +436,20 @@ def need(
     concurrency: Forecast | None,
     why: str,
     hint: int | None = None,
-    budget: float | None = None,
     now: Observation | None = None,
     params: DeciderParams = DEFAULT,
     stages: Stages = ALL,
 ) -> LoadNeed | None:
     """The load signal's need (module docstring), or None when no demand is forecast at all.
 
-    ``hint``, the last answer, only shortens the search; ``budget`` is the late share to size for
-    (the objective's, less what no replica count changes: ``scaler.decider.calibration``); ``now`` is
-    the observation the stretch reads today's prefill load from."""
+    ``hint``, the last answer, only shortens the search; ``now`` is the observation the stretch and
+    the batch read today's prefill load and inter-token latency from."""
     if prompt is None and concurrency is None:
         return None
     found, unknown = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), why, stages)
     if not found:
         return LoadNeed(0, 0.0, (), tuple(unknown), 0.0, 0)
-    budget = spec.late_budget if budget is None else budget
+    budget = spec.late_budget
     limit = max(spec.max_replicas, *(r.stable() for r, _ in found)) + 1
     errors = {r.name: whole_percent(f.errors) for r, f in found}
     weights = {name: sum(n * (1.0 + e) for e, n in errs) for name, errs in errors.items()}
