@@ -332,6 +332,7 @@ ABLATIONS: tuple[Ablation, ...] = (
     Ablation("calibration", "calibration"),  # the configured or measured capacities, unscaled
     Ablation("join filled", "join_fill"),  # the scale learns from the minute a replica joined
     Ablation("batch slowdown", "batch_slowdown"),  # every fleet size holds a request as long as now
+    Ablation("wait bound", "wait_bound"),  # a cut goes wherever the model's late share is the one measured
     Ablation("backlog (queue signal)", "queue_signal"),
     Ablation("safety net", "backlog_net"),  # the load trusts the capacity model with a backlog
     Ablation("backlog in the load", "backlog_in_load"),  # the queue signal proposes the backlog itself

@@ -256,7 +256,8 @@ class Input(StrEnum):
                 "vLLM's `vllm:request_queue_time_seconds` (time in WAITING: `scheduled_ts - queued_ts`, "
                 "`vllm/v1/metrics/stats.py`), SGLang's `sglang:queue_time_seconds`. Observed when a "
                 "request finishes. With the prefill time, it names why requests wait "
-                "(`scaler/decider/capacity/`)."
+                "(`scaler/decider/capacity/`); it bounds how far the measured objective cuts the "
+                "capacity scale (`scaler/decider/calibration.py`)."
             ),
         ),
     )

@@ -29,17 +29,29 @@ RATE = 10.0  # requests/s
 PROMPT, OUTPUT = 1200.0, 200.0
 
 
-def refresh(i: int, ready: int, *, p99: float, late: float, in_service_s: float) -> Observation:
+def refresh(
+    i: int,
+    ready: int,
+    *,
+    p99: float,
+    late: float,
+    in_service_s: float,
+    queue_s: float | None = None,
+    mean_s: float | None = None,
+) -> Observation:
     """One refresh of a steady fleet serving RATE requests/s, with nothing that measures a replica's
-    capacities (no phase times, no KV cache): the model keeps the configured ones."""
+    capacities (no prefill time, no KV cache): the model keeps the configured ones. ``queue_s``: the
+    mean queue time measured (vLLM's queue-time histogram), None where unread; ``mean_s``: the mean
+    TTFT, half the p99 unless given."""
     return Observation(
+        queue_time_mean_seconds=queue_s,
         now=T0 + i * STEP,
         queue_waiting=0.0,
         requests_running=RATE * in_service_s,
         prompt_tokens_per_s=RATE * PROMPT,
         generation_tokens_per_s=RATE * OUTPUT,
         requests_per_s=RATE,
-        ttft_mean_seconds=p99 / 2,
+        ttft_mean_seconds=p99 / 2 if mean_s is None else mean_s,
         ttft_p99_seconds=p99,
         ttft_over_objective=late,
         current_replicas=ready,
@@ -171,3 +183,43 @@ def test_lateness_while_a_replica_that_joined_fills_teaches_nothing(stood: int, 
     assert before[-1] is not None
     assert late.forecast.capacity_scale is not None
     assert (late.forecast.capacity_scale < before[-1]) is cut
+
+
+@pytest.mark.parametrize(
+    ("queue_s", "mean_s", "waiting", "raised"),
+    [
+        (None, 0.2, 0.0, True),
+        (0.0, 0.2, 0.0, False),
+        (0.005, 0.2, 0.0, False),
+        (2.0, 2.2, 0.0, True),
+        (0.0, 0.2, 12.0, True),
+    ],
+)
+def test_lateness_whose_requests_did_not_wait_cuts_no_scale(
+    queue_s: float | None, mean_s: float, waiting: float, raised: bool
+) -> None:
+    """A fleet at the size the model asked for, late 5% with its mean TTFT a prompt's own. Cutting the
+    scale says the fleet is short of capacity, so its requests wait: a cut goes no lower than the
+    scale at which the model's mean wait is the one measured. Requests seen to wait nothing (0 s) or
+    5 ms on average were late for another reason (their own long prompts, a step's length): the scale
+    stands and so does the target. Seen to wait 2 s on average, or with no queue time read, the target
+    is above that size within two refreshes; and so it is where the finished requests waited nothing
+    but 12 wait now, at 10 arriving a second (1.2 s each by Little's law: the histogram is observed as
+    requests finish, after a burst)."""
+    engine = engine_for(LLAMA)
+    healthy = {"p99": 0.4, "late": 0.0, "in_service_s": PROMPT / 5000.0 + OUTPUT / 18.0}
+    targets = follow(engine, range(0, 40), 8, **healthy)
+    standing = targets[-1]
+    before = engine.decide(refresh(40, standing, **healthy)).forecast.capacity_scale
+    shown = {**healthy, "p99": 3.0, "late": 0.05}
+    late = [
+        engine.decide(
+            replace(refresh(i, standing, **shown, queue_s=queue_s, mean_s=mean_s), queue_waiting=waiting)
+        )
+        for i in range(41, 43)
+    ]
+    scale = late[-1].forecast.capacity_scale
+    assert before is not None
+    assert scale is not None
+    assert (max(d.replicas for d in late) > standing) is raised
+    assert (scale < before) is raised

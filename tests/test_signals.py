@@ -291,6 +291,35 @@ def test_the_batch_line_example() -> None:
     assert (batch.base_s, batch.per_sequence_s) == pytest.approx((44.7, 1.054), abs=0.001)
 
 
+@pytest.mark.parametrize(
+    ("pooled", "batch", "replicas", "expected"),
+    [
+        # Erlang: 2 Erlangs on 3 servers held 1 s: 4/9 of arrivals wait, a wait's tail decays at 1/s.
+        (True, None, 1, 4 / 9),
+        # Each of 2 replicas its own 3 servers with half of 4 Erlangs: the same as one alone.
+        (False, None, 2, 4 / 9),
+        # 4 Erlangs pooled over 6 servers: C(6, 4) = 0.285, decaying at 2/s.
+        (True, None, 2, queueing.erlang_c(6, 4.0) / 2.0),
+        # The batch's chain: P(wait) over its decay, batch_wait's pair.
+        (True, load.Batch(1.0, 0.05), 1, None),
+    ],
+)
+def test_the_mean_wait_is_the_chance_of_waiting_over_the_tails_decay(
+    pooled: bool, batch: load.Batch | None, replicas: int, expected: float | None
+) -> None:
+    """``Resource.mean_wait``: ``P(wait) / decay``, what the measured mean queue time bounds a cut by
+    (``scaler.decider.calibration``)."""
+    offered = 2.0 * replicas  # 2 Erlangs a replica
+    resource = load.Resource("slots", 3.0, offered, offered, 1.0, 1.0, None, pooled, batch)
+    if expected is None:
+        assert batch is not None
+        waits, decay = queueing.batch_wait(*batch.chain(3.0, replicas, offered / 1.0, pooled))
+        expected = waits / decay
+    assert resource.mean_wait(replicas, 100) == pytest.approx(expected)
+    assert resource.mean_wait(replicas, 100) > 0.0
+    assert load.Resource("slots", 3.0, 3.0, 3.0, 1.0, 1.0).mean_wait(1, 100) == float("inf")  # no room
+
+
 def test_a_batch_that_slows_as_it_grows_is_sized_for_its_longer_holds() -> None:
     """2 requests/s each 60 s in service (120 sequences) on 60 slots a replica, decoding at 35 ms a
     token on the line 26 ms + 0.62 ms a sequence. Erlang's model holds every fleet to the 60 s of

@@ -26,7 +26,10 @@ refresh later). There, both ways, by inverting the model at the fleet as it stan
 log space, ``scale_meeting``):
 
     late beyond the budget (measured share > lateBudget) and more than the model says:
-        cut   = the scale at which the model's late share is the one measured   (at most halved)
+        cut   = the scale at which the model's late share is the one measured   (at most halved),
+                but no lower than the scale at which the model's mean wait is the
+                one measured: the mean queue time (where the engine exports one), or
+                waiting / arrivals now where longer
     within the budget, a rate window of at least TAIL_REQUESTS first tokens:
         tail  = the scale at which the model's p99 TTFT is the p99 measured     (x1/2 .. x4)
 
@@ -38,7 +41,18 @@ log space, ``scale_meeting``):
     scale  <- called                                          at once where it is lower
     scale  <- min(called, scale x exp(w))                     where higher, w = 1 - exp(-dt / tau)
 
-with ``tau`` = ``calibration_time_constant_s``. A model too optimistic is tightened at the refresh
+with ``tau`` = ``calibration_time_constant_s``. A cut says the fleet is short of capacity, so that its
+requests wait; below the scale at which the model's mean wait (``P(wait) / decay``, summed over the
+resources: ``scaler.decider.signals.load.wait_now``) is the mean queue time measured (vLLM's and
+SGLang's queue-time histograms), the model would have them wait longer than they were seen to. That
+histogram is observed as requests finish, a time in service after a burst made them wait, so the
+requests waiting now over the arrivals (their mean wait by Little's law) stand for it where longer. A
+late share that the waits do not explain (prompts whose own prefill is long, a step's length, a
+few requests behind one long prompt) is not the fleet's size, and no cut chases it: on a day of
+ServeGen traffic (fluid world, least-outstanding dispatch) minutes 0.5-1.3% late at fleets whose
+requests waited 0.01-0.04 s on average had cut the scale from 1 to 0.33 over seven hours, the fleet
+at its GPU limit with the model expecting a third of first tokens late while 0.01% of the day's
+were. A model too optimistic is tightened at the refresh
 that shows it; one too pessimistic is loosened as surely, a step each refresh, each step one the
 next refreshes can refute, and never past a scale that was late within the error window (the late
 first tokens it cost are remembered, not looked for again). The tails loosen but do not tighten
@@ -253,8 +267,27 @@ def _learn(
 
     if burn > 1.0 and late(state.scale) < measured:
         cut_to = scale_meeting(late, state.scale, measured, down=True)
-        state = replace(state, cut=(*state.cut, (t, cut_to)))
-        return state.settle(0.0, params)
+        waited = obs.queue_time_mean_seconds
+        if waited is not None and obs.queue_waiting is not None and demand.arrivals_per_s:
+            # The histogram is observed as requests finish, a time in service after a burst made them
+            # wait; those waiting now wait waiting / arrivals on average (Little's law) as it happens.
+            waited = max(waited, obs.queue_waiting / demand.arrivals_per_s)
+        if stages.wait_bound and waited is not None:
+
+            def wait(scale: float) -> float:
+                scaled_at = scaled(capacity, scale)
+                found = load_signal.wait_now(
+                    spec, scaled_at, demand, seen.prompt, seen.concurrency, ready, obs, params, stages
+                )
+                return 0.0 if found is None else found
+
+            # No lower than the waits measured allow: below it the model would have the requests wait
+            # longer on average than they were seen to.
+            cut_to = max(cut_to, scale_meeting(wait, state.scale, waited, down=True))
+        if cut_to < state.scale:
+            state = replace(state, cut=(*state.cut, (t, cut_to)))
+            return state.settle(0.0, params)
+        return state
     return _tail(state, seen, spec, params, measured, stages)
 
 

@@ -60,6 +60,10 @@ class Stages:
     """Size the batch slots with each request's time in service growing with its replica's batch, by
     the measured inter-token latency's line (removed: the time in service measured now, at every
     fleet size; ``scaler.decider.signals.load.Batch``)."""
+    wait_bound: bool = True
+    """Cut the scale no lower than the measured mean queue time allows: the model's mean wait at the
+    fleet as it stands no longer than the one measured (removed: to wherever the model's late share is
+    the one measured; ``scaler.decider.calibration``)."""
     size_slots: bool = True
     """Size the batch slots as a resource (removed: the prefill alone)."""
 

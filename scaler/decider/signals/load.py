@@ -202,6 +202,32 @@ class Resource:
             servers, self.load * scale * (1.0 + error) * share_of, hold, self.allowance_s, exact
         )
 
+    def mean_wait(self, replicas: int, exact: int) -> float:
+        """The mean wait for this resource with ``replicas`` at the demand's level now, as ``_late_at``
+        reads it: ``P(wait) / decay`` (a wait's tail decays at ``decay`` a second), 0 where nobody
+        waits, infinite where the queue grows."""
+        if replicas < 1:
+            return math.inf if self.load_now > 0 else 0.0
+        if self.batch is not None:
+            arrivals = self.load_now / self.hold_s
+            waits, decay = batch_wait(*self.batch.chain(self.per_replica, replicas, arrivals, self.pooled))
+        else:
+            hold, scale = self.hold_s, 1.0
+            if self.stretch is not None:
+                scale = self.stretch.factor(replicas, self.hold_s)
+                hold = hold * scale
+            servers = replicas * self.per_replica if self.pooled else self.per_replica
+            load = self.load_now * scale * (1.0 if self.pooled else 1.0 / replicas)
+            c = math.floor(servers)
+            if not math.isfinite(scale) or load >= c:
+                return math.inf
+            if load <= 0 or hold <= 0:
+                return 0.0
+            waits, decay = erlang_c(c, load, exact), (c - load) / hold
+        if waits <= 0:
+            return 0.0
+        return waits / decay if decay > 0 else math.inf
+
     def wait_quantile(self, replicas: int, quantile: float) -> float:
         """The wait the model gives this resource's ``quantile`` of requests with ``replicas`` at the
         demand's level now: ``ln(P(wait) / (1 - q)) / decay``, Erlang's ``decay = (c - a) / h`` or the
@@ -536,6 +562,26 @@ def late_now(
         return None
     current = [replace(r, load=r.load_now) for r, _ in found]
     return min(1.0, sum(r.late(replicas, ((0.0, 1),), 1.0, 0.0, params.exact_servers) for r in current))
+
+
+def wait_now(
+    spec: DeciderSpec,
+    capacity: Capacity,
+    demand: Demand,
+    prompt: Forecast | None,
+    concurrency: Forecast | None,
+    replicas: int,
+    now: Observation | None = None,
+    params: DeciderParams = DEFAULT,
+    stages: Stages = ALL,
+) -> float | None:
+    """The mean wait the model gives a request with ``replicas`` at the demand's level now: the sum of
+    its resources' (``Resource.mean_wait``). What the measured queue time is compared with
+    (``scaler.decider.calibration``)."""
+    found = _sized_now(spec, capacity, demand, prompt, concurrency, now, stages)
+    if not found:
+        return None
+    return math.fsum(r.mean_wait(replicas, params.exact_servers) for r, _ in found)
 
 
 def ttft_quantile_now(
