@@ -43,7 +43,7 @@ log space, ``scale_meeting``):
 
 with ``tau`` = ``calibration_time_constant_s``. A cut says the fleet is short of capacity, so that its
 requests wait; below the scale at which the model's mean wait (``P(wait) / decay``, summed over the
-resources: ``scaler.decider.signals.load.wait_now``) is the mean queue time measured (vLLM's and
+resources: ``scaler.decider.signals.load.ModelNow.mean_wait``) is the mean queue time measured (vLLM's and
 SGLang's queue-time histograms), the model would have them wait longer than they were seen to. That
 histogram is observed as requests finish, a time in service after a burst made them wait, so the
 requests waiting now over the arrivals (their mean wait by Little's law) stand for it where longer. A
@@ -260,10 +260,8 @@ def _learn(
     state = replace(state, burn=burn)
 
     def late(scale: float) -> float:
-        found = load_signal.late_now(
-            spec, scaled(capacity, scale), demand, seen.prompt, seen.concurrency, ready, obs, params, stages
-        )
-        return 0.0 if found is None else found
+        found = _model(seen, spec, scale, stages)
+        return 0.0 if found is None else found.late(ready, params.exact_servers)
 
     if burn > 1.0 and late(state.scale) < measured:
         cut_to = scale_meeting(late, state.scale, measured, down=True)
@@ -275,11 +273,8 @@ def _learn(
         if stages.wait_bound and waited is not None:
 
             def wait(scale: float) -> float:
-                scaled_at = scaled(capacity, scale)
-                found = load_signal.wait_now(
-                    spec, scaled_at, demand, seen.prompt, seen.concurrency, ready, obs, params, stages
-                )
-                return 0.0 if found is None else found
+                found = _model(seen, spec, scale, stages)
+                return 0.0 if found is None else found.mean_wait(ready, params.exact_servers)
 
             # No lower than the waits measured allow: below it the model would have the requests wait
             # longer on average than they were seen to.
@@ -289,6 +284,14 @@ def _learn(
             return state.settle(0.0, params)
         return state
     return _tail(state, seen, spec, params, measured, stages)
+
+
+def _model(seen: Refresh, spec: DeciderSpec, scale: float, stages: Stages) -> load_signal.ModelNow | None:
+    """The load signal's model at the demand's level now with the capacity read at ``scale``."""
+    sizing = load_signal.Sizing(
+        spec, scaled(seen.capacity, scale), seen.demand, seen.prompt, seen.concurrency, seen.obs
+    )
+    return load_signal.model_now(sizing, stages)
 
 
 def _tail(
@@ -309,19 +312,8 @@ def _tail(
         return state
 
     def modelled(scale: float) -> float:
-        found = load_signal.ttft_quantile_now(
-            spec,
-            scaled(seen.capacity, scale),
-            demand,
-            seen.prompt,
-            seen.concurrency,
-            ready,
-            TAIL,
-            obs,
-            params,
-            stages,
-        )
-        return 0.0 if found is None else found
+        found = _model(seen, spec, scale, stages)
+        return 0.0 if found is None else found.ttft_quantile(ready, TAIL)
 
     called = scale_meeting(modelled, state.scale, tail, down=None)
     return replace(state, raised=(*state.raised, (obs.timestamp, called)))

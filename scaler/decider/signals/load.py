@@ -527,84 +527,42 @@ def need(
     )
 
 
-def _sized_now(
-    spec: DeciderSpec,
-    capacity: Capacity,
-    demand: Demand,
-    prompt: Forecast | None,
-    concurrency: Forecast | None,
-    now: Observation | None,
-    stages: Stages,
-) -> list[tuple[Resource, Forecast]]:
-    """The resources the demand is sized on (``resources``), none without a forecast: what the
-    model's figures at the demand's level now are read from."""
-    if prompt is None and concurrency is None:
-        return []
-    found, _ = resources(Sizing(spec, capacity, demand, prompt, concurrency, now), "", stages)
-    return found
+@dataclass(frozen=True, slots=True)
+class ModelNow:
+    """The model at the demand's level now (no forecast error), for a fleet of any size: what the
+    calibration (``scaler.decider.calibration``) compares the measured late share, queue time and
+    TTFT tail with. ``prefill_s`` is a request's own prefill (its prompt over the prefill rate)."""
+
+    resources: tuple[Resource, ...]
+    prefill_s: float
+
+    def late(self, replicas: int, exact: int) -> float:
+        """The share of first tokens expected late with ``replicas``: the resources' late shares."""
+        current = (replace(r, load=r.load_now) for r in self.resources)
+        return min(1.0, sum(r.late(replicas, ((0.0, 1),), 1.0, 0.0, exact) for r in current))
+
+    def mean_wait(self, replicas: int, exact: int) -> float:
+        """The mean wait a request is given with ``replicas``: the sum of its resources'
+        (``Resource.mean_wait``)."""
+        return math.fsum(r.mean_wait(replicas, exact) for r in self.resources)
+
+    def ttft_quantile(self, replicas: int, quantile: float) -> float:
+        """The TTFT of the ``quantile`` of first tokens with ``replicas``: the request's own prefill
+        and the longest of the resources' waits at that quantile."""
+        return self.prefill_s + max(r.wait_quantile(replicas, quantile) for r in self.resources)
 
 
-def late_now(
-    spec: DeciderSpec,
-    capacity: Capacity,
-    demand: Demand,
-    prompt: Forecast | None,
-    concurrency: Forecast | None,
-    replicas: int,
-    now: Observation | None = None,
-    params: DeciderParams = DEFAULT,
-    stages: Stages = ALL,
-) -> float | None:
-    """The share of first tokens the model expects late with ``replicas`` at the demand's level now
-    (no forecast error): what the measured share over the objective is compared with."""
-    found = _sized_now(spec, capacity, demand, prompt, concurrency, now, stages)
+def model_now(sizing: Sizing, stages: Stages = ALL) -> ModelNow | None:
+    """The model of the resources the demand is sized on (``resources``) at its level now, or None
+    where no resource has a forecast to size on."""
+    if sizing.prompt is None and sizing.concurrency is None:
+        return None
+    found, _ = resources(sizing, "", stages)
     if not found:
         return None
-    current = [replace(r, load=r.load_now) for r, _ in found]
-    return min(1.0, sum(r.late(replicas, ((0.0, 1),), 1.0, 0.0, params.exact_servers) for r in current))
-
-
-def wait_now(
-    spec: DeciderSpec,
-    capacity: Capacity,
-    demand: Demand,
-    prompt: Forecast | None,
-    concurrency: Forecast | None,
-    replicas: int,
-    now: Observation | None = None,
-    params: DeciderParams = DEFAULT,
-    stages: Stages = ALL,
-) -> float | None:
-    """The mean wait the model gives a request with ``replicas`` at the demand's level now: the sum of
-    its resources' (``Resource.mean_wait``). What the measured queue time is compared with
-    (``scaler.decider.calibration``)."""
-    found = _sized_now(spec, capacity, demand, prompt, concurrency, now, stages)
-    if not found:
-        return None
-    return math.fsum(r.mean_wait(replicas, params.exact_servers) for r, _ in found)
-
-
-def ttft_quantile_now(
-    spec: DeciderSpec,
-    capacity: Capacity,
-    demand: Demand,
-    prompt: Forecast | None,
-    concurrency: Forecast | None,
-    replicas: int,
-    quantile: float,
-    now: Observation | None = None,
-    params: DeciderParams = DEFAULT,
-    stages: Stages = ALL,
-) -> float | None:
-    """The TTFT the model gives the ``quantile`` of first tokens with ``replicas`` at the demand's level
-    now: the prompt's prefill and the longest of the resources' waits at that quantile. What the
-    measured TTFT tail is compared with (``scaler.decider.calibration``)."""
-    found = _sized_now(spec, capacity, demand, prompt, concurrency, now, stages)
-    if not found:
-        return None
-    p, per_request = capacity.prefill_tokens_per_s, demand.prompt_tokens_per_request
+    p, per_request = sizing.capacity.prefill_tokens_per_s, sizing.demand.prompt_tokens_per_request
     prefill_s = per_request / p if p and per_request else 0.0
-    return prefill_s + max(r.wait_quantile(replicas, quantile) for r, _ in found)
+    return ModelNow(tuple(r for r, _ in found), prefill_s)
 
 
 def propose(load: LoadNeed | None, why_not: str) -> Proposal:
