@@ -206,24 +206,7 @@ class Resource:
         """The mean wait for this resource with ``replicas`` at the demand's level now, as ``_late_at``
         reads it: ``P(wait) / decay`` (a wait's tail decays at ``decay`` a second), 0 where nobody
         waits, infinite where the queue grows."""
-        if replicas < 1:
-            return math.inf if self.load_now > 0 else 0.0
-        if self.batch is not None:
-            arrivals = self.load_now / self.hold_s
-            waits, decay = batch_wait(*self.batch.chain(self.per_replica, replicas, arrivals, self.pooled))
-        else:
-            hold, scale = self.hold_s, 1.0
-            if self.stretch is not None:
-                scale = self.stretch.factor(replicas, self.hold_s)
-                hold = hold * scale
-            servers = replicas * self.per_replica if self.pooled else self.per_replica
-            load = self.load_now * scale * (1.0 if self.pooled else 1.0 / replicas)
-            c = math.floor(servers)
-            if not math.isfinite(scale) or load >= c:
-                return math.inf
-            if load <= 0 or hold <= 0:
-                return 0.0
-            waits, decay = erlang_c(c, load, exact), (c - load) / hold
+        waits, decay = self._waiting(replicas, exact, stretched=True)
         if waits <= 0:
             return 0.0
         return waits / decay if decay > 0 else math.inf
@@ -231,24 +214,34 @@ class Resource:
     def wait_quantile(self, replicas: int, quantile: float) -> float:
         """The wait the model gives this resource's ``quantile`` of requests with ``replicas`` at the
         demand's level now: ``ln(P(wait) / (1 - q)) / decay``, Erlang's ``decay = (c - a) / h`` or the
-        batch's (``Batch``); 0 where fewer than ``1 - q`` wait at all, infinite where the queue grows."""
-        if replicas < 1:
-            return math.inf if self.load_now > 0 else 0.0
-        servers = replicas * self.per_replica if self.pooled else self.per_replica
-        if self.batch is not None:
-            arrivals = self.load_now / self.hold_s
-            waits, decay = batch_wait(*self.batch.chain(self.per_replica, replicas, arrivals, self.pooled))
-        else:
-            load, c = self.load_now if self.pooled else self.load_now / replicas, math.floor(servers)
-            if load <= 0:
-                return 0.0
-            if load >= c:
-                return math.inf
-            waits = erlang_c(c, load)
-            decay = (c - load) / self.hold_s if self.hold_s > 0 else math.inf
+        batch's (``Batch``); 0 where fewer than ``1 - q`` wait at all, infinite where the queue grows.
+        The hold is not stretched with the fleet here (``mean_wait``'s is)."""
+        waits, decay = self._waiting(replicas, DEFAULT.exact_servers, stretched=False)
         if waits <= 1.0 - quantile:
             return 0.0
         return math.log(waits / (1.0 - quantile)) / decay if decay > 0 else math.inf
+
+    def _waiting(self, replicas: int, exact: int, stretched: bool) -> tuple[float, float]:
+        """``(P(wait), decay)`` with ``replicas`` at the demand's level now: Erlang's (``decay = (c -
+        a) / h``, the hold stretched with the fleet where ``stretched``) or the batch's chain's.
+        ``(0, inf)`` where nobody waits, ``(1, 0)`` where the queue grows."""
+        if replicas < 1:
+            return (1.0, 0.0) if self.load_now > 0 else (0.0, math.inf)
+        if self.batch is not None:
+            arrivals = self.load_now / self.hold_s
+            return batch_wait(*self.batch.chain(self.per_replica, replicas, arrivals, self.pooled))
+        hold, scale = self.hold_s, 1.0
+        if stretched and self.stretch is not None:
+            scale = self.stretch.factor(replicas, self.hold_s)
+            hold = hold * scale
+        servers = replicas * self.per_replica if self.pooled else self.per_replica
+        load = self.load_now * scale * (1.0 if self.pooled else 1.0 / replicas)
+        c = math.floor(servers)
+        if not math.isfinite(scale) or (load > 0 and load >= c):
+            return 1.0, 0.0
+        if load <= 0 or hold <= 0:
+            return 0.0, math.inf
+        return erlang_c(c, load, exact), (c - load) / hold
 
     def stable(self) -> int:
         """The fewest replicas with more servers than the forecast's load."""
