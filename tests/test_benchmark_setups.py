@@ -224,3 +224,22 @@ def test_hours_cut_a_cell_s_trace_and_a_bad_pair_is_named(capsys: pytest.Capture
         with pytest.raises(SystemExit):
             decision_quality._hours(parser, [bad])
         assert f"--hours {bad}: want TRACE=H" in capsys.readouterr().err
+
+
+def test_the_constant_fleet_is_the_smallest_within_reach_of_the_clairvoyant() -> None:
+    """``constant_fleet`` stops at the first constant fleet within 2 points of the clairvoyant: that
+    one is, the one a replica smaller is not, and its ratio is its GPU-hours over the frontier's."""
+    from benchmarks import constant_fleet
+
+    cell = decision_quality.Cell("bursty", 0, "separate", "v1", hours=0.5)
+    found = constant_fleet.constant_cell(cell)
+    chosen = found["constant"]
+    assert chosen["within_objective"] >= found["clairvoyant"] - constant_fleet.WITHIN
+    assert chosen["replicas"] > 2, "a cell the smallest fleet meets shows nothing"
+    trace = decision_quality.cell_trace(cell)
+    objective_s = decision_quality.objective("bursty")
+    cfg, _, _, _ = decision_quality.reference(trace, decision_quality.fleet(cell), objective_s)
+    attainment, hours = constant_fleet.held(trace, cfg, chosen["replicas"], objective_s)
+    assert (attainment, hours) == (chosen["within_objective"], chosen["gpu_hours"])
+    smaller, _ = constant_fleet.held(trace, cfg, chosen["replicas"] - 1, objective_s)
+    assert smaller < found["clairvoyant"] - constant_fleet.WITHIN

@@ -206,6 +206,7 @@ HOW: dict[str, Run | By | NotRun] = {
         " --profile llama-3-70b-4xh100 --rate 8"
     ): NotRun(BENCHMARK),
     ".venv/bin/python benchmarks/router_quality.py": NotRun(BENCHMARK),
+    ".venv/bin/python benchmarks/constant_fleet.py": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.pd_quality": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.gpu_gate": NotRun(BENCHMARK),
     ".venv/bin/python -m benchmarks.inert_probe": NotRun(BENCHMARK),
