@@ -144,13 +144,6 @@ class Calibration:
         least = min((v for _, v in self.cut), default=math.inf)
         return min(most, least)
 
-    def describe(self) -> str:
-        """The scale in words, for a decision's reason."""
-        return (
-            f"capacity scale {self.scale:.2f} ({len(self.raised)} tails, {len(self.cut)} late refreshes"
-            " within the error window)"
-        )
-
     def forget(self, t: float, params: DeciderParams) -> Calibration:
         """The evidence no older than the error window at ``t``."""
         cutoff = t - params.error_window_s
