@@ -228,7 +228,7 @@ def test_hours_cut_a_cell_s_trace_and_a_bad_pair_is_named(capsys: pytest.Capture
 
 def test_the_constant_fleet_is_the_smallest_within_reach_of_the_clairvoyant() -> None:
     """``constant_fleet`` stops at the first constant fleet within 2 points of the clairvoyant: that
-    one is, the one a replica smaller is not, and its ratio is its GPU-hours over the frontier's."""
+    one is, and the one a replica smaller is not; its figures are the fleet's replayed alone."""
     from benchmarks import constant_fleet
 
     cell = decision_quality.Cell("bursty", 0, "separate", "v1", hours=0.5)
