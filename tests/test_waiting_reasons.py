@@ -51,10 +51,14 @@ def test_the_waiting_reasons_are_read_where_exported_and_unknown_where_not(stack
     def read() -> dict[object, Readings]:
         return reader.read([new, old])
 
+    # Every figure asserted below, read at once: the pods are scraped one at a time, so a read may
+    # come between the first series of a fleet and its last.
     got = eventually(
         read,
         lambda r: (
-            r["new"].values.get(Input.QUEUE_WAITING_CAPACITY) == 6
+            r["new"].values.get(Input.QUEUE_WAITING) == 10
+            and r["new"].values.get(Input.QUEUE_WAITING_CAPACITY) == 6
+            and r["new"].values.get(Input.QUEUE_WAITING_DEFERRED) == 4
             and r["old"].values.get(Input.QUEUE_WAITING) == 10
         ),
         timeout=25,
