@@ -306,7 +306,7 @@ def _tail(
 
     def modelled(scale: float) -> float:
         found = _model(seen, spec, scale, stages)
-        return 0.0 if found is None else found.ttft_quantile(ready, TAIL)
+        return 0.0 if found is None else found.ttft_quantile(ready, TAIL, params.exact_servers)
 
     called = scale_meeting(modelled, state.scale, tail, down=None)
     return replace(state, raised=(*state.raised, (obs.timestamp, called)))

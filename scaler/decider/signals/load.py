@@ -211,12 +211,12 @@ class Resource:
             return 0.0
         return waits / decay if decay > 0 else math.inf
 
-    def wait_quantile(self, replicas: int, quantile: float) -> float:
+    def wait_quantile(self, replicas: int, quantile: float, exact: int) -> float:
         """The wait the model gives this resource's ``quantile`` of requests with ``replicas`` at the
         demand's level now: ``ln(P(wait) / (1 - q)) / decay``, Erlang's ``decay = (c - a) / h`` or the
         batch's (``Batch``); 0 where fewer than ``1 - q`` wait at all, infinite where the queue grows.
         The hold is not stretched with the fleet here (``mean_wait``'s is)."""
-        waits, decay = self._waiting(replicas, DEFAULT.exact_servers, stretched=False)
+        waits, decay = self._waiting(replicas, exact, stretched=False)
         if waits <= 1.0 - quantile:
             return 0.0
         return math.log(waits / (1.0 - quantile)) / decay if decay > 0 else math.inf
@@ -539,10 +539,10 @@ class ModelNow:
         (``Resource.mean_wait``)."""
         return math.fsum(r.mean_wait(replicas, exact) for r in self.resources)
 
-    def ttft_quantile(self, replicas: int, quantile: float) -> float:
+    def ttft_quantile(self, replicas: int, quantile: float, exact: int) -> float:
         """The TTFT of the ``quantile`` of first tokens with ``replicas``: the request's own prefill
         and the longest of the resources' waits at that quantile."""
-        return self.prefill_s + max(r.wait_quantile(replicas, quantile) for r in self.resources)
+        return self.prefill_s + max(r.wait_quantile(replicas, quantile, exact) for r in self.resources)
 
 
 def model_now(sizing: Sizing, stages: Stages = ALL) -> ModelNow | None:
