@@ -32,10 +32,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from benchmarks import decision_quality as dq  # noqa: E402
 from benchmarks.harness import run_cells, trace_parser  # noqa: E402
-from scaler.replay.compare import BUCKET_S  # noqa: E402
+from scaler.replay.compare import held_at  # noqa: E402
 from scaler.replay.fleet.cluster import ClusterConfig  # noqa: E402
-from scaler.replay.policies import ClairvoyantPolicy  # noqa: E402
-from scaler.replay.replay import run  # noqa: E402
 from scaler.replay.trace import Trace  # noqa: E402
 
 WITHIN = 0.02  # the bursty target: within 2 points of the clairvoyant's attainment
@@ -44,8 +42,7 @@ HOURS = 2.0  # the acceptance run's bursty length (--hours bursty=2)
 
 def held(trace: Trace, cfg: ClusterConfig, n: int, objective_s: float) -> tuple[float, float]:
     """``n`` replicas Ready all along: the share of first tokens within the objective, and GPU-hours."""
-    policy = ClairvoyantPolicy("constant", [n], BUCKET_S, cfg.cold_start_s, n)
-    result = run(trace, cfg, policy, dq.START, n)
+    result = held_at(trace, cfg, dq.START, n, "constant")
     return float(np.mean(result.ttft <= objective_s)), result.gpu_seconds / 3600.0
 
 

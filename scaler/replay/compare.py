@@ -186,9 +186,20 @@ def static_at_peak(
     progress: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Replay the static pool: ``search.peak`` replicas Ready for the whole span (module docstring)."""
-    peak = search.peak
-    policy = ClairvoyantPolicy(STATIC, [peak], BUCKET_S, cfg.cold_start_s, peak)
-    return run(trace, cfg, policy, start, peak, progress=progress)
+    return held_at(trace, cfg, start, search.peak, STATIC, progress)
+
+
+def held_at(
+    trace: Trace,
+    cfg: ClusterConfig,
+    start: datetime,
+    replicas: int,
+    name: str,
+    progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Replay ``replicas`` Ready for the whole span, the policy named ``name``."""
+    policy = ClairvoyantPolicy(name, [replicas], BUCKET_S, cfg.cold_start_s, replicas)
+    return run(trace, cfg, policy, start, replicas, progress=progress)
 
 
 @dataclass
