@@ -333,11 +333,12 @@ def start_empty_server() -> tuple[subprocess.Popen[bytes], int]:
 
 def wait_serving(port: int, timeout_s: float = 60.0) -> None:
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    grpc.channel_ready_future(channel).result(timeout=timeout_s)
     health = health_pb2_grpc.HealthStub(channel)
     deadline = time.monotonic() + timeout_s
+    # Waiting for the channel in the call starts no connectivity-polling thread to race its close
+    # (tests/helpers.py:wait_serving).
     while (
-        health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        health.Check(health_pb2.HealthCheckRequest(), timeout=timeout_s, wait_for_ready=True).status
         != health_pb2.HealthCheckResponse.SERVING
     ):
         if time.monotonic() > deadline:

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from scaler.config import parse_metadata
 from scaler.decider.engine import Engine
@@ -221,12 +222,23 @@ def serve(port: int, *args: str, env: Mapping[str, str] | None = None) -> subpro
 def wait_serving(proc: subprocess.Popen[str], channel: grpc.Channel) -> None:
     """Wait until ``scaler serve`` in ``proc`` accepts gRPC on ``channel``, or fail with its stderr
     if it ended first. The condition, not a deadline: how long a process takes to import and bind
-    depends on the machine's load (pytest-timeout bounds a server that never comes)."""
+    depends on the machine's load (pytest-timeout bounds a server that never comes).
+
+    It asks the health service, waiting for the channel to be ready, rather than
+    ``grpc.channel_ready_future``: a ready future that timed out stays subscribed, and its
+    connectivity-polling thread then races the channel's close (``Channel closed!`` raised in that
+    thread, seen as a warning under load). A call starts no thread."""
+    health = health_pb2_grpc.HealthStub(channel)
     while True:
         try:
-            grpc.channel_ready_future(channel).result(timeout=1)
+            health.Check(health_pb2.HealthCheckRequest(), timeout=1, wait_for_ready=True)
             return
-        except grpc.FutureTimeoutError:
+        except grpc.RpcError as exc:
+            if (
+                exc.code() is not grpc.StatusCode.DEADLINE_EXCEEDED
+                and exc.code() is not grpc.StatusCode.UNAVAILABLE
+            ):
+                raise
             if proc.poll() is not None:
                 _, err = proc.communicate()
                 pytest.fail(f"scaler serve ended with status {proc.returncode} before serving: {err[-2000:]}")
