@@ -50,7 +50,7 @@ def constant_cell(cell: dq.Cell) -> dict[str, Any]:
     """The cell's clairvoyant, and constant fleets from 2 replicas up to the first within WITHIN of it."""
     began = time.perf_counter()
     trace = dq.cell_trace(cell)
-    objective_s = dq.objective(cell.trace)
+    objective_s = cell.objective_s
     cfg, clairvoyant, search, _ = dq.reference(trace, dq.fleet(cell), objective_s)
     points = dq.frontier(trace, cfg, search, objective_s, 1)
     reached = float(np.mean(clairvoyant.ttft <= objective_s))

@@ -364,12 +364,19 @@ class Cell(NamedTuple):
     hours: float | None = None  # the trace's length: HOURS, unless --hours cuts it
     profile: str = STEP_PROFILE  # the step physics' replica (--profile)
     rate: float = 1.0  # the trace replayed this many times as fast (--rate)
+    objective_x: float = 1.0  # the trace's TTFT objective times this (--objective)
 
     def describe(self) -> str:
         length = "" if self.hours is None else f" ({self.hours:g} h)"
         replica = f" {self.profile}" if self.physics == "step" and self.profile != STEP_PROFILE else ""
         faster = f" x{self.rate:g}" if self.rate != 1.0 else ""
-        return f"{self.trace}{length}{faster} seed {self.seed} {self.physics}{replica} {self.serving}"
+        looser = f" objective x{self.objective_x:g}" if self.objective_x != 1.0 else ""
+        return f"{self.trace}{length}{faster}{looser} seed {self.seed} {self.physics}{replica} {self.serving}"
+
+    @property
+    def objective_s(self) -> float:
+        """The TTFT objective the cell's service holds: the trace's (``objective``) times ``--objective``."""
+        return objective(self.trace) * self.objective_x
 
 
 def fleet(cell: Cell) -> ClusterConfig:
@@ -458,13 +465,13 @@ def reference_cell(job: tuple[Cell, bool]) -> dict[str, Any]:
     cell, full = job
     began = time.perf_counter()
     trace = cell_trace(cell)
-    objective_s = objective(cell.trace)
+    objective_s = cell.objective_s
     cfg, ref, search, initial = reference(trace, fleet(cell), objective_s)
     results = []
     if full:
         published = load_scaledobject_model(HERE / "baseline-published.yaml")
         results.append(run_policy(KedaPolicy("published", published), trace, cfg, START, initial))
-    results.append(run_policy(reference_policy(cell, objective_s), trace, cfg, START, initial))
+    results.append(run_policy(reference_policy(cell), trace, cfg, START, initial))
     results.append(ref)
     results.append(static_at_peak(trace, cfg, START, search))  # issue 30: held at the clairvoyant's peak
     rows = [dataclasses.asdict(f) for f in all_figures(results, objective_s)]
@@ -485,10 +492,9 @@ def reference_cell(job: tuple[Cell, bool]) -> dict[str, Any]:
     )
 
 
-def with_truth(
-    so: ScaledObjectModel, cell: Cell, factor: float | None, objective_s: float
-) -> ScaledObjectModel:
-    """The ScaledObject with the cell's world's capacities (``truths``) times ``factor`` (None: none)."""
+def with_truth(so: ScaledObjectModel, cell: Cell, factor: float | None) -> ScaledObjectModel:
+    """The ScaledObject with the cell's world's capacities (``truths``) times ``factor`` (None: none),
+    at the cell's objective."""
     external = so.external
     assert external is not None
     metadata = dict(external.metadata)
@@ -499,16 +505,16 @@ def with_truth(
     else:
         metadata["promptTokensPerSecondPerReplica"] = f"{prefill * factor:.0f}"
         metadata["generationTokensPerSecondPerReplica"] = f"{decode * factor:.0f}"
-    if objective_s != 2.0:
-        metadata["ttftObjectiveSeconds"] = f"{objective_s:g}"
+    if cell.objective_s != 2.0:
+        metadata["ttftObjectiveSeconds"] = f"{cell.objective_s:g}"
     triggers = tuple(ExternalTrigger(t.name, metadata) if t is external else t for t in so.triggers)
     return dataclasses.replace(so, triggers=triggers)
 
 
-def reference_policy(cell: Cell, objective_s: float) -> KedaPolicy:
+def reference_policy(cell: Cell) -> KedaPolicy:
     """The reference policy (scaler.replay.reference) on the cell's world's right capacities, through
     KEDA and an HPA with its default behaviour."""
-    so = with_truth(load_scaledobject_model(HERE / "scaledobject-70b.yaml"), cell, 1.0, objective_s)
+    so = with_truth(load_scaledobject_model(HERE / "scaledobject-70b.yaml"), cell, 1.0)
     so = dataclasses.replace(so, scaledobject=dataclasses.replace(so.scaledobject, behavior=Behavior()))
     policy = KedaPolicy(REFERENCE_NAME, so)
     assert policy.target_policy is not None
@@ -569,9 +575,9 @@ def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
     for spec in runs:
         began = time.perf_counter()
         trace = cell_trace(spec.cell)
-        objective_s = objective(spec.cell.trace)
+        objective_s = spec.cell.objective_s
         label = f"scaler, {spec.condition}"
-        so = with_truth(scaler_so, spec.cell, dict(CONDITIONS)[spec.condition], objective_s)
+        so = with_truth(scaler_so, spec.cell, dict(CONDITIONS)[spec.condition])
         policy = KedaPolicy(label, so)
         _ablate(spec.ablation)
         if spec.ablation in SWITCHES:
@@ -800,6 +806,7 @@ def verdicts(cells: Sequence[dict[str, Any]]) -> list[tuple[bool, str]]:
             hours=cell.get("hours"),
             profile=cell.get("profile", STEP_PROFILE),
             rate=cell.get("rate", 1.0),
+            objective_x=cell.get("objective_x", 1.0),
         ).describe()
         for label, _ in CONDITIONS:
             me = by[f"scaler, {label}"]
@@ -1003,6 +1010,13 @@ def main() -> int:
         help="every trace replayed this many times as fast (default 1): a faster --profile's fleet"
         " loaded to a size like the default's",
     )
+    parser.add_argument(
+        "--objective",
+        type=float,
+        default=1.0,
+        help="every trace's TTFT objective times this (default 1): a service that holds a looser or"
+        " tighter one, every policy and the clairvoyant's frontier graded against it",
+    )
     parser.add_argument("--workers", type=int, default=2, help="replays run in parallel (default 2)")
     parser.add_argument("--json", default=None, help="where the figures go (default benchmarks/results/...)")
     args = parser.parse_args()
@@ -1020,7 +1034,17 @@ def main() -> int:
     )
     began = time.perf_counter()
     cells = [
-        Cell(name, seed, physics, serving, args.kv_full, hours.get(name), args.profile, args.rate)
+        Cell(
+            name,
+            seed,
+            physics,
+            serving,
+            args.kv_full,
+            hours.get(name),
+            args.profile,
+            args.rate,
+            args.objective,
+        )
         for name in args.traces
         for seed in (seeds if name != "azure" else [0])  # a request trace is the same for every seed
         for physics in args.physics

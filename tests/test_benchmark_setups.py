@@ -22,6 +22,7 @@ from scaler.decider.params import DEFAULT, DeciderParams
 from scaler.decider.stages import ALL, Stages
 from scaler.model import Capacity
 from scaler.replay.fleet.cluster import ClusterConfig
+from scaler.replay.keda import load_scaledobject_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -209,6 +210,20 @@ def test_a_step_cell_on_another_profile_replays_its_replica_and_its_rate() -> No
     assert decision_quality.truths("azure", 0, "shared", fluid.profile) == decision_quality.truths(
         "azure", 0, "shared"
     )
+
+
+def test_a_looser_objective_is_the_one_the_scaler_and_the_grading_hold() -> None:
+    """``--objective 2``: the cell's objective is its trace's times two (Azure 4 s, long prompts 16 s),
+    the scaler's ScaledObject holds it (``ttftObjectiveSeconds``), and its name says so."""
+    loose = decision_quality.Cell("longprompt", 0, "step", "v1", objective_x=2.0)
+    assert loose.objective_s == 2 * decision_quality.objective("longprompt") == 16.0
+    assert decision_quality.Cell("azure", 0, "step", "v1", objective_x=2.0).objective_s == 4.0
+    assert decision_quality.Cell("azure", 0, "step", "v1").objective_s == 2.0
+    so = load_scaledobject_model(decision_quality.HERE / "scaledobject-70b.yaml")
+    external = decision_quality.with_truth(so, loose, 1.0).external
+    assert external is not None
+    assert external.metadata["ttftObjectiveSeconds"] == "16"
+    assert loose.describe() == "longprompt objective x2 seed 0 step v1"
 
 
 def test_hours_cut_a_cell_s_trace_and_a_bad_pair_is_named(capsys: pytest.CaptureFixture[str]) -> None:
