@@ -1027,6 +1027,9 @@ def main() -> int:
     ablations = ("none", *(args.only or MECHANISMS)) if args.ablation else ("none",)
     if args.conditions and not args.ablation:
         parser.error("--conditions is for --ablation (a full run replays every condition)")
+    for flag, value in (("--rate", args.rate), ("--objective", args.objective)):
+        if not value > 0:  # NaN too
+            parser.error(f"{flag} takes a factor above 0, not {value:g}")
     conditions = (
         tuple(args.conditions or ABLATION_CONDITIONS)
         if args.ablation

@@ -212,9 +212,12 @@ def test_a_step_cell_on_another_profile_replays_its_replica_and_its_rate() -> No
     )
 
 
-def test_a_looser_objective_is_the_one_the_scaler_and_the_grading_hold() -> None:
+def test_a_looser_objective_is_the_one_the_scaler_and_the_grading_hold(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``--objective 2``: the cell's objective is its trace's times two (Azure 4 s, long prompts 16 s),
-    the scaler's ScaledObject holds it (``ttftObjectiveSeconds``), and its name says so."""
+    the scaler's ScaledObject holds it (``ttftObjectiveSeconds``), and its name says so. A factor
+    of 0 or less is a usage error naming it, before anything is replayed."""
     loose = decision_quality.Cell("longprompt", 0, "step", "v1", objective_x=2.0)
     assert loose.objective_s == 2 * decision_quality.objective("longprompt") == 16.0
     assert decision_quality.Cell("azure", 0, "step", "v1", objective_x=2.0).objective_s == 4.0
@@ -224,6 +227,11 @@ def test_a_looser_objective_is_the_one_the_scaler_and_the_grading_hold() -> None
     assert external is not None
     assert external.metadata["ttftObjectiveSeconds"] == "16"
     assert loose.describe() == "longprompt objective x2 seed 0 step v1"
+    for flag, bad in (("--objective", "0"), ("--rate", "-1")):
+        monkeypatch.setattr("sys.argv", ["decision_quality.py", "--quick", flag, bad])
+        with pytest.raises(SystemExit):
+            decision_quality.main()
+        assert f"{flag} takes a factor above 0, not {bad}" in capsys.readouterr().err
 
 
 def test_hours_cut_a_cell_s_trace_and_a_bad_pair_is_named(capsys: pytest.CaptureFixture[str]) -> None:
