@@ -204,20 +204,11 @@ def objective(trace: str) -> float:
     return OBJECTIVES.get(trace, 2.0)
 
 
-def with_capacities(
-    so: ScaledObjectModel, factor: float | None, objective_s: float = 2.0
-) -> ScaledObjectModel:
-    """The ScaledObject with its capacity keys times ``factor`` (None: deleted), at the objective."""
+def without_capacities(so: ScaledObjectModel) -> ScaledObjectModel:
+    """The ScaledObject with its capacity keys deleted."""
     external = so.external
     assert external is not None
-    metadata = dict(external.metadata)
-    for key in CAPACITY_KEYS:
-        if factor is None:
-            metadata.pop(key, None)
-        elif key in metadata:
-            metadata[key] = f"{float(metadata[key]) * factor:g}"
-    if objective_s != 2.0:
-        metadata["ttftObjectiveSeconds"] = f"{objective_s:g}"
+    metadata = {k: v for k, v in external.metadata.items() if k not in CAPACITY_KEYS}
     triggers = tuple(ExternalTrigger(t.name, metadata) if t is external else t for t in so.triggers)
     return dataclasses.replace(so, triggers=triggers)
 
@@ -657,7 +648,7 @@ def bench_example(physics: str) -> dict[str, Any]:
     results = [
         run_policy(KedaPolicy("example", so), trace, cfg, START, initial),
         run_policy(
-            KedaPolicy("example, capacity keys deleted", with_capacities(so, None)),
+            KedaPolicy("example, capacity keys deleted", without_capacities(so)),
             trace,
             cfg,
             START,
