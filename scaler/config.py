@@ -283,7 +283,9 @@ class TargetPolicy(BaseModel):
     """GPUs one replica holds (`2` for tensor parallelism 2). Unset: read from the Deployment."""
     max_pending_replicas: int = Field(0, alias="maxPendingReplicas", ge=0, le=MAX_REPLICAS_LIMIT)
     """Replicas the GPU check lets wait Pending beyond the free GPUs, at most `maxReplicas`: `2`
-    lets a node autoscaler see two Pending pods."""
+    lets a node autoscaler see two Pending pods. Besides these, a scale-up the HPA's tolerance would
+    swallow is asked as the smallest step that lands even where the free GPUs fit only part of it:
+    the rest waits Pending ([decider.md](decider.md#what-sizes-the-fleet))."""
     max_staleness_seconds: float = Field(300.0, alias="maxStalenessSeconds", gt=0, le=86400)
     """Seconds without live inputs after which `GetMetrics` answers `UNAVAILABLE`, so that the
     ScaledObject's `fallback` takes over."""

@@ -46,7 +46,7 @@ class NoteKind(StrEnum):
     NOT_LANDED = "not_landed"  # the previous target has not landed, and why
     GPU_CHECK_SKIPPED = "gpu_check_skipped"  # the inventory is unknown and the check fails open
     GPU_CHECK_OFF = "gpu_check_off"  # gpuCheck=false
-    HPA_TOLERANCE = "hpa_tolerance"  # a step the HPA's tolerance swallows, beyond the room to step past it
+    HPA_TOLERANCE = "hpa_tolerance"  # the HPA's tolerance swallows a step; the one past it is beyond max
     KUEUE_QUOTA_UNKNOWN = "kueue_quota_unknown"  # Kueue admits the pods and their queue's quota is unknown
 
 

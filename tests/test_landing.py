@@ -340,34 +340,69 @@ def test_the_hpa_s_own_tolerance_is_read_per_direction() -> None:
 
 
 def decide_through_the_hpa(
-    want: int, current: int, hpa: HpaStatus | None = None, **policy: str
+    want: int, current: int, hpa: HpaStatus | None = None, schedulable: int = 50, **policy: str
 ) -> tuple[int, list[str], list[str]]:
-    """The policy alone: one proposal of ``want`` replicas at ``current``; (target, clamp kinds, notes)."""
+    """The policy alone: one proposal of ``want`` replicas at ``current``, ``schedulable`` more
+    fitting the free GPUs; (target, clamp kinds and their reasons, notes)."""
     from scaler.config import parse_metadata
     from scaler.decider.combine import combine
     from scaler.model import Proposal, Signal
 
     observation = Observation(
-        now=T0, current_replicas=current, ready_replicas=current, gpu_schedulable_replicas=50, hpa=hpa
+        now=T0,
+        current_replicas=current,
+        ready_replicas=current,
+        gpu_schedulable_replicas=schedulable,
+        hpa=hpa,
     )
     proposals = [Proposal(Signal.FLOOR, 1, "floor"), Proposal(Signal.QUEUE, want, "queue")]
     d = combine(proposals, observation, parse_metadata({"maxReplicas": "40", **policy}).spec)
-    return d.replicas, [c.kind.value for c in d.clamps if c.before != c.after], list(d.notes)
+    clamped = [c for c in d.clamps if c.before != c.after]
+    return d.replicas, [c.kind.value for c in clamped] + [c.reason for c in clamped], list(d.notes)
 
 
 def test_scale_ups_step_past_the_tolerance_and_scale_downs_it_swallows_hold() -> None:
     """A scale-up inside the tolerance steps past it; a swallowed scale-down holds instead."""
-    assert decide_through_the_hpa(11, 10)[:2] == (12, ["hpa_tolerance"])  # 11 would not land; 12 does
-    assert decide_through_the_hpa(9, 10)[:2] == (10, ["hpa_tolerance"])  # 9 would not land: hold 10
-    assert decide_through_the_hpa(8, 10)[:2] == (8, [])  # 8 lands as it is
-    assert decide_through_the_hpa(3, 2)[:2] == (3, [])  # below 10 replicas every step lands
+
+    def kinds(want: int, current: int, hpa: HpaStatus | None = None) -> tuple[int, list[str]]:
+        target, clamped, _ = decide_through_the_hpa(want, current, hpa)
+        return target, clamped[: len(clamped) // 2]
+
+    assert kinds(11, 10) == (12, ["hpa_tolerance"])  # 11 would not land; 12 does
+    assert kinds(9, 10) == (10, ["hpa_tolerance"])  # 9 would not land: hold 10
+    assert kinds(8, 10) == (8, [])  # 8 lands as it is
+    assert kinds(3, 2) == (3, [])  # below 10 replicas every step lands
     zero_up = HpaStatus("keda-hpa-llama", "inference", True, 0, 1, 40, 10, 10, (), 0.0, None)
-    assert decide_through_the_hpa(11, 10, zero_up)[:2] == (11, [])  # scaleUp tolerance 0: one replica lands
-    assert decide_through_the_hpa(9, 10, zero_up)[:2] == (10, ["hpa_tolerance"])  # scale-down keeps 0.1
+    assert kinds(11, 10, zero_up) == (11, [])  # scaleUp tolerance 0: one replica lands
+    assert kinds(9, 10, zero_up) == (10, ["hpa_tolerance"])  # scale-down keeps 0.1
 
 
-def test_a_step_past_the_tolerance_stays_under_max_and_the_free_gpus() -> None:
+def test_a_step_past_the_tolerance_stays_under_max_replicas() -> None:
     """A step past the tolerance never exceeds maxReplicas; the decision notes why it stopped."""
     target, clamps, notes = decide_through_the_hpa(40, 37)  # 40 is within 10% of 37; 41 is past maxReplicas
     assert (target, clamps) == (40, [])
-    assert any("HPA tolerance" in note and "beyond 40" in note for note in notes)
+    assert any("HPA tolerance" in note and "beyond maxReplicas=40" in note for note in notes)
+
+
+def test_a_step_past_the_tolerance_is_asked_where_the_free_gpus_fit_the_target_but_not_the_step() -> None:
+    """At 10 replicas with one more fitting the free GPUs, the load's 11 would not land: 12 is asked,
+    11 run and one waits Pending (held to 11, the fleet would stand at 10 while the GPU sits free).
+    Where the GPUs fit the step, nothing waits; where they fit nothing more, nothing is stepped."""
+    target, clamped, notes = decide_through_the_hpa(11, 10, schedulable=1)
+    assert (target, clamped[:1]) == (12, ["hpa_tolerance"]), notes
+    assert clamped[1].endswith("12, the smallest step that lands; 1 beyond the free GPUs may wait Pending")
+    assert not notes
+    # The load wants 12 and the GPUs fit 11: clamped to 11, which would not land, then stepped to 12.
+    assert decide_through_the_hpa(12, 10, schedulable=1)[0] == 12
+    target, clamped, _ = decide_through_the_hpa(11, 10, schedulable=2)
+    assert (target, clamped[1]) == (
+        12,
+        "the HPA ignores 10 -> 11 (within its scale-up tolerance of 0.1): 12, the smallest step that lands",
+    )
+    assert decide_through_the_hpa(11, 10, schedulable=0)[:2] == (
+        10,
+        [
+            "gpu_inventory",
+            "GPU inventory fits 10: 10 bound + 0 schedulable + 0 Pending allowed (maxPendingReplicas)",
+        ],
+    )

@@ -188,6 +188,32 @@ def test_the_replay_models_the_hpa_tolerance_and_the_scaler_accounts_for_it() ->
         assert hpa.scale_up_tolerance == (0.1 if behavior is None else 0.0)
 
 
+def test_a_gpu_limit_within_the_hpa_tolerance_lands_the_replica_that_fits() -> None:
+    """At 10 replicas the queue asks for 11 and the free GPUs fit one more: the HPA would swallow 11,
+    so the scaler asks 12 and the HPA lands 12 (11 run, one waits Pending). Next, with that replica
+    Pending and no GPU free, the scaler asks 11, which the HPA's tolerance leaves at 12: the fleet
+    keeps the replica that fits and the one Pending, rather than standing at 10."""
+    external = {
+        "type": "external",
+        "metadata": {"minReplicas": "2", "maxReplicas": "16", "targetQueuePerReplica": "10"},
+    }
+    now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
+    spec: dict[str, Any] = {"minReplicaCount": 2, "maxReplicaCount": 16, "triggers": [external]}
+    policy = KedaPolicy("s", scaledobject_model({"kind": "ScaledObject", "spec": spec}))
+    at_ten = {"spec_replicas": 10, "status_replicas": 10, "ready": 10, "waiting": 110, "running": 0}
+    assert policy.tick(tick(now, gpu_schedulable_replicas=1, **at_ten)) == 12
+    assert policy.latest is not None
+    assert policy.latest.replicas == 12
+    assert policy.latest.proposals[Signal.QUEUE] == 11
+    stepped = {"spec_replicas": 12, "status_replicas": 12, "ready": 10, "starting": 1, "pending": 1}
+    later = tick(
+        now + timedelta(seconds=30), now_s=30.0, gpu_schedulable_replicas=0, waiting=110, running=0, **stepped
+    )
+    assert policy.tick(later) == 12  # the HPA holds the 12
+    assert policy.latest.now == now + timedelta(seconds=30)
+    assert policy.latest.replicas == 11  # what the GPUs fit, within the HPA's tolerance of 12
+
+
 def test_a_tick_builds_its_series_once_only_for_a_policy_that_reads_them_and_never_after() -> None:
     """The clairvoyant never reads the series, so the replay builds none for it; a reading policy
     builds them once however often it reads; once the tick has ended they cannot be built."""

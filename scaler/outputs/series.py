@@ -218,7 +218,7 @@ SERIES: tuple[SeriesSpec, ...] = (
     _gauge(
         "llm_scaler_hpa_tolerance_hold",
         "1 when the HPA will not act on the target: within its tolerance of the current replicas,"
-        " and no step past it fits (scaler.hpa).",
+        " and the smallest step past it is beyond maxReplicas (scaler.decider.combine).",
     ),
     _gauge("llm_scaler_max_replicas", "maxReplicas from the trigger metadata."),
     _gauge("llm_scaler_ttft_objective_seconds", "ttftObjectiveSeconds: the TTFT objective."),
