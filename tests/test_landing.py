@@ -390,7 +390,9 @@ def test_a_step_past_the_tolerance_is_asked_where_the_free_gpus_fit_the_target_b
     Where the GPUs fit the step, nothing waits; where they fit nothing more, nothing is stepped."""
     target, clamped, notes = decide_through_the_hpa(11, 10, schedulable=1)
     assert (target, clamped[:1]) == (12, ["hpa_tolerance"]), notes
-    assert clamped[1].endswith("12, the smallest step that lands; 1 beyond the free GPUs may wait Pending")
+    assert clamped[1].endswith(
+        "12, the smallest step that lands; the 1 beyond the 11 that fit may wait Pending"
+    )
     assert not notes
     # The load wants 12 and the GPUs fit 11: clamped to 11, which would not land, then stepped to 12.
     assert decide_through_the_hpa(12, 10, schedulable=1)[0] == 12

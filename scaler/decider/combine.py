@@ -216,9 +216,13 @@ def _through_tolerance(
             )
         )
         return target
-    # The target fits (the clamps above), the step may not: the replicas of it beyond the free GPUs
-    # wait Pending while the ones that fit run (module docstring).
-    pending = "" if fits is None or step <= fits else f"; {step - fits} beyond the free GPUs may wait Pending"
+    # The target fits (the clamps above), the step may not: the replicas of it beyond what the free
+    # GPUs (and Kueue's quota) fit wait Pending, holding no GPU, while the ones that fit run.
+    pending = (
+        ""
+        if fits is None or step <= fits
+        else f"; the {step - fits} beyond the {fits} that fit may wait Pending"
+    )
     clamps.append(
         Clamp(
             ClampKind.HPA_TOLERANCE,
