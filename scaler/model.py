@@ -474,8 +474,11 @@ class Decision:
 
     @property
     def gpu_held_back(self) -> int:
-        """Replicas the GPU inventory clamp removed from the target."""
-        return sum(c.held_back for c in self.clamps if c.kind is ClampKind.GPU_INVENTORY)
+        """Replicas the GPU inventory clamp removed from the target and the HPA's tolerance did not put
+        back (a step past the tolerance may ask some of them again, to wait Pending)."""
+        held = sum(c.held_back for c in self.clamps if c.kind is ClampKind.GPU_INVENTORY)
+        stepped = sum(c.after - c.before for c in self.clamps if c.kind is ClampKind.HPA_TOLERANCE)
+        return max(0, held - max(0, stepped))
 
     def to_json(self) -> dict[str, Any]:
         """The decision as one JSON object: target, signals, clamps, notes and the inputs."""

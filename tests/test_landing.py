@@ -361,6 +361,19 @@ def decide_through_the_hpa(
     return d.replicas, [c.kind.value for c in clamped] + [c.reason for c in clamped], list(d.notes)
 
 
+def held_back_by_gpus(want: int, current: int, schedulable: int) -> int:
+    """``Decision.gpu_held_back`` for one proposal of ``want`` at ``current``, ``schedulable`` more fit."""
+    from scaler.config import parse_metadata
+    from scaler.decider.combine import combine
+    from scaler.model import Proposal, Signal
+
+    observation = Observation(
+        now=T0, current_replicas=current, ready_replicas=current, gpu_schedulable_replicas=schedulable
+    )
+    proposals = [Proposal(Signal.FLOOR, 1, "floor"), Proposal(Signal.QUEUE, want, "queue")]
+    return combine(proposals, observation, parse_metadata({"maxReplicas": "40"}).spec).gpu_held_back
+
+
 def test_scale_ups_step_past_the_tolerance_and_scale_downs_it_swallows_hold() -> None:
     """A scale-up inside the tolerance steps past it; a swallowed scale-down holds instead."""
 
@@ -396,6 +409,8 @@ def test_a_step_past_the_tolerance_is_asked_where_the_free_gpus_fit_the_target_b
     assert not notes
     # The load wants 12 and the GPUs fit 11: clamped to 11, which would not land, then stepped to 12.
     assert decide_through_the_hpa(12, 10, schedulable=1)[0] == 12
+    # So the GPU clamp held nothing back (no Pending pod avoided); wanting 13, it held back one.
+    assert [held_back_by_gpus(want, 10, schedulable=1) for want in (11, 12, 13)] == [0, 0, 1]
     target, clamped, _ = decide_through_the_hpa(11, 10, schedulable=2)
     assert (target, clamped[1]) == (
         12,

@@ -163,7 +163,11 @@ SERIES: tuple[SeriesSpec, ...] = (
         "Replicas each active clamp removed from the target (0 for a clamp that raised it).",
         "kind",
     ),
-    _gauge("llm_scaler_gpu_held_back_replicas", "Replicas the GPU inventory clamp held back (0 when none)."),
+    _gauge(
+        "llm_scaler_gpu_held_back_replicas",
+        "Replicas the GPU inventory clamp held back and no step past the HPA's tolerance asked again"
+        " (0 when none).",
+    ),
     _gauge(
         "llm_scaler_prewarm_active", "1 while a pre-warm window (or its cold-start lead) is open, else 0."
     ),
