@@ -191,8 +191,9 @@ def test_the_replay_models_the_hpa_tolerance_and_the_scaler_accounts_for_it() ->
 def test_a_gpu_limit_within_the_hpa_tolerance_lands_the_replica_that_fits() -> None:
     """At 10 replicas the queue asks for 11 and the free GPUs fit one more: the HPA would swallow 11,
     so the scaler asks 12 and the HPA lands 12 (11 run, one waits Pending). Next, with that replica
-    Pending and no GPU free, the scaler asks 11, which the HPA's tolerance leaves at 12: the fleet
-    keeps the replica that fits and the one Pending, rather than standing at 10."""
+    Pending and no GPU free, 11 fit, which the HPA's tolerance would leave at 12: the scaler holds
+    12 and says the one beyond is Pending. The fleet keeps the replica that fits rather than standing
+    at 10, and the target stands where the Deployment does."""
     external = {
         "type": "external",
         "metadata": {"minReplicas": "2", "maxReplicas": "16", "targetQueuePerReplica": "10"},
@@ -211,7 +212,8 @@ def test_a_gpu_limit_within_the_hpa_tolerance_lands_the_replica_that_fits() -> N
     )
     assert policy.tick(later) == 12  # the HPA holds the 12
     assert policy.latest.now == now + timedelta(seconds=30)
-    assert policy.latest.replicas == 11  # what the GPUs fit, within the HPA's tolerance of 12
+    assert policy.latest.replicas == 12
+    assert policy.latest.reason.endswith("holding 12, the 1 beyond the 11 that fit Pending)")
 
 
 def test_a_tick_builds_its_series_once_only_for_a_policy_that_reads_them_and_never_after() -> None:

@@ -23,13 +23,17 @@ the cluster), so the decision accounts for it rather than asking for what will n
   what fits, the target would never land, and the fleet would stand short of replicas the
   GPUs hold free (Llama 3 70B on four H100s, long prompts: 14 replicas for two hours where 15
   fit and were needed, 16.53 % of first tokens within the objective);
-* a **scale-down** it would swallow is **held** at the current replicas: stepping further
-  down than the load allows to make it land would cost TTFT, and the HPA holds anyway.
+* a **scale-down** it would swallow is **held** at the current replicas (at most
+  ``maxReplicas``): stepping further down than the load allows to make it land would cost
+  TTFT, and the HPA holds anyway. Held above what fits, the replicas beyond wait Pending, as
+  the step past the tolerance asked, and the decision says so: it names what stands rather
+  than a target that will not land.
 
 *Example*: at 10 replicas the load needs 11: the HPA ignores 11 (ratio 1.1), so the target
-is 12. With one GPU replica free, 12 is still the target: 11 run and one waits Pending. At
-10 it needs 9: the target stays 10 until the load needs 8 or fewer. With
-``scaleUp: {tolerance: 0}`` on the HPA, 11 lands and is asked for as it is.
+is 12. With one GPU replica free, 12 is still the target: 11 run and one waits Pending, and
+at 12 with none free it stays 12 while the load needs 11. At 10 it needs 9: the target stays
+10 until the load needs 8 or fewer. With ``scaleUp: {tolerance: 0}`` on the HPA, 11 lands
+and is asked for as it is.
 """
 
 from __future__ import annotations
@@ -189,19 +193,23 @@ def _through_tolerance(
     tolerance = tolerances(obs.hpa)
     if current is None or not within_hpa_tolerance(target, current, tolerance):
         return target
-    room = spec.max_replicas if fits is None else min(spec.max_replicas, fits)
     if target < current:
-        # Never hold above maxReplicas or the free GPUs: a scale-down those asked for is theirs.
-        held = min(current, room)
+        # Never hold above maxReplicas: a scale-down it asked for is its. Above what fits, the HPA
+        # holds the replicas anyway, the ones beyond waiting Pending (a step past the tolerance asks
+        # them): the decision says what stands rather than a target that will not land.
+        held = min(current, spec.max_replicas)
         if held <= target:
             return target
+        pending = (
+            "" if fits is None or held <= fits else f", the {held - fits} beyond the {fits} that fit Pending"
+        )
         clamps.append(
             Clamp(
                 ClampKind.HPA_TOLERANCE,
                 target,
                 held,
                 f"the HPA ignores {current} -> {target} (within its scale-down tolerance of"
-                f" {tolerance[1]:g}): holding {held}",
+                f" {tolerance[1]:g}): holding {held}{pending}",
             )
         )
         return held
