@@ -496,8 +496,7 @@ def with_truth(so: ScaledObjectModel, cell: Cell, factor: float | None) -> Scale
     else:
         metadata["promptTokensPerSecondPerReplica"] = f"{prefill * factor:.0f}"
         metadata["generationTokensPerSecondPerReplica"] = f"{decode * factor:.0f}"
-    if cell.objective_s != 2.0:
-        metadata["ttftObjectiveSeconds"] = f"{cell.objective_s:g}"
+    metadata["ttftObjectiveSeconds"] = f"{cell.objective_s:g}"
     triggers = tuple(ExternalTrigger(t.name, metadata) if t is external else t for t in so.triggers)
     return dataclasses.replace(so, triggers=triggers)
 
