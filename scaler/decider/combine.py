@@ -200,9 +200,7 @@ def _through_tolerance(
         held = min(current, spec.max_replicas)
         if held <= target:
             return target
-        pending = (
-            "" if fits is None or held <= fits else f", the {held - fits} beyond the {fits} that fit Pending"
-        )
+        pending = "" if fits is None or held <= fits else f", {_beyond(held, fits)} Pending"
         clamps.append(
             Clamp(
                 ClampKind.HPA_TOLERANCE,
@@ -226,11 +224,7 @@ def _through_tolerance(
         return target
     # The target fits (the clamps above), the step may not: the replicas of it beyond what the free
     # GPUs (and Kueue's quota) fit wait Pending, holding no GPU, while the ones that fit run.
-    pending = (
-        ""
-        if fits is None or step <= fits
-        else f"; the {step - fits} beyond the {fits} that fit may wait Pending"
-    )
+    pending = "" if fits is None or step <= fits else f"; {_beyond(step, fits)} may wait Pending"
     clamps.append(
         Clamp(
             ClampKind.HPA_TOLERANCE,
@@ -241,6 +235,11 @@ def _through_tolerance(
         )
     )
     return step
+
+
+def _beyond(replicas: int, fits: int) -> str:
+    """The replicas of ``replicas`` beyond the ``fits`` that fit, as the clamp names them."""
+    return f"the {replicas - fits} beyond the {fits} that fit"
 
 
 def _sentence(target: int, winner: Proposal, clamps: list[Clamp]) -> str:
