@@ -52,8 +52,11 @@ trace with the replay's default cluster.
 
 **Estimates beside the truth.** The replay knows a replica's prefill rate (``prefill_tokens_per_s``)
 and batch slots (``decode_slots``); each cell prints, per capacity condition, the capacity the
-scaler's decisions used (``Decision.capacity``) 15 minutes after its first refresh (a rate window
-into the warm-up) and at the end, each with its source and its ratio to the truth.
+scaler's decisions recorded (``Decision.capacity``: configured or measured) 15 minutes after its
+first refresh (a rate window into the warm-up) and at the end, each with its source and its ratio
+to the truth, and beside them the scale the measured objective sized the fleet at
+(``forecast.capacity_scale``, ``scaler.decider.calibration``): how hard a replica was loaded, not
+an estimate of what it holds, so not graded against the truth.
 
 ``--kv-full F`` replays a fleet whose KV cache is only ``F`` used when every batch slot is busy
 (the cluster key ``kv_cache_usage_full_batch``): ``max_num_seqs`` binds before the cache fills,
@@ -64,7 +67,7 @@ not met:
 
 * capacities 2x too high, half too low and not configured: within 1 point and 0.05x of
   configured right;
-* the prefill rate and the batch slots the decisions used within 15% of the replay's truth 15
+* the prefill rate and the batch slots the decisions recorded within 15% of the replay's truth 15
   minutes after traffic starts, in every condition;
 * Azure and ServeGen: at least 99.5% within the objective at no more than 1.10x the
   clairvoyant's GPU-hours;
@@ -530,10 +533,12 @@ class ScalerRun(NamedTuple):
     references: References  # the clairvoyant's and the static pool's GPU-hours
 
 
-def estimate(capacity: Capacity | None, truth: tuple[float, float, float]) -> dict[str, Any]:
-    """The capacity a decision used beside the cell's world's truth (``truths``): each figure, its
-    source, its ratio."""
-    out: dict[str, Any] = {}
+def estimate(
+    capacity: Capacity | None, truth: tuple[float, float, float], scale: float | None = None
+) -> dict[str, Any]:
+    """The capacity a decision recorded beside the cell's world's truth (``truths``): each figure, its
+    source, its ratio; and the scale the decision sized the fleet at (None: it sized nothing)."""
+    out: dict[str, Any] = {"scale": scale}
     for name, truth_value, value, source in (
         (
             "prefill_tokens_per_s",
@@ -578,8 +583,14 @@ def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
         first = policy.decided_at[0] if policy.decided_at else 0.0
         truth = truths(spec.cell.trace, spec.cell.seed, spec.cell.physics, spec.cell.profile)
         row["estimates"] = {
-            "after_15_min": estimate(policy.capacity_at(first + ESTIMATE_AFTER_S), truth),
-            "end": estimate(policy.capacities[-1] if policy.capacities else None, truth),
+            "after_15_min": estimate(
+                policy.capacity_at(first + ESTIMATE_AFTER_S), truth, policy.scale_at(first + ESTIMATE_AFTER_S)
+            ),
+            "end": estimate(
+                policy.capacities[-1] if policy.capacities else None,
+                truth,
+                policy.scales[-1] if policy.scales else None,
+            ),
         }
         row["ablation"] = spec.ablation
         row["condition"] = spec.condition
@@ -690,6 +701,8 @@ def _estimate_text(e: dict[str, Any]) -> str:
             parts.append(f"{unit} unknown")
         else:
             parts.append(f"{f['value']:,.0f} {unit} ({f['source']}) {f['ratio']:.2f}x")
+    if e.get("scale") is not None:  # results written before the scale was recorded have none
+        parts.append(f"sized at {e['scale']:.2f}x")
     return ", ".join(parts)
 
 
@@ -712,7 +725,7 @@ def print_cell(cell: dict[str, Any]) -> None:
     truth = next((f["estimates"]["end"] for f in cell["figures"] if "estimates" in f), None)
     if truth is not None:
         print(
-            f"  capacity the decisions used, against the {cell['physics']} world's"
+            f"  capacity the decisions recorded (and the scale they sized at), against the {cell['physics']} world's"
             f" {truth['prefill_tokens_per_s']['truth']:,.0f} prompt tokens/s and {truth['slots']['truth']:,.0f} slots"
             " per replica: 15 min after traffic starts | at the end"
         )

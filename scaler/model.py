@@ -434,9 +434,9 @@ class Decision:
     reason: str
     observation: Observation
     forecast: ForecastRecord = ForecastRecord()
-    capacity: Capacity | None = (
-        None  # what one replica holds, as the load signal used it (scaler.decider.capacity)
-    )
+    # What one replica holds, configured or measured (scaler.decider.capacity); the load signal
+    # sized the fleet at it times ``forecast.capacity_scale`` (scaler.decider.calibration).
+    capacity: Capacity | None = None
     lead: Lead | None = None  # the cold start it ordered ahead by (scaler.decider.coldstart)
     landing: Landing | None = None  # whether the previous target landed (scaler.decider.landing)
     # Unix seconds when every demand input was last present, as of this decision (None: never).

@@ -15,6 +15,7 @@ from scaler.decider.capacity import CapacityModel
 from scaler.decider.demand import DemandReader
 from scaler.decider.params import DeciderParams
 from scaler.model import Observation
+from scaler.outputs.dryrun import CompactLines, format_line
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 STEP = timedelta(seconds=15)
@@ -95,6 +96,28 @@ def test_a_fleet_late_beyond_the_budget_at_the_models_size_goes_up_within_two_re
     standing = targets[-1]
     late = follow(engine, range(40, 42), standing, **{**healthy, "p99": 3.0, "late": 0.05})
     assert max(late) > standing
+
+
+def test_a_cut_scale_is_said_beside_the_capacity_it_scales_and_not_as_it() -> None:
+    """A fleet late 5% at the size the model asked for cuts the scale below 1. The decision still
+    records what a replica holds, as the capacity model measured it (from the configured 5,000 prompt
+    tokens/s and the mean TTFT). The scale the fleet was sized at is said beside it, in the decision
+    and on the dry-run's line: a capacity labelled "measured" or "configured" at a figure that is
+    neither would read as a wrong measurement or a parsing error."""
+    engine = engine_for(LLAMA)
+    healthy = {"p99": 0.4, "late": 0.0, "in_service_s": PROMPT / 5000.0 + OUTPUT / 18.0}
+    standing = follow(engine, range(0, 40), 8, **healthy)[-1]
+    cut = engine.decide(refresh(40, standing, **{**healthy, "p99": 3.0, "late": 0.05}))
+    scale = cut.forecast.capacity_scale
+    assert scale is not None
+    assert scale < 0.95
+    held = engine.capacity.capacity()  # what the capacity model holds after this refresh
+    assert cut.capacity == held
+    assert held.prefill_tokens_per_s is not None
+    line = format_line(cut)
+    assert f"capacity: per replica: {held.prefill_tokens_per_s:,.0f} prompt tokens/s (measured" in line
+    assert f"; sized at {scale:.2f}x them (the measured objective's scale)" in line
+    assert f"; sized at {scale:.2f}x them" in CompactLines()(cut)  # the default line says it too
 
 
 @pytest.mark.parametrize(("tails", "settles_at"), [(None, 0.5), (0.7, 0.7), (1.3, 1.3)])

@@ -122,11 +122,12 @@ def test_the_policy_keeps_the_capacity_each_decision_used_by_tick() -> None:
     }
     policy = KedaPolicy("s", so(external))
     now = datetime.fromisoformat("2026-12-07T13:00:00+08:00")
-    made = []
+    made, scales = [], []
     for t in (0.0, 15.0):
         policy.tick(tick(now, now_s=t))
         assert policy.latest is not None
         made.append(policy.latest.capacity)
+        scales.append(policy.latest.forecast.capacity_scale)
     first, second = made
     assert first is not None
     assert first.prefill_tokens_per_s == 5000
@@ -136,6 +137,8 @@ def test_the_policy_keeps_the_capacity_each_decision_used_by_tick() -> None:
     assert policy.capacity_at(14.9) is first
     assert policy.capacity_at(15.0) is second
     assert policy.capacity_at(1e9) is second
+    assert policy.scale_at(-1.0) is None
+    assert [policy.scale_at(0.0), policy.scale_at(1e9)] == scales
 
 
 def test_the_scaler_sees_ttft_quantiles_and_its_share_over_objective_from_the_histogram() -> None:

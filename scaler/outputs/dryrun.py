@@ -48,6 +48,9 @@ from scaler.hpa import SEVERAL_TRIGGERS
 from scaler.inventory import ScaledObject
 from scaler.model import Capacity, Decision, NoteKind, Signal
 
+# A capacity scale this close to 1 (a ratio) is not said: it prints as 1.00 at two decimals.
+SCALE_SAID = 0.005
+
 
 def missing_inputs(decision: Decision) -> str:
     """Every input the decision's observation misses, grouped by why: ``missing 3 inputs: a, b (why);
@@ -100,7 +103,7 @@ def format_line(
     if decision.lead is not None:
         line += f" | lead {decision.lead.seconds:.0f}s ({decision.lead.source})"
     if decision.capacity is not None:
-        line += f" | capacity: {decision.capacity.describe()}"
+        line += f" | capacity: {decision.capacity.describe()}{_scaled(decision)}"
     if Signal.LOAD not in decision.proposals:
         why = decision.signal_reasons.get(Signal.LOAD, "no reason given")
         line += f" | load off: {why}"
@@ -186,8 +189,8 @@ class CompactLines:
             "lead": (f"lead {decision.lead.seconds:.0f}s ({decision.lead.source})" if decision.lead else "",)
             * 2,
             "capacity": (
-                f"capacity: {_capacity_brief(capacity)}" if capacity else "",
-                _capacity_key(capacity) if capacity else "",
+                f"capacity: {_capacity_brief(capacity)}{_scaled(decision)}" if capacity else "",
+                f"{_capacity_key(capacity)} {_step(decision.forecast.capacity_scale)}" if capacity else "",
             ),
             "load": ("", "") if Signal.LOAD in decision.proposals else (_load_off(decision),) * 2,
             # The missing inputs again when which ones, or the kind of why, change (not their ages).
@@ -225,22 +228,34 @@ def _capacity_brief(capacity: Capacity) -> str:
     return ", ".join(parts)
 
 
+def _scaled(decision: Decision) -> str:
+    """The scale the fleet was sized at, where the measured objective set one other than 1
+    (``scaler.decider.calibration``): the capacities above are what a replica holds, the load signal
+    sized on them times it. *Example*: ``"; sized at 0.35x them (the measured objective's scale)"``."""
+    scale = decision.forecast.capacity_scale
+    if scale is None or abs(scale - 1.0) < SCALE_SAID:
+        return ""
+    return f"; sized at {scale:.2f}x them (the measured objective's scale)"
+
+
+def _step(value: float | None) -> str:
+    """``value`` in 5% steps (a log scale), ``-`` where unknown or 0: what a figure must move by to be
+    said again."""
+    return "-" if not value else str(round(math.log(value) / math.log(1.05)))
+
+
 def _capacity_key(capacity: Capacity) -> str:
     """What must change for a capacity to be said again: its figures in 5% steps, its sources."""
-
-    def step(value: float | None) -> str:
-        return "-" if not value else str(round(math.log(value) / math.log(1.05)))
-
     return " ".join(
         (
-            step(capacity.prefill_tokens_per_s),
-            step(capacity.slots),
+            _step(capacity.prefill_tokens_per_s),
+            _step(capacity.slots),
             capacity.prefill_source,
             capacity.slots_source,
             capacity.prefill_method,
             capacity.slots_method,
             "-" if capacity.decode_slowdown is None else f"{capacity.decode_slowdown:.1f}",
-            step(capacity.itl_slots),
+            _step(capacity.itl_slots),
         )
     )
 

@@ -117,7 +117,8 @@ FORECAST_SERIES: dict[str, tuple[str, str]] = {
     ),
 }
 
-# Decision.capacity field -> (series, help): what one replica holds, as the load signal used it.
+# Decision.capacity field -> (series, help): what one replica holds, configured or measured (the load
+# signal sizes at it times llm_scaler_capacity_scale_ratio).
 CAPACITY_SERIES: dict[str, tuple[str, str]] = {
     "prefill_tokens_per_s": (
         "llm_scaler_capacity_prefill_tokens_per_second",

@@ -6,11 +6,13 @@
   ``hpa_sync_s`` the HPA model (``scaler.sim.hpa.Hpa``) reads each trigger, as KEDA's metrics
   server calls its source on each HPA request (a ``useCachedMetrics`` trigger: the value of KEDA's
   last poll, every ``pollingInterval``), and turns the metrics into replicas. It keeps the
-  capacity each decision used (``Decision.capacity``), so a replay can hold the scaler's estimates against the
-  cluster model's truth (``capacity_at``). This scaler's call fails when its latest decision is
-  stale past ``maxStalenessSeconds`` (in ``outages``, the spans of a history without samples, its
-  Prometheus inputs are missing): KEDA's calls, failure count and fallback are ``keda``
-  (``scaler.replay.keda.KedaCalls``), per ``keda_version``.
+  capacity each decision recorded (``Decision.capacity``, what a replica holds as configured or
+  measured) and the scale it sized the fleet at (``forecast.capacity_scale``), so a replay can hold
+  the scaler's estimates against the cluster model's truth (``capacity_at``, ``scale_at``). This
+  scaler's call fails when its latest decision is stale past ``maxStalenessSeconds`` (in
+  ``outages``, the spans of a history without samples, its Prometheus inputs are missing): KEDA's
+  calls, failure count and fallback are ``keda`` (``scaler.replay.keda.KedaCalls``), per
+  ``keda_version``.
 * ``ClairvoyantPolicy``: knows the future demand as a per-minute schedule of replicas
   and orders each replica exactly one cold start before its minute, without an HPA.
 
@@ -211,9 +213,11 @@ class KedaPolicy:
         self._asked: tuple[int, int, int] | None = None
         self.latest: Decision | None = None
         self.decisions = 0
-        # Per decision, in time order: its tick (seconds of the trace) and the capacity it used.
+        # Per decision, in time order: its tick (seconds of the trace), the capacity it recorded and
+        # the scale it sized the fleet at (None: not sized).
         self.decided_at: list[float] = []
         self.capacities: list[Capacity | None] = []
+        self.scales: list[float | None] = []
         # A cron trigger found outside its window stays outside until the window next opens.
         self._closed_until: dict[int, datetime] = {}
 
@@ -348,11 +352,17 @@ class KedaPolicy:
         }
 
     def capacity_at(self, t: float) -> Capacity | None:
-        """The capacity the last decision at or before ``t`` (seconds of the trace) used: what one
+        """The capacity the last decision at or before ``t`` (seconds of the trace) recorded: what one
         replica holds as the scaler saw it then. None before the first decision, or where the
         decision had none."""
         index = bisect.bisect_right(self.decided_at, t)
         return self.capacities[index - 1] if index else None
+
+    def scale_at(self, t: float) -> float | None:
+        """The capacity scale the last decision at or before ``t`` sized the fleet at
+        (``scaler.decider.calibration``). None before the first decision, or where it sized nothing."""
+        index = bisect.bisect_right(self.decided_at, t)
+        return self.scales[index - 1] if index else None
 
     def asks(self, status_replicas: int) -> tuple[int, int, int]:
         """What the cached metrics' demand, floor and pre-warm windows ask (``scaler.replay.held``):
@@ -386,6 +396,7 @@ class KedaPolicy:
             self.decisions += 1
             self.decided_at.append(t)
             self.capacities.append(self.latest.capacity)
+            self.scales.append(self.latest.forecast.capacity_scale)
             self._next_refresh = t + self.refresh_s
         if t >= self._next_poll:  # KEDA's scale loop: only useCachedMetrics triggers read what it polled
             if self._from_poll:
