@@ -190,7 +190,7 @@ STEP_RATE = {"decode": 3.0}
 # spread, few enough to run in a second.
 SATURATION_SAMPLE = 2000
 PHYSICS_RUN = ("shared", "separate", "step")  # the physics a run replays: the two fluid ones and step
-# The capacity the decisions used is read this long after the first refresh, a rate window into the
+# The capacity the decisions recorded is read this long after the first refresh, a rate window into the
 # warm-up (scaler.replay.fleet.series): issue 28's "within 15% of the truth 15 minutes after traffic
 # starts", a minute later.
 ESTIMATE_AFTER_S = 900.0
@@ -563,7 +563,7 @@ def estimate(
 
 
 def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
-    """This scaler's replays, each with its figures and the capacity its decisions used beside the
+    """This scaler's replays, each with its figures and the capacity its decisions recorded beside the
     truth, each without the mechanism its ablation takes out (``Ablation.engine``)."""
     out = []
     scaler_so = load_scaledobject_model(HERE / "scaledobject-70b.yaml")

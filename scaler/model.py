@@ -121,8 +121,9 @@ CapacitySource = Literal["configured", "measured", "exported", "unknown"]
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """What one Ready replica holds, as the load signal used it, and where each figure came from
-    (``scaler.decider.capacity``): its prefill rate and its batch slots."""
+    """What one Ready replica holds, configured or measured, and where each figure came from
+    (``scaler.decider.capacity``): its prefill rate and its batch slots. The load signal sizes with
+    the figures times the capacity scale (``scaler.decider.calibration.scaled``)."""
 
     prefill_tokens_per_s: float | None  # prompt tokens/s one replica computes; None: unknown
     slots: float | None  # sequences one replica runs at once (max_num_seqs or what its KV cache holds)

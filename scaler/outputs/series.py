@@ -200,7 +200,7 @@ SERIES: tuple[SeriesSpec, ...] = (
         " (scaler.inert: no_series, stale, not_scraped, stranded, stuck, held, not_landed).",
         "reason",
     ),
-    # What one replica holds, as the load signal used it, and where that came from
+    # What one replica holds, configured or measured, and where that came from
     *(_gauge(name, help_) for name, help_ in CAPACITY_SERIES.values()),
     SeriesSpec(
         "llm_scaler_capacity_source_info",
