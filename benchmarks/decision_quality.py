@@ -586,11 +586,7 @@ def scaler_runs(runs: Sequence[ScalerRun]) -> list[dict[str, Any]]:
             "after_15_min": estimate(
                 policy.capacity_at(first + ESTIMATE_AFTER_S), truth, policy.scale_at(first + ESTIMATE_AFTER_S)
             ),
-            "end": estimate(
-                policy.capacities[-1] if policy.capacities else None,
-                truth,
-                policy.scales[-1] if policy.scales else None,
-            ),
+            "end": estimate(policy.capacity_at(math.inf), truth, policy.scale_at(math.inf)),
         }
         row["ablation"] = spec.ablation
         row["condition"] = spec.condition

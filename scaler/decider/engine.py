@@ -165,10 +165,14 @@ class Engine:
             )
         )
         decision = self._combined(observed, proposals, missing, unknown, demand, forecasts, load)
-        decision = replace(decision, forecast=replace(decision.forecast, capacity_scale=scale))
         # The decision records what a replica holds as configured or measured; the load signal sized
         # it at that times the scale (forecast.capacity_scale), which is not a capacity of its own.
-        decision = replace(decision, lead=Lead(horizon, lead_source), capacity=measured)
+        decision = replace(
+            decision,
+            forecast=replace(decision.forecast, capacity_scale=scale),
+            lead=Lead(horizon, lead_source),
+            capacity=measured,
+        )
         return self._watch(decision, obs.timestamp, horizon, load, missing, proposals)
 
     def _backlog(self, obs: Observation, demand: Demand) -> tuple[float | None, str | None]:

@@ -26,7 +26,7 @@ import bisect
 import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from scaler.config import parse_metadata
 from scaler.decider.engine import Engine
@@ -53,6 +53,7 @@ from scaler.replay.keda import (
 from scaler.sim.hpa import Hpa, desired, metric_proposal
 
 ModelledTrigger = ExternalTrigger | PrometheusTrigger | CronTrigger
+T = TypeVar("T")  # an entry of a per-decision list (KedaPolicy._last_at)
 
 # What a router is read as; a ScaledObject that names no router reads none of it.
 ROUTER_READS = frozenset(
@@ -355,14 +356,18 @@ class KedaPolicy:
         """The capacity the last decision at or before ``t`` (seconds of the trace) recorded: what one
         replica holds as the scaler saw it then. None before the first decision, or where the
         decision had none."""
-        index = bisect.bisect_right(self.decided_at, t)
-        return self.capacities[index - 1] if index else None
+        return self._last_at(self.capacities, t)
 
     def scale_at(self, t: float) -> float | None:
         """The capacity scale the last decision at or before ``t`` sized the fleet at
         (``scaler.decider.calibration``). None before the first decision, or where it sized nothing."""
+        return self._last_at(self.scales, t)
+
+    def _last_at(self, per_decision: list[T], t: float) -> T | None:
+        """The entry of ``per_decision`` (one per decision, in ``decided_at``'s order) of the last
+        decision at or before ``t``; None before the first."""
         index = bisect.bisect_right(self.decided_at, t)
-        return self.scales[index - 1] if index else None
+        return per_decision[index - 1] if index else None
 
     def asks(self, status_replicas: int) -> tuple[int, int, int]:
         """What the cached metrics' demand, floor and pre-warm windows ask (``scaler.replay.held``):
